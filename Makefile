@@ -1,0 +1,35 @@
+# Thin entry points; the real work is in scripts/ and CMake.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup configure build run test bench format tidy clean
+
+all: build
+
+setup:
+	scripts/setup.sh
+
+configure: setup
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Until the training runtime lands: inspect and compile the example model.
+run: build
+	scripts/run-example.sh $(BUILD_DIR)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+bench: build
+	scripts/bench-compile.sh $(BUILD_DIR)
+
+format:
+	scripts/format.sh
+
+tidy: configure
+	scripts/tidy.sh $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR)

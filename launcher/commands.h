@@ -1,0 +1,39 @@
+// The `autodist` subcommands as plain functions, so tests can run them in-process. Each throws
+// autodist::Error on bad input; main.cc turns that into a message and exit code 2.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runtime/strategy/resource_spec.h"
+
+namespace autodist::cli {
+
+struct InspectOptions {
+  std::string model;          // ONNX model or GraphItem file
+  bool strip_weights = false;  // with output: drop initializer data
+  std::string output;          // write the GraphItem here (binary) when set
+};
+
+// Prints the variable table of the model to `out`; writes the GraphItem when asked.
+void RunInspect(const InspectOptions& options, std::ostream& out);
+
+struct CompileOptions {
+  std::string model;                             // ONNX model or GraphItem file
+  std::string resources;                         // resource_spec.yml; or use `counts`
+  std::optional<strategy::ReplicaCounts> counts;  // from --workers/--gpus-per-worker/--ps
+  std::string builder = "Auto";
+  std::vector<std::string> options;   // "key=value"
+  std::vector<std::string> colocate;  // "a,b,c" per group
+  std::string format = "text";        // text | json | binary
+  std::string output;                 // file; empty: standard output
+  bool stdout_is_terminal = false;    // refuse binary output to a terminal
+};
+
+// Compiles and writes the Strategy; the summary goes to `out` when the strategy goes to a file,
+// otherwise to `err` (so standard output holds exactly the strategy).
+void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace autodist::cli

@@ -1,0 +1,100 @@
+// `autodist compile`: model + resources + builder -> Strategy, in text, JSON or binary.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "launcher/commands.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/strategy/compiler.h"
+#include "runtime/strategy/strategy_io.h"
+#include "runtime/strategy/summary.h"
+
+namespace autodist::cli {
+namespace {
+
+std::string Trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  const size_t last = text.find_last_not_of(" \t");
+  return text.substr(first, last - first + 1);
+}
+
+strategy::BuilderOptions ParseOptions(const std::vector<std::string>& pairs) {
+  strategy::BuilderOptions options;
+  for (const std::string& pair : pairs) {
+    const size_t equals = pair.find('=');
+    AD_CHECK(equals != std::string::npos && equals > 0, kInvalidArgument,
+             "--option expects key=value, got '{}'", pair);
+    const std::string key = Trim(pair.substr(0, equals));
+    const auto [it, inserted] = options.emplace(key, Trim(pair.substr(equals + 1)));
+    AD_CHECK(inserted, kInvalidArgument, "--option {} is given twice", key);
+  }
+  return options;
+}
+
+strategy::ColocationGroups ParseColocation(const std::vector<std::string>& lists) {
+  strategy::ColocationGroups groups;
+  for (const std::string& list : lists) {
+    std::vector<std::string> group;
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      const std::string name = Trim(list.substr(start, end - start));
+      AD_CHECK(!name.empty(), kInvalidArgument,
+               "--colocate expects comma-separated variable names, got '{}'", list);
+      group.push_back(name);
+      start = end + 1;
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+strategy::ResourceSpec LoadResources(const CompileOptions& options) {
+  AD_CHECK(options.resources.empty() || !options.counts.has_value(), kInvalidArgument,
+           "give either --resources or replica counts (--workers/--gpus-per-worker/--ps), not both");
+  if (!options.resources.empty()) return strategy::ResourceSpec::FromYamlFile(options.resources);
+  if (options.counts.has_value()) return strategy::ResourceSpec::FromReplicaCounts(*options.counts);
+  // Nothing given: this machine, one CPU replica, as `autodist run` would use it.
+  strategy::NodeSpec local;
+  local.address = "localhost";
+  return strategy::ResourceSpec::FromNodes({local}, "default resource spec");
+}
+
+}  // namespace
+
+void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& err) {
+  const strategy::StrategyFormat format = strategy::ParseStrategyFormat(options.format);
+  AD_CHECK(format != strategy::StrategyFormat::kBinary || !options.output.empty() ||
+               !options.stdout_is_terminal,
+           kInvalidArgument, "binary output goes to a file (-o strategy.pb) or a pipe, not a terminal");
+
+  const graph::GraphItem item = graph::GraphItem::Load(options.model);
+  const strategy::ResourceSpec resources = LoadResources(options);
+  strategy::CompileRequest request;
+  request.builder = options.builder;
+  request.options = ParseOptions(options.options);
+  request.colocation = ParseColocation(options.colocate);
+
+  const std::vector<graph::Variable> variables = item.TrainableVariables();
+  strategy::CompileResult result = strategy::Compile(variables, resources, request);
+  if (!options.output.empty()) result.strategy.set_path(options.output);
+
+  const std::string summary =
+      strategy::FormatSummary(strategy::Summarize(result.strategy, variables, resources),
+                              result.builder) +
+      (result.note.empty() ? "" : result.note + "\n");
+  const std::string serialized = strategy::SerializeStrategy(result.strategy, format);
+  if (options.output.empty()) {
+    out << serialized;
+    err << summary;
+  } else {
+    WriteFileBytes(options.output, serialized);
+    out << summary << fmt::format("wrote strategy {} to {}\n", result.strategy.id(), options.output);
+  }
+}
+
+}  // namespace autodist::cli

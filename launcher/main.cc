@@ -1,0 +1,95 @@
+// `autodist`: the command-line entry point. Parses flags with CLI11 and hands typed options to
+// the commands in commands.h. Exit codes: 0 success, 2 bad usage or bad input, 1 internal error.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "launcher/commands.h"
+#include "runtime/common/error.h"
+#include "runtime/strategy/compiler.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 1;
+
+void AddInspect(CLI::App& app, autodist::cli::InspectOptions& options) {
+  auto* inspect = app.add_subcommand(
+      "inspect", "Show a model's variables: shape, dtype, bytes, dense/sparse, partitionable");
+  inspect->add_option("model", options.model, "ONNX model or GraphItem file")->required();
+  inspect->add_flag("--strip-weights", options.strip_weights,
+                    "With -o: keep shapes but drop initializer data (fits a ConfigMap)");
+  inspect->add_option("-o,--output", options.output, "Write the GraphItem (binary) to this file");
+}
+
+void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
+                autodist::strategy::ReplicaCounts& counts, bool& counts_given) {
+  auto* compile = app.add_subcommand(
+      "compile", "Compile a distribution Strategy for a model and a set of machines");
+  compile->add_option("--model", options.model, "ONNX model or GraphItem file")->required();
+  compile->add_option("--resources", options.resources,
+                      "AutoDist resource_spec.yml (default: this machine, one CPU replica)");
+  compile->add_option("--strategy", options.builder, "Strategy builder")
+      ->check(CLI::IsMember(autodist::strategy::BuilderNames()))
+      ->default_str("Auto");
+  compile->add_option("--option", options.options, "Builder option key=value (repeatable)");
+  compile->add_option("--colocate", options.colocate,
+                      "Variables kept on one parameter server, comma-separated (repeatable)");
+  compile->add_option("--format", options.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "binary"}))
+      ->default_str("text");
+  compile->add_option("-o,--output", options.output, "Write the strategy to this file");
+  auto* workers = compile->add_option("--workers", counts.workers,
+                                      "Instead of --resources: number of worker nodes");
+  auto* gpus = compile->add_option("--gpus-per-worker", counts.gpus_per_worker,
+                                   "GPUs per worker (0: CPU replicas)");
+  auto* replicas = compile->add_option("--replicas-per-worker", counts.replicas_per_worker,
+                                       "CPU replicas per GPU-less worker");
+  auto* ps = compile->add_option("--ps", counts.parameter_servers,
+                                 "Dedicated parameter-server nodes (0: workers host them)");
+  compile->callback([&, workers, gpus, replicas, ps] {
+    counts_given = workers->count() + gpus->count() + replicas->count() + ps->count() > 0;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"AutoDist for Kubernetes: compile and run distributed training strategies"};
+  app.set_version_flag("--version", "autodist 0.1.0");
+  app.require_subcommand(1);
+
+  autodist::cli::InspectOptions inspect_options;
+  autodist::cli::CompileOptions compile_options;
+  autodist::strategy::ReplicaCounts counts;
+  bool counts_given = false;
+  AddInspect(app, inspect_options);
+  AddCompile(app, compile_options, counts, counts_given);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+
+  try {
+    if (app.got_subcommand("inspect")) {
+      autodist::cli::RunInspect(inspect_options, std::cout);
+    } else if (app.got_subcommand("compile")) {
+      if (counts_given) compile_options.counts = counts;
+      compile_options.stdout_is_terminal = isatty(STDOUT_FILENO) == 1;
+      autodist::cli::RunCompile(compile_options, std::cout, std::cerr);
+    }
+  } catch (const autodist::Error& error) {
+    std::cerr << "autodist: error: " << error.what() << "\n";
+    return error.IsUserError() ? kExitBadInput : kExitInternal;
+  } catch (const std::exception& error) {
+    std::cerr << "autodist: internal error: " << error.what() << "\n";
+    return kExitInternal;
+  }
+  std::cout.flush();
+  return 0;
+}

@@ -1,0 +1,42 @@
+// AllReduce: every variable all-reduced; variable i joins fusion group i / chunk_size.
+#include "runtime/strategy/builders.h"
+
+namespace autodist::strategy {
+namespace {
+
+class AllReduceBuilder final : public StrategyBuilder {
+ public:
+  explicit AllReduceBuilder(AllReduceOptions options) : options_(options) {}
+
+  autodist::proto::Strategy Build(const BuildInput& input) const override {
+    autodist::proto::Strategy strategy;
+    SetReplicas(input.resources, strategy);
+    int index = 0;
+    for (const graph::Variable& variable : input.variables) {
+      auto* node = strategy.add_node_config();
+      node->set_var_name(variable.name);
+      SetAllReduceSynchronizer(options_.spec, options_.compressor, index / options_.chunk_size,
+                               *node->mutable_allreducesynchronizer());
+      ++index;
+    }
+    return strategy;
+  }
+
+  bool UsesParameterServers() const override { return false; }
+
+ private:
+  AllReduceOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<StrategyBuilder> MakeAllReduceBuilder(OptionReader& reader) {
+  AllReduceOptions options;
+  options.chunk_size = reader.Int("chunk_size", 128, 1);
+  options.spec = reader.Spec("all_reduce_spec", autodist::proto::AllReduceSynchronizer::NCCL);
+  options.compressor =
+      reader.Compressor("compressor", autodist::proto::AllReduceSynchronizer::NoneCompressor);
+  return std::make_unique<AllReduceBuilder>(options);
+}
+
+}  // namespace autodist::strategy

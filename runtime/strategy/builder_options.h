@@ -1,0 +1,65 @@
+// Builder options as users write them (`--option sync=true`, `chunkSize: 64` in a manifest),
+// parsed once into typed values. Keys are accepted in AutoDist's snake_case (chunk_size) or the
+// manifest's camelCase (chunkSize); errors name the builder, the option and what was expected.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "proto/synchronizers.pb.h"
+
+namespace autodist::strategy {
+
+// Raw options: key -> value text, as given.
+using BuilderOptions = std::map<std::string, std::string>;
+
+// Options of the PS family (AutoDist: local_proxy_variable, sync, staleness).
+struct PsOptions {
+  bool local_proxy_variable = false;
+  bool sync = true;
+  int staleness = 0;
+};
+
+// Options of the all-reduce family.
+struct AllReduceOptions {
+  int chunk_size = 128;
+  autodist::proto::AllReduceSynchronizer::Spec spec = autodist::proto::AllReduceSynchronizer::NCCL;
+  autodist::proto::AllReduceSynchronizer::Compressor compressor =
+      autodist::proto::AllReduceSynchronizer::NoneCompressor;
+};
+
+// "chunkSize" -> "chunk_size"; snake_case keys are returned unchanged.
+std::string NormalizeOptionKey(std::string_view key);
+
+// Reads typed options for one builder and rejects any option it did not read.
+class OptionReader {
+ public:
+  OptionReader(std::string builder, const BuilderOptions& options);
+
+  bool Bool(const std::string& key, bool default_value);
+  int Int(const std::string& key, int default_value, int minimum);
+  int64_t Int64(const std::string& key, int64_t default_value);
+  autodist::proto::AllReduceSynchronizer::Spec Spec(
+      const std::string& key, autodist::proto::AllReduceSynchronizer::Spec default_value);
+  autodist::proto::AllReduceSynchronizer::Compressor Compressor(
+      const std::string& key, autodist::proto::AllReduceSynchronizer::Compressor default_value);
+
+  // Throws InvalidArgument for every given option that no getter asked for, listing the
+  // options this builder takes.
+  void RejectUnread() const;
+
+ private:
+  const std::string* Find(const std::string& key);
+
+  std::string builder_;
+  std::map<std::string, std::string> values_;  // normalized key -> value
+  std::map<std::string, std::string> given_;   // normalized key -> key as the user wrote it
+  std::set<std::string> read_;                 // keys the builder asked for
+};
+
+// The PS-family options, validated (staleness >= 0; staleness > 0 needs sync=true).
+PsOptions ReadPsOptions(OptionReader& reader);
+
+}  // namespace autodist::strategy
