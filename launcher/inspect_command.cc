@@ -42,7 +42,7 @@ void RunInspect(const InspectOptions& options, std::ostream& out) {
     out << fmt::format("{:<{}}  {:<{}}  {:<8}  {:>12}  {:<8}  {:<13}  {}\n", variable.name,
                        name_width, ShapeText(variable.shape), shape_width,
                        graph::DataTypeName(variable.data_type), variable.bytes,
-                       variable.sparse ? "sparse" : "dense", YesNo(variable.partitionable),
+                       !variable.trainable ? "none" : (variable.sparse ? "sparse" : "dense"), YesNo(variable.partitionable),
                        YesNo(variable.trainable));
     total_bytes += variable.bytes;
     trainable += variable.trainable ? 1 : 0;
