@@ -2,6 +2,7 @@
 // variables on 64 nodes x 8 GPUs). Each builder runs in its own child process so its peak
 // resident memory is its own; time is the median of --repeats compiles (build + content id +
 // binary serialization). Targets (issue: foundation): < 1 s and < 500 MB per builder.
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +13,6 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "runtime/strategy/compiler.h"
 
@@ -27,7 +26,7 @@ using autodist::strategy::ResourceSpec;
 // within a few shards per variable.
 std::vector<Variable> SyntheticVariables(int count) {
   static const std::vector<std::vector<int64_t>> kShapes = {
-      {1024, 1024}, {1024}, {4096, 1024}, {4096}, {1024, 4096}, {1024}, {768, 3072},
+      {1024, 1024}, {1024}, {4096, 1024}, {4096}, {1024, 4096}, {1024},  {768, 3072},
       {3072},       {768},  {512, 512},   {10},   {1000, 64},   {3, 64}, {}};
   std::vector<Variable> variables;
   variables.reserve(static_cast<size_t>(count));

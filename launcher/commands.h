@@ -12,7 +12,7 @@
 namespace autodist::cli {
 
 struct InspectOptions {
-  std::string model;          // ONNX model or GraphItem file
+  std::string model;           // ONNX model or GraphItem file
   bool strip_weights = false;  // with output: drop initializer data
   std::string output;          // write the GraphItem here (binary) when set
 };
@@ -21,8 +21,8 @@ struct InspectOptions {
 void RunInspect(const InspectOptions& options, std::ostream& out);
 
 struct CompileOptions {
-  std::string model;                             // ONNX model or GraphItem file
-  std::string resources;                         // resource_spec.yml; or use `counts`
+  std::string model;                              // ONNX model or GraphItem file
+  std::string resources;                          // resource_spec.yml; or use `counts`
   std::optional<strategy::ReplicaCounts> counts;  // from --workers/--gpus-per-worker/--ps
   std::string builder = "Auto";
   std::vector<std::string> options;   // "key=value"

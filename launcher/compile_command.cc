@@ -54,8 +54,9 @@ strategy::ColocationGroups ParseColocation(const std::vector<std::string>& lists
 }
 
 strategy::ResourceSpec LoadResources(const CompileOptions& options) {
-  AD_CHECK(options.resources.empty() || !options.counts.has_value(), kInvalidArgument,
-           "give either --resources or replica counts (--workers/--gpus-per-worker/--ps), not both");
+  AD_CHECK(
+      options.resources.empty() || !options.counts.has_value(), kInvalidArgument,
+      "give either --resources or replica counts (--workers/--gpus-per-worker/--ps), not both");
   if (!options.resources.empty()) return strategy::ResourceSpec::FromYamlFile(options.resources);
   if (options.counts.has_value()) return strategy::ResourceSpec::FromReplicaCounts(*options.counts);
   // Nothing given: this machine, one CPU replica, as `autodist run` would use it.
@@ -70,7 +71,8 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
   const strategy::StrategyFormat format = strategy::ParseStrategyFormat(options.format);
   AD_CHECK(format != strategy::StrategyFormat::kBinary || !options.output.empty() ||
                !options.stdout_is_terminal,
-           kInvalidArgument, "binary output goes to a file (-o strategy.pb) or a pipe, not a terminal");
+           kInvalidArgument,
+           "binary output goes to a file (-o strategy.pb) or a pipe, not a terminal");
 
   const graph::GraphItem item = graph::GraphItem::Load(options.model);
   const strategy::ResourceSpec resources = LoadResources(options);
@@ -93,7 +95,8 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
     err << summary;
   } else {
     WriteFileBytes(options.output, serialized);
-    out << summary << fmt::format("wrote strategy {} to {}\n", result.strategy.id(), options.output);
+    out << summary
+        << fmt::format("wrote strategy {} to {}\n", result.strategy.id(), options.output);
   }
 }
 

@@ -42,8 +42,8 @@ void RunInspect(const InspectOptions& options, std::ostream& out) {
     out << fmt::format("{:<{}}  {:<{}}  {:<8}  {:>12}  {:<8}  {:<13}  {}\n", variable.name,
                        name_width, ShapeText(variable.shape), shape_width,
                        graph::DataTypeName(variable.data_type), variable.bytes,
-                       !variable.trainable ? "none" : (variable.sparse ? "sparse" : "dense"), YesNo(variable.partitionable),
-                       YesNo(variable.trainable));
+                       !variable.trainable ? "none" : (variable.sparse ? "sparse" : "dense"),
+                       YesNo(variable.partitionable), YesNo(variable.trainable));
     total_bytes += variable.bytes;
     trainable += variable.trainable ? 1 : 0;
     sparse += variable.sparse ? 1 : 0;

@@ -50,9 +50,9 @@ template <typename... Args>
 
 // AD_CHECK(condition, code, format, args...): throws autodist::Error when condition is false.
 // The condition must be a bool (no pointers or integers), so a check always states a predicate.
-#define AD_CHECK(condition, code, ...)                                                   \
-  do {                                                                                   \
-    static_assert(std::is_same_v<std::remove_cvref_t<decltype(condition)>, bool>,        \
-                  "AD_CHECK takes a bool condition");                                    \
-    if (!(condition)) ::autodist::Fail(::autodist::ErrorCode::code, __VA_ARGS__);        \
+#define AD_CHECK(condition, code, ...)                                            \
+  do {                                                                            \
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(condition)>, bool>, \
+                  "AD_CHECK takes a bool condition");                             \
+    if (!(condition)) ::autodist::Fail(::autodist::ErrorCode::code, __VA_ARGS__); \
   } while (false)

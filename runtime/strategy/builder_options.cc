@@ -55,8 +55,9 @@ OptionReader::OptionReader(std::string builder, const BuilderOptions& options)
   for (const auto& [key, value] : options) {
     const std::string normalized = NormalizeOptionKey(key);
     const auto [it, inserted] = given_.emplace(normalized, key);
-    AD_CHECK(inserted, kInvalidArgument, "builder {}: option '{}' is given twice (as '{}' and '{}')",
-             builder_, normalized, it->second, key);
+    AD_CHECK(inserted, kInvalidArgument,
+             "builder {}: option '{}' is given twice (as '{}' and '{}')", builder_, normalized,
+             it->second, key);
     values_.emplace(normalized, value);
   }
 }
@@ -113,7 +114,7 @@ autodist::proto::AllReduceSynchronizer::Compressor OptionReader::Compressor(
 
 void OptionReader::RejectUnread() const {
   for (const auto& [normalized, original] : given_) {
-    if (read_.count(normalized) == 0) {
+    if (!read_.contains(normalized)) {
       const std::vector<std::string> accepted(read_.begin(), read_.end());
       if (accepted.empty()) {
         Fail(ErrorCode::kInvalidArgument, "builder {} takes no options, got '{}'", builder_,

@@ -65,8 +65,9 @@ std::string ContentId(const autodist::proto::Strategy& strategy) {
 
 const std::vector<std::string>& BuilderNames() {
   static const auto* names = new std::vector<std::string>{
-      "PS",        "PSLoadBalancing", "PartitionedPS",         "UnevenPartitionedPS", "AllReduce",
-      "PartitionedAR", "RandomAxisPartitionAR", "Parallax", "Auto"};
+      "PS",        "PSLoadBalancing", "PartitionedPS",         "UnevenPartitionedPS",
+      "AllReduce", "PartitionedAR",   "RandomAxisPartitionAR", "Parallax",
+      "Auto"};
   return *names;
 }
 

@@ -20,7 +20,8 @@ class ParallaxBuilder final : public StrategyBuilder {
     bool any_sparse = false;
     for (const graph::Variable& variable : input.variables) any_sparse |= variable.sparse;
     std::optional<PsLoadBalancer> balancer;
-    if (any_sparse) balancer.emplace(input.resources.PsCandidates(), input.colocation, input.variables);
+    if (any_sparse)
+      balancer.emplace(input.resources.PsCandidates(), input.colocation, input.variables);
 
     int index = 0;
     for (const graph::Variable& variable : input.variables) {
@@ -31,16 +32,9 @@ class ParallaxBuilder final : public StrategyBuilder {
                                  autodist::proto::AllReduceSynchronizer::NoneCompressor,
                                  index / chunk_size_, *node->mutable_allreducesynchronizer());
       } else {
-        size_t device = 0;
-        if (const auto group = balancer->GroupOf(variable.name)) {
-          // Only the group's sparse members live on the server; dense ones are all-reduced.
-          device = balancer->PlaceInGroup(
-              *group, [&] { return balancer->LeastLoaded(); },
-              [](const graph::Variable& member) { return member.sparse; });
-        } else {
-          device = balancer->LeastLoaded();
-          balancer->AddLoad(device, static_cast<double>(variable.bytes));
-        }
+        // Only a group's sparse members live on the server; dense ones are all-reduced.
+        const size_t device = balancer->PlaceWhole(
+            variable, [](const graph::Variable& member) { return member.sparse; });
         SetPsSynchronizer(balancer->device(device), options_, *node->mutable_pssynchronizer());
       }
       ++index;

@@ -22,25 +22,18 @@ class PartitionedPsBuilder final : public StrategyBuilder {
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
 
-      // Colocated variables stay whole: their group shares one server.
-      if (const auto group = balancer.GroupOf(variable.name)) {
-        const size_t device = balancer.PlaceInGroup(
-            *group, [&] { return balancer.LeastLoaded(); },
-            [](const graph::Variable&) { return true; });
+      // Scalars, variables read under control flow and colocated variables stay whole.
+      const bool splittable = variable.partitionable && !variable.shape.empty() &&
+                              !balancer.GroupOf(variable.name).has_value();
+      const int64_t shards = splittable ? policy_(variable.shape[0]) : 1;
+      if (shards == 1) {
+        const size_t device = balancer.PlaceWhole(variable, EveryMemberCounts);
         SetPsSynchronizer(balancer.device(device), options_, *node->mutable_pssynchronizer());
         continue;
       }
-
-      // Scalars and variables read under control flow are never partitioned.
-      const bool splittable = variable.partitionable && !variable.shape.empty();
-      const int64_t shards = splittable ? policy_(variable.shape[0]) : 1;
       const std::vector<size_t> devices = balancer.LeastLoadedN(static_cast<size_t>(shards));
       for (const size_t device : devices) {
         balancer.AddLoad(device, static_cast<double>(variable.bytes) / static_cast<double>(shards));
-      }
-      if (shards == 1) {
-        SetPsSynchronizer(balancer.device(devices[0]), options_, *node->mutable_pssynchronizer());
-        continue;
       }
       node->set_partitioner(PartitionerString(variable.shape.size(), 0, shards));
       for (int64_t i = 0; i < shards; ++i) {

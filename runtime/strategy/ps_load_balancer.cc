@@ -53,4 +53,23 @@ std::optional<size_t> PsLoadBalancer::GroupOf(const std::string& variable) const
   return it->second;
 }
 
+size_t PsLoadBalancer::PlaceWhole(const graph::Variable& variable,
+                                  const std::function<bool(const graph::Variable&)>& counts) {
+  const auto group = GroupOf(variable.name);
+  if (!group) {
+    const size_t device = LeastLoaded();
+    AddLoad(device, static_cast<double>(variable.bytes));
+    return device;
+  }
+  auto& assigned = group_device_[*group];
+  if (!assigned) {
+    assigned = LeastLoaded();
+    for (const std::string& member : groups_[*group]) {
+      const graph::Variable& colocated = *by_name_.at(member);
+      if (counts(colocated)) AddLoad(*assigned, static_cast<double>(colocated.bytes));
+    }
+  }
+  return *assigned;
+}
+
 }  // namespace autodist::strategy

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -12,6 +13,9 @@
 #include "runtime/strategy/builder.h"
 
 namespace autodist::strategy {
+
+// For PlaceWhole: every member of a colocation group lives on its server.
+inline bool EveryMemberCounts(const graph::Variable& /*member*/) { return true; }
 
 class PsLoadBalancer {
  public:
@@ -32,21 +36,12 @@ class PsLoadBalancer {
   // The colocation group of `variable`, if any.
   std::optional<size_t> GroupOf(const std::string& variable) const;
 
-  // Places a colocated variable: the first member reached picks a device with `pick` and adds
-  // the bytes of every member that `counts` (members synchronized through a PS); later members
-  // reuse that device and add nothing.
-  template <typename Pick, typename Counts>
-  size_t PlaceInGroup(size_t group, Pick pick, Counts counts) {
-    auto& assigned = group_device_[group];
-    if (!assigned) {
-      assigned = pick();
-      for (const std::string& member : groups_[group]) {
-        const graph::Variable& variable = *by_name_.at(member);
-        if (counts(variable)) AddLoad(*assigned, static_cast<double>(variable.bytes));
-      }
-    }
-    return *assigned;
-  }
+  // Places `variable` whole. Outside any colocation group: on the least-loaded device, adding
+  // its bytes. In a group: the first member reached picks the least-loaded device and adds the
+  // bytes of every member for which `counts` is true (those synchronized through a PS); later
+  // members reuse that device and add nothing.
+  size_t PlaceWhole(const graph::Variable& variable,
+                    const std::function<bool(const graph::Variable&)>& counts);
 
   const std::string& device(size_t index) const { return candidates_[index]; }
   const std::vector<double>& loads() const { return loads_; }

@@ -14,15 +14,7 @@ class PsLoadBalancingBuilder final : public StrategyBuilder {
     autodist::proto::Strategy strategy;
     SetReplicas(input.resources, strategy);
     for (const graph::Variable& variable : input.variables) {
-      size_t device = 0;
-      if (const auto group = balancer.GroupOf(variable.name)) {
-        device = balancer.PlaceInGroup(
-            *group, [&] { return balancer.LeastLoaded(); },
-            [](const graph::Variable&) { return true; });
-      } else {
-        device = balancer.LeastLoaded();
-        balancer.AddLoad(device, static_cast<double>(variable.bytes));
-      }
+      const size_t device = balancer.PlaceWhole(variable, EveryMemberCounts);
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
       SetPsSynchronizer(balancer.device(device), options_, *node->mutable_pssynchronizer());

@@ -11,7 +11,8 @@ StrategyFormat ParseStrategyFormat(const std::string& name) {
   if (name == "text") return StrategyFormat::kText;
   if (name == "json") return StrategyFormat::kJson;
   if (name == "binary") return StrategyFormat::kBinary;
-  Fail(ErrorCode::kInvalidArgument, "unknown strategy format '{}'; valid: text, json, binary", name);
+  Fail(ErrorCode::kInvalidArgument, "unknown strategy format '{}'; valid: text, json, binary",
+       name);
 }
 
 std::string SerializeStrategy(const autodist::proto::Strategy& strategy, StrategyFormat format) {
@@ -26,8 +27,7 @@ std::string SerializeStrategy(const autodist::proto::Strategy& strategy, Strateg
       options.add_whitespace = true;
       options.preserve_proto_field_names = true;  // AutoDist's names: var_name, part_config...
       const auto status = google::protobuf::util::MessageToJsonString(strategy, &out, options);
-      AD_CHECK(status.ok(), kInternal, "cannot print the strategy as JSON: {}",
-               status.ToString());
+      AD_CHECK(status.ok(), kInternal, "cannot print the strategy as JSON: {}", status.ToString());
       return out;
     }
     case StrategyFormat::kBinary:

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -20,7 +21,8 @@ int64_t ShardBytes(const graph::Variable& variable, const std::vector<int64_t>& 
   const int64_t element_size = variable.bytes / elements;
   std::vector<int64_t> shape = variable.shape;
   for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shards_per_axis[axis] > 1) shape[axis] = ShardExtent(shape[axis], shards_per_axis[axis], index);
+    if (shards_per_axis[axis] > 1)
+      shape[axis] = ShardExtent(shape[axis], shards_per_axis[axis], index);
   }
   return graph::NumElements(shape) * element_size;
 }
@@ -77,10 +79,10 @@ StrategySummary Summarize(const autodist::proto::Strategy& strategy,
 }
 
 std::string FormatBytes(int64_t bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  constexpr std::array<const char*, 5> kUnits = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);
   size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
+  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
     value /= 1024.0;
     ++unit;
   }

@@ -15,12 +15,12 @@ namespace autodist::strategy {
 
 struct StrategySummary {
   int replicas = 0;
-  int variables = 0;               // node_config entries
-  int partitioned_variables = 0;   // nodes with a partitioner
-  int shards = 0;                  // synchronized units: parts of partitioned nodes, else nodes
-  int ps_shards = 0;               // units synchronized through a parameter server
-  int allreduce_shards = 0;        // units synchronized through all-reduce
-  int allreduce_groups = 0;        // distinct fusion groups
+  int variables = 0;              // node_config entries
+  int partitioned_variables = 0;  // nodes with a partitioner
+  int shards = 0;                 // synchronized units: parts of partitioned nodes, else nodes
+  int ps_shards = 0;              // units synchronized through a parameter server
+  int allreduce_shards = 0;       // units synchronized through all-reduce
+  int allreduce_groups = 0;       // distinct fusion groups
   // Bytes hosted per parameter server, in PS-candidate order (all candidates, even empty ones,
   // followed by destinations outside the candidate list, if any).
   std::vector<std::pair<std::string, int64_t>> bytes_per_ps;

@@ -41,9 +41,7 @@ TEST(FileIoTest, MissingFileIsNotFoundAndNamesThePath) {
   }
 }
 
-TEST(FileIoTest, DirectoryIsRejected) {
-  EXPECT_THROW(ReadFileBytes("/tmp", "model"), Error);
-}
+TEST(FileIoTest, DirectoryIsRejected) { EXPECT_THROW(ReadFileBytes("/tmp", "model"), Error); }
 
 TEST(FileIoTest, WriteThenReadRoundTrips) {
   const std::string path = testing::TempDir() + "/file_io_round_trip.bin";

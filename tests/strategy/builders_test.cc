@@ -68,8 +68,8 @@ std::vector<graph::Variable> FiveDense() {
 }
 
 TEST(PsBuilderTest, EveryVariableOnTheFirstCpuWithOptions) {
-  const Strategy strategy = Build(FiveDense(), CpuNodes(3), "PS",
-                                  {{"local_proxy_variable", "true"}, {"staleness", "2"}});
+  const Strategy strategy =
+      Build(FiveDense(), CpuNodes(3), "PS", {{"local_proxy_variable", "true"}, {"staleness", "2"}});
   ASSERT_EQ(strategy.node_config_size(), 5);
   for (const auto& node : strategy.node_config()) {
     ASSERT_TRUE(node.has_pssynchronizer());
@@ -108,23 +108,21 @@ TEST(PsLoadBalancingTest, SingleServerTakesEverything) {
 TEST(PsLoadBalancingTest, ColocatedVariablesShareAServerAndCountTogether) {
   // Group {v1, v3} (100 + 300 bytes) is placed when v1 is reached.
   // v0 400 -> a; v1 -> b (b=0), b += 400; v2 100 -> c; v3 -> b (group); v4 50 -> c (c=100).
-  const Strategy strategy =
-      Build(FiveDense(), CpuNodes(3), "PSLoadBalancing", {}, {{"v1", "v3"}});
+  const Strategy strategy = Build(FiveDense(), CpuNodes(3), "PSLoadBalancing", {}, {{"v1", "v3"}});
   EXPECT_EQ(Destinations(strategy), (std::vector<std::string>{kA, kB, kC, kB, kC}));
 
   // Group {v0, v4}: v0 -> a with 450; v1 -> b; v2 -> c; v3 300 -> b (b=c=100); v4 -> a.
-  const Strategy second =
-      Build(FiveDense(), CpuNodes(3), "PSLoadBalancing", {}, {{"v0", "v4"}});
+  const Strategy second = Build(FiveDense(), CpuNodes(3), "PSLoadBalancing", {}, {{"v0", "v4"}});
   EXPECT_EQ(Destinations(second), (std::vector<std::string>{kA, kB, kC, kB, kA}));
 }
 
 TEST(PartitionedPsTest, ShardsAlongAxisZeroOverLeastLoadedServers) {
   const std::vector<graph::Variable> variables = {
-      FloatVariable("w", {6, 4}),     // 96 B, 2 shards -> a, b (48 each)
-      FloatVariable("p", {7}),        // 28 B, prime: 7 shards of 4 B
-      FloatVariable("s", {}),         // scalar: 1 shard
+      FloatVariable("w", {6, 4}),  // 96 B, 2 shards -> a, b (48 each)
+      FloatVariable("p", {7}),     // 28 B, prime: 7 shards of 4 B
+      FloatVariable("s", {}),      // scalar: 1 shard
       FloatVariable("cf", {4, 4}, false, /*partitionable=*/false),  // control flow: 1 shard
-      FloatVariable("r", {1, 5}),     // dim0 1: 1 shard
+      FloatVariable("r", {1, 5}),                                   // dim0 1: 1 shard
   };
   const Strategy strategy = Build(variables, CpuNodes(3), "PartitionedPS");
   ASSERT_EQ(strategy.node_config_size(), 5);
@@ -181,8 +179,7 @@ TEST(UnevenPartitionedPsTest, ShardsAreTheSmallestNonDivisor) {
   EXPECT_EQ(strategy.node_config(0).partitioner(), "4,1");
   EXPECT_EQ(strategy.node_config(0).part_config_size(), 4);
   // 96 B over 4 shards, 24 B each; order a b, repeated: a b a b.
-  EXPECT_EQ(PartDestinations(strategy.node_config(0)),
-            (std::vector<std::string>{kA, kB, kA, kB}));
+  EXPECT_EQ(PartDestinations(strategy.node_config(0)), (std::vector<std::string>{kA, kB, kA, kB}));
   EXPECT_EQ(strategy.node_config(1).partitioner(), "2,1");
   EXPECT_EQ(strategy.node_config(2).partitioner(), "2");
   EXPECT_TRUE(strategy.node_config(3).partitioner().empty());
@@ -190,14 +187,15 @@ TEST(UnevenPartitionedPsTest, ShardsAreTheSmallestNonDivisor) {
 }
 
 TEST(AllReduceTest, GroupsAreIndexOverChunkSize) {
-  const Strategy strategy = Build(FiveDense(), GpuNodes({2}), "AllReduce",
-                                  {{"chunk_size", "2"}, {"all_reduce_spec", "RING"},
-                                   {"compressor", "HorovodCompressorEF"}});
+  const Strategy strategy = Build(
+      FiveDense(), GpuNodes({2}), "AllReduce",
+      {{"chunk_size", "2"}, {"all_reduce_spec", "RING"}, {"compressor", "HorovodCompressorEF"}});
   std::vector<int> groups;
   for (const auto& node : strategy.node_config()) {
     ASSERT_TRUE(node.has_allreducesynchronizer());
     EXPECT_EQ(node.allreducesynchronizer().spec(), AllReduceSynchronizer::RING);
-    EXPECT_EQ(node.allreducesynchronizer().compressor(), AllReduceSynchronizer::HorovodCompressorEF);
+    EXPECT_EQ(node.allreducesynchronizer().compressor(),
+              AllReduceSynchronizer::HorovodCompressorEF);
     groups.push_back(node.allreducesynchronizer().group());
   }
   EXPECT_EQ(groups, (std::vector<int>{0, 0, 1, 1, 2}));
@@ -250,10 +248,10 @@ TEST(PartitionedArTest, RunningShardCounterDefinesGroups) {
 
 TEST(RandomAxisPartitionArTest, AxisIsAmongDimsAboveOne) {
   const std::vector<graph::Variable> variables = {
-      FloatVariable("row", {1, 6}),                  // only axis 1 qualifies: "1,2"
-      FloatVariable("col", {6, 1}),                  // only axis 0: "2,1"
+      FloatVariable("row", {1, 6}),                   // only axis 1 qualifies: "1,2"
+      FloatVariable("col", {6, 1}),                   // only axis 0: "2,1"
       FloatVariable("emb", {9, 4}, /*sparse=*/true),  // sparse: axis 0, 3 shards
-      FloatVariable("one", {1, 1}),                  // nothing to cut
+      FloatVariable("one", {1, 1}),                   // nothing to cut
       FloatVariable("cf", {4, 4}, false, /*partitionable=*/false),
   };
   const Strategy strategy = Build(variables, GpuNodes({2}), "RandomAxisPartitionAR");
@@ -325,34 +323,65 @@ TEST(CompilerTest, IdIsADeterministicDigest) {
 TEST(CompilerTest, OptionErrorsAreClear) {
   const auto vars = FiveDense();
   const ResourceSpec cpus = CpuNodes(2);
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {{"chunk_size", "0"}}); }, "chunk_size must be >= 1");
-  ExpectError([&] { Build(vars, cpus, "PS", {{"sync", "false"}, {"staleness", "2"}}); },
-              "staleness=2 needs sync=true");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {{"chunk_size", "0"}});
+      },
+      "chunk_size must be >= 1");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "PS", {{"sync", "false"}, {"staleness", "2"}});
+      },
+      "staleness=2 needs sync=true");
   ExpectError([&] { Build(vars, cpus, "PSLB"); }, "unknown strategy builder 'PSLB'; valid: PS, ");
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {{"compressor", "Zip"}}); },
-              "valid: NoneCompressor, HorovodCompressor, HorovodCompressorEF");
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {{"all_reduce_spec", "MPI"}}); },
-              "valid: AUTO, NCCL, RING");
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {{"staleness", "1"}}); },
-              "builder AllReduce does not take option 'staleness'; it takes: all_reduce_spec, "
-              "chunk_size, compressor");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {{"compressor", "Zip"}});
+      },
+      "valid: NoneCompressor, HorovodCompressor, HorovodCompressorEF");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {{"all_reduce_spec", "MPI"}});
+      },
+      "valid: AUTO, NCCL, RING");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {{"staleness", "1"}});
+      },
+      "builder AllReduce does not take option 'staleness'; it takes: all_reduce_spec, "
+      "chunk_size, compressor");
   ExpectError([&] { Build(vars, cpus, "PS", {{"sync", "maybe"}}); }, "expected true or false");
-  ExpectError([&] { Build(vars, cpus, "PartitionedAR", {{"chunk_size", "x"}}); },
-              "expected an integer");
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {{"chunkSize", "2"}, {"chunk_size", "3"}}); },
-              "given twice");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "PartitionedAR", {{"chunk_size", "x"}});
+      },
+      "expected an integer");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {{"chunkSize", "2"}, {"chunk_size", "3"}});
+      },
+      "given twice");
   ExpectError([&] { Build(vars, cpus, "Auto", {{"sync", "true"}}); }, "Auto takes no options");
 }
 
 TEST(CompilerTest, ColocationErrorsAreClear) {
   const auto vars = FiveDense();
   const ResourceSpec cpus = CpuNodes(2);
-  ExpectError([&] { Build(vars, cpus, "PSLoadBalancing", {}, {{"v0", "nope"}}); },
-              "'nope', which is not a trainable variable");
-  ExpectError([&] { Build(vars, cpus, "PSLoadBalancing", {}, {{"v0", "v1"}, {"v1", "v2"}}); },
-              "'v1' is in colocation groups 1 and 2");
-  ExpectError([&] { Build(vars, cpus, "AllReduce", {}, {{"v0", "v1"}}); },
-              "colocation groups do not apply");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "PSLoadBalancing", {}, {{"v0", "nope"}});
+      },
+      "'nope', which is not a trainable variable");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "PSLoadBalancing", {}, {{"v0", "v1"}, {"v1", "v2"}});
+      },
+      "'v1' is in colocation groups 1 and 2");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "AllReduce", {}, {{"v0", "v1"}});
+      },
+      "colocation groups do not apply");
 }
 
 TEST(CompilerTest, NoTrainableVariablesIsAnError) {

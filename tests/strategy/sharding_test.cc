@@ -10,11 +10,11 @@ namespace {
 TEST(ShardingTest, SmallestDivisorFollowsAutoDist) {
   EXPECT_EQ(SmallestDivisorShards(0), 1);
   EXPECT_EQ(SmallestDivisorShards(1), 1);
-  EXPECT_EQ(SmallestDivisorShards(2), 2);   // no divisor in [2, 2): dim itself
+  EXPECT_EQ(SmallestDivisorShards(2), 2);  // no divisor in [2, 2): dim itself
   EXPECT_EQ(SmallestDivisorShards(6), 2);
   EXPECT_EQ(SmallestDivisorShards(9), 3);
   EXPECT_EQ(SmallestDivisorShards(49), 7);
-  EXPECT_EQ(SmallestDivisorShards(7), 7);   // prime: one shard per row
+  EXPECT_EQ(SmallestDivisorShards(7), 7);  // prime: one shard per row
   EXPECT_EQ(SmallestDivisorShards(1009), 1009);
   EXPECT_EQ(SmallestDivisorShards(784), 2);
 }
@@ -45,9 +45,9 @@ TEST(ShardingTest, ParsePartitionerRejectsMalformedStrings) {
   EXPECT_THROW(ParsePartitioner("4,", {8, 2}, "w"), Error);
   EXPECT_THROW(ParsePartitioner("x,1", {8, 2}, "w"), Error);
   EXPECT_THROW(ParsePartitioner("0,1", {8, 2}, "w"), Error);
-  EXPECT_THROW(ParsePartitioner("4", {8, 2}, "w"), Error);      // rank mismatch
-  EXPECT_THROW(ParsePartitioner("9,1", {8, 2}, "w"), Error);    // more shards than rows
-  EXPECT_THROW(ParsePartitioner("2,2", {8, 2}, "w"), Error);    // two axes
+  EXPECT_THROW(ParsePartitioner("4", {8, 2}, "w"), Error);    // rank mismatch
+  EXPECT_THROW(ParsePartitioner("9,1", {8, 2}, "w"), Error);  // more shards than rows
+  EXPECT_THROW(ParsePartitioner("2,2", {8, 2}, "w"), Error);  // two axes
   try {
     ParsePartitioner("4", {8, 2}, "dense/kernel");
   } catch (const Error& error) {

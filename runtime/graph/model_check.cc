@@ -1,0 +1,80 @@
+#include "runtime/graph/model_check.h"
+
+#include <onnx/checker.h>
+
+#include <exception>
+#include <string>
+#include <unordered_set>
+
+#include "runtime/common/error.h"
+#include "runtime/graph/weight_stripping.h"
+
+namespace autodist::graph {
+namespace {
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+void CheckOpset(const onnx::ModelProto& model, const std::string& source) {
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    AD_CHECK(!IsDefaultDomain(opset.domain()) || opset.version() <= kMaxDefaultOpset,
+             kInvalidArgument,
+             "model '{}' imports opset {} of the default ONNX domain; expected opset {} or older "
+             "(re-export it with opset_version<={})",
+             source, opset.version(), kMaxDefaultOpset, kMaxDefaultOpset);
+  }
+}
+
+// The checker requires every initializer to hold exactly one data field, so a stripped one fails
+// it. Filling in zeros would cost the full model size in memory (the reason to strip is that the
+// model is large), so instead the copy checked turns each data-less initializer into a graph
+// input of the same name, type and shape. That keeps every check on nodes, names, topology and
+// types, and drops only the tensor-data checks, which have nothing to check without data.
+onnx::ModelProto StrippedInitializersAsInputs(const onnx::ModelProto& model) {
+  onnx::ModelProto copy = model;
+  onnx::GraphProto* graph = copy.mutable_graph();
+  std::unordered_set<std::string> inputs;
+  for (const onnx::ValueInfoProto& input : graph->input()) inputs.insert(input.name());
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (onnx::TensorProto& tensor : *graph->mutable_initializer()) {
+    if (HasTensorData(tensor)) {
+      *kept.Add() = std::move(tensor);
+      continue;
+    }
+    // Models of IR version < 4 already list every initializer among the graph inputs.
+    if (inputs.contains(tensor.name())) continue;
+    onnx::ValueInfoProto* input = graph->add_input();
+    input->set_name(tensor.name());
+    onnx::TypeProto_Tensor* type = input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(tensor.data_type());
+    onnx::TensorShapeProto* shape = type->mutable_shape();
+    for (const int64_t dim : tensor.dims()) shape->add_dim()->set_dim_value(dim);
+  }
+  graph->mutable_initializer()->Swap(&kept);
+  return copy;
+}
+
+}  // namespace
+
+void CheckModel(const onnx::ModelProto& model, const std::string& source) {
+  CheckOpset(model, source);
+  try {
+    if (IsWeightsStripped(model)) {
+      onnx::checker::check_model(StrippedInitializersAsInputs(model));
+    } else {
+      onnx::checker::check_model(model);
+    }
+  } catch (const std::exception& e) {
+    // The checker's text embeds node dumps across lines; one line reads better in a terminal
+    // and in a Kubernetes condition message.
+    std::string reason;
+    for (const char c : std::string(e.what())) {
+      const bool space = c == '\n' || c == '\t' || c == ' ';
+      if (space && (reason.empty() || reason.back() == ' ')) continue;
+      reason += space ? ' ' : c;
+    }
+    while (!reason.empty() && reason.back() == ' ') reason.pop_back();
+    Fail(ErrorCode::kInvalidArgument, "model '{}' fails the ONNX checker: {}", source, reason);
+  }
+}
+
+}  // namespace autodist::graph

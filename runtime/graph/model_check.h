@@ -1,0 +1,18 @@
+// Validation of an ONNX model before anything reads it: supported opset and the ONNX checker.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+namespace autodist::graph {
+
+// Newest opset of the default ONNX domain we accept: the newest libonnx 1.12 knows.
+inline constexpr int64_t kMaxDefaultOpset = 17;
+
+// Throws InvalidArgument naming `source` when the model imports a default-domain opset newer
+// than kMaxDefaultOpset or fails the ONNX checker. Weight-stripped models are checked without
+// their (absent) tensor data; see the comment in model_check.cc.
+void CheckModel(const onnx::ModelProto& model, const std::string& source);
+
+}  // namespace autodist::graph
