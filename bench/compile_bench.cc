@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -118,8 +119,8 @@ int main(int argc, char** argv) {
              "input RSS [MB]", "shards", "within target (<1 s, <500 MB)");
   bool all_ok = true;
   for (const std::string& builder : autodist::strategy::BuilderNames()) {
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0) return 1;
+    std::array<int, 2> pipe_fds{};
+    if (pipe(pipe_fds.data()) != 0) return 1;
     const pid_t child = fork();
     if (child == 0) {
       close(pipe_fds[0]);

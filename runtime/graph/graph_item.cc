@@ -29,7 +29,7 @@ autodist::proto::VariableInfo ToVariableInfo(const Variable& variable) {
 
 }  // namespace
 
-GraphItem GraphItem::FromOnnx(onnx::ModelProto model, const std::string& source) {
+GraphItem GraphItem::FromOnnx(const onnx::ModelProto& model, const std::string& source) {
   CheckModel(model, source);
   GraphItem item;
   item.source_ = source;
@@ -60,7 +60,7 @@ GraphItem GraphItem::Parse(const std::string& bytes, const std::string& source) 
     onnx::ModelProto model;
     AD_CHECK(item.graph_def().UnpackTo(&model), kInvalidArgument,
              "GraphItem '{}': graph_def does not hold a valid onnx.ModelProto", source);
-    return FromOnnx(std::move(model), source);
+    return FromOnnx(model, source);
   }
   onnx::ModelProto model;
   const bool is_model = model.ParseFromString(bytes) && model.has_graph();
@@ -68,7 +68,7 @@ GraphItem GraphItem::Parse(const std::string& bytes, const std::string& source) 
            "'{}' is neither an ONNX model nor a GraphItem (expected a binary onnx.ModelProto "
            "with a graph, or an autodist.proto.GraphItem)",
            source);
-  return FromOnnx(std::move(model), source);
+  return FromOnnx(model, source);
 }
 
 std::vector<Variable> GraphItem::TrainableVariables() const {

@@ -24,7 +24,7 @@ class GraphItem {
  public:
   // Builds a GraphItem from a model; runs the ONNX checker (skipping the tensor-data checks of a
   // weight-stripped model). `source` names the model in error messages (usually its path).
-  static GraphItem FromOnnx(onnx::ModelProto model, const std::string& source);
+  static GraphItem FromOnnx(const onnx::ModelProto& model, const std::string& source);
 
   // Loads either an ONNX model file or a serialized GraphItem (as written by `inspect -o`).
   static GraphItem Load(const std::string& path);
