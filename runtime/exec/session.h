@@ -1,0 +1,86 @@
+// Session: an ONNX training graph made executable. At load it resolves every node to a kernel
+// (unsupported ops fail here, naming op type, node and opset), orders the nodes, finds the loss
+// and the trainable variables, and plans value lifetimes. Per step it runs forward (training or
+// inference) and backward (gradients of the loss for every trainable variable).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/ops/kernel.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace autodist::exec {
+
+using ops::SparseGradient;
+using tensor::DType;
+using tensor::Shape;
+using tensor::Tensor;
+
+struct SessionOptions {
+  // Name of the loss output; empty: the output named "loss", else the only float output of
+  // rank 0 (declared), else an error.
+  std::string loss;
+  uint64_t seed = 0;  // random engine (Dropout)
+};
+
+// A graph input to feed: its name, element type and declared shape (-1 for symbolic dims).
+struct InputSpec {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> shape;
+};
+
+// The gradient of one variable: dense, or row-sparse when every use is a Gather on axis 0.
+struct Gradient {
+  Tensor dense;
+  std::optional<SparseGradient> sparse;
+  bool is_sparse() const { return sparse.has_value(); }
+};
+
+using Feeds = std::map<std::string, Tensor>;
+
+class Session {
+ public:
+  Session(const onnx::ModelProto& model, const std::string& source, SessionOptions options);
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // Forward only. Returns the requested outputs (every graph output when `fetch` is empty).
+  // In training mode, replica-local state (BatchNorm running statistics) is updated.
+  std::map<std::string, Tensor> Run(const Feeds& feeds, bool training,
+                                    const std::vector<std::string>& fetch = {});
+
+  struct StepResult {
+    float loss = 0;
+    std::map<std::string, Tensor> outputs;      // every graph output of the forward pass
+    std::map<std::string, Gradient> gradients;  // by trainable variable name
+  };
+  // Forward in training mode and backward from the loss.
+  StepResult ForwardBackward(const Feeds& feeds);
+
+  const std::vector<InputSpec>& inputs() const;
+  const std::string& loss_name() const;
+  // Trainable variables in initializer order, and their current values (mutable: the
+  // optimizer updates them in place).
+  const std::vector<std::string>& trainable_names() const;
+  Tensor& variable(const std::string& name);
+  // Non-trainable float initializers: replica-local state.
+  const std::vector<std::string>& state_names() const;
+  Tensor& state(const std::string& name);
+  std::mt19937_64& rng();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace autodist::exec

@@ -1,0 +1,52 @@
+// NodeInfo: what a kernel's constructor sees of its ONNX node — op type, name, opset and typed
+// attribute access with errors that name the node. Kernels never touch onnx:: types directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor/tensor.h"
+
+namespace onnx {
+class NodeProto;
+}
+
+namespace autodist::ops {
+
+class NodeInfo {
+ public:
+  // `node` must outlive the NodeInfo. `opset` is the model's default-domain opset.
+  NodeInfo(const onnx::NodeProto& node, int64_t opset);
+
+  const std::string& op_type() const;
+  // The node's name, or "<op_type> #<output>" when the model left it empty.
+  const std::string& name() const { return name_; }
+  int64_t opset() const { return opset_; }
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  // Whether input i is given (ONNX marks absent optional inputs with an empty name).
+  bool has_input(size_t i) const;
+
+  bool HasAttribute(const std::string& attribute) const;
+  int64_t GetInt(const std::string& attribute, int64_t default_value) const;
+  float GetFloat(const std::string& attribute, float default_value) const;
+  std::string GetString(const std::string& attribute, const std::string& default_value) const;
+  std::vector<int64_t> GetInts(const std::string& attribute,
+                               const std::vector<int64_t>& default_value) const;
+  std::vector<float> GetFloats(const std::string& attribute,
+                               const std::vector<float>& default_value) const;
+  // A tensor-valued attribute (Constant's `value`), converted; nullopt when absent.
+  std::optional<tensor::Tensor> GetTensor(const std::string& attribute) const;
+
+  // "Gemm node 'fc1' (opset 14)": the prefix of every kernel error message.
+  std::string Describe() const;
+
+ private:
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+  std::string name_;
+};
+
+}  // namespace autodist::ops

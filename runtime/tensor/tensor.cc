@@ -1,0 +1,127 @@
+#include "runtime/tensor/tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <new>
+
+#include "runtime/common/error.h"
+
+namespace autodist::tensor {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<std::byte[]> Allocate(size_t bytes) {
+  // Round up so that a zero-byte tensor still has a distinct, valid pointer.
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  auto* memory = static_cast<std::byte*>(::operator new(rounded, std::align_val_t(kAlignment)));
+  return {memory, [](std::byte* p) { ::operator delete(p, std::align_val_t(kAlignment)); }};
+}
+
+}  // namespace
+
+int64_t NumElements(const Shape& shape) {
+  int64_t count = 1;
+  for (const int64_t dim : shape) count *= dim;
+  return count;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  for (const int64_t dim : shape_) {
+    AD_CHECK(dim >= 0, kInternal, "negative dimension in shape {}", ShapeToString(shape_));
+  }
+  numel_ = NumElements(shape_);
+  storage_ = Allocate(nbytes());
+}
+
+Tensor Tensor::Zeros(DType dtype, Shape shape) {
+  Tensor out(dtype, std::move(shape));
+  out.SetZero();
+  return out;
+}
+
+Tensor Tensor::Full(Shape shape, float value) {
+  Tensor out(DType::kFloat32, std::move(shape));
+  float* data = out.data<float>();
+  std::fill(data, data + out.numel(), value);
+  return out;
+}
+
+Tensor Tensor::Scalar(float value) { return Full({}, value); }
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  AD_CHECK(NumElements(shape) == numel_, kInternal, "cannot view {} elements of shape {} as {}",
+           numel_, ShapeToString(shape_), ShapeToString(shape));
+  Tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
+}
+
+Tensor Tensor::Clone() const {
+  if (!defined()) return {};
+  Tensor copy(dtype_, shape_);
+  if (nbytes() > 0) std::memcpy(copy.raw(), raw(), nbytes());
+  return copy;
+}
+
+void Tensor::SetZero() {
+  if (nbytes() > 0) std::memset(raw(), 0, nbytes());
+}
+
+double Tensor::GetAsDouble(int64_t index) const {
+  AD_CHECK(index >= 0 && index < numel_, kInternal, "element {} of a tensor of {} elements", index,
+           numel_);
+  switch (dtype_) {
+    case DType::kFloat32:
+      return data<float>()[index];
+    case DType::kFloat64:
+      return data<double>()[index];
+    case DType::kInt64:
+      return static_cast<double>(data<int64_t>()[index]);
+    case DType::kInt32:
+      return data<int32_t>()[index];
+    case DType::kUInt8:
+      return data<uint8_t>()[index];
+    case DType::kInt8:
+      return data<int8_t>()[index];
+    case DType::kBool:
+      return data<bool>()[index] ? 1.0 : 0.0;
+    case DType::kUndefined:
+      break;
+  }
+  Fail(ErrorCode::kInternal, "element access on an undefined tensor");
+}
+
+std::vector<int64_t> Tensor::ToInt64Vector(const std::string& what) const {
+  AD_CHECK(dtype_ == DType::kInt64 || dtype_ == DType::kInt32, kInvalidArgument,
+           "{}: expected an int64 tensor, got {}", what, DTypeName(dtype_));
+  std::vector<int64_t> out(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) {
+    out[static_cast<size_t>(i)] = dtype_ == DType::kInt64 ? data<int64_t>()[i] : data<int32_t>()[i];
+  }
+  return out;
+}
+
+void Tensor::CheckType(DType requested) const {
+  AD_CHECK(requested == dtype_, kInternal, "tensor of {} accessed as {}", DTypeName(dtype_),
+           DTypeName(requested));
+}
+
+void Tensor::CheckElementCount(size_t given, const Tensor& tensor) {
+  AD_CHECK(static_cast<int64_t>(given) == tensor.numel(), kInternal,
+           "{} values for a tensor of shape {}", given, ShapeToString(tensor.shape()));
+}
+
+}  // namespace autodist::tensor

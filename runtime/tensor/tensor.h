@@ -1,0 +1,94 @@
+// Tensor: a dense, row-major, typed n-d array with shared storage. Copies share data (like
+// PyTorch tensors); Clone() copies. Reshaped() is a zero-copy view with another shape.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor/dtype.h"
+
+namespace autodist::tensor {
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements of a shape (1 for a scalar).
+int64_t NumElements(const Shape& shape);
+
+// "[2, 3]".
+std::string ShapeToString(const Shape& shape);
+
+// Row-major strides in elements.
+std::vector<int64_t> Strides(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: no dtype, no storage
+
+  // Allocates uninitialized storage (64-byte aligned, for vectorized kernels).
+  Tensor(DType dtype, Shape shape);
+
+  static Tensor Zeros(DType dtype, Shape shape);
+  static Tensor Full(Shape shape, float value);  // float32
+  static Tensor Scalar(float value);             // float32, shape []
+  template <typename T>
+  static Tensor FromVector(Shape shape, const std::vector<T>& values);
+
+  bool defined() const { return dtype_ != DType::kUndefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(size_t axis) const { return shape_[axis]; }
+  size_t rank() const { return shape_.size(); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * ElementSize(dtype_); }
+
+  // Typed access; throws Internal if T does not match dtype().
+  template <typename T>
+  T* data() {
+    CheckType(DTypeOf<T>());
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    CheckType(DTypeOf<T>());
+    return static_cast<const T*>(raw());
+  }
+  void* raw() { return storage_ ? storage_.get() + offset_ : nullptr; }
+  const void* raw() const { return storage_ ? storage_.get() + offset_ : nullptr; }
+
+  // The same data with another shape of equal element count.
+  Tensor Reshaped(Shape shape) const;
+  // A deep copy.
+  Tensor Clone() const;
+  // Sets every element to zero.
+  void SetZero();
+  // Whether two tensors share storage.
+  bool SharesStorageWith(const Tensor& other) const { return storage_ == other.storage_; }
+
+  // Element i as double, whatever the dtype (for tests, printing and small index tensors).
+  double GetAsDouble(int64_t index) const;
+  // All elements as int64 (for shape/axes/index inputs); throws unless an integer type.
+  std::vector<int64_t> ToInt64Vector(const std::string& what) const;
+
+ private:
+  void CheckType(DType requested) const;
+  static void CheckElementCount(size_t given, const Tensor& tensor);
+
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<std::byte[]> storage_;
+  size_t offset_ = 0;  // bytes
+};
+
+template <typename T>
+Tensor Tensor::FromVector(Shape shape, const std::vector<T>& values) {
+  Tensor out(DTypeOf<T>(), std::move(shape));
+  CheckElementCount(values.size(), out);
+  T* data = out.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) data[i] = values[i];
+  return out;
+}
+
+}  // namespace autodist::tensor
