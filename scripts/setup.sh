@@ -11,7 +11,9 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libonnx-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
   zlib1g-dev
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
