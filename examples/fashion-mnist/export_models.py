@@ -15,6 +15,7 @@ Uses Debian's python3-torch (1.13) and python3-onnx (1.12); the output is determ
 import os
 
 import onnx
+from onnx import numpy_helper
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -57,16 +58,17 @@ class MLP(Classifier):
 class CNN(Classifier):
     """Two Conv3x3(pad 1)-BatchNorm-ReLU-MaxPool2 blocks, then Linear layer(s) to 10 classes.
 
-    With `hidden` the head is Linear(c2*7*7 -> hidden) -> ReLU -> Linear(hidden -> 10) named
+    `conv_bias=False` drops the convolutions' biases, which BatchNorm makes redundant (their
+    gradient is zero up to rounding). With `hidden` the head is Linear(c2*7*7 -> hidden) -> ReLU -> Linear(hidden -> 10) named
     fc1/fc2; without it a single Linear named fc.
     """
 
-    def __init__(self, channels=(8, 16), hidden=None):
+    def __init__(self, channels=(8, 16), hidden=None, conv_bias=True):
         super().__init__()
         c1, c2 = channels
-        self.conv1 = nn.Conv2d(1, c1, kernel_size=3, padding=1)
+        self.conv1 = nn.Conv2d(1, c1, kernel_size=3, padding=1, bias=conv_bias)
         self.bn1 = nn.BatchNorm2d(c1)
-        self.conv2 = nn.Conv2d(c1, c2, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, kernel_size=3, padding=1, bias=conv_bias)
         self.bn2 = nn.BatchNorm2d(c2)
         features = c2 * 7 * 7
         if hidden is None:
@@ -95,13 +97,16 @@ def image_inputs(batch=2):
     return (torch.zeros(batch, 1, 28, 28), torch.zeros(batch, dtype=torch.int64))
 
 
-def export_onnx(model, path, example_inputs, input_names):
+def export_onnx(model, path, example_inputs, input_names, opset=OPSET):
     """Exports `model` in training mode with a dynamic batch axis and checks the result.
 
     Training mode keeps BatchNorm in its batch-statistics form (running mean/var stay
     initializers); no constant folding and no initializers-as-inputs, so every weight is exactly
     one initializer named after its PyTorch parameter.
     """
+    # Tracing runs a training-mode forward, which moves BatchNorm's running statistics; keep the
+    # values the model really starts from and put them back into the file afterwards.
+    buffers = {name: value.detach().clone() for name, value in model.named_buffers()}
     batch_axes = {name: {0: "N"} for name in input_names}
     batch_axes["logits"] = {0: "N"}
     model.train()
@@ -112,12 +117,20 @@ def export_onnx(model, path, example_inputs, input_names):
         input_names=list(input_names),
         output_names=["loss", "logits"],
         dynamic_axes=batch_axes,
-        opset_version=OPSET,
+        opset_version=opset,
         training=torch.onnx.TrainingMode.TRAINING,
         do_constant_folding=False,
         keep_initializers_as_inputs=False,
     )
-    onnx.checker.check_model(onnx.load(path))
+    exported = onnx.load(path)
+    for initializer in exported.graph.initializer:
+        if initializer.name in buffers:
+            initializer.CopyFrom(
+                numpy_helper.from_array(buffers[initializer.name].numpy(), initializer.name))
+    for name, value in buffers.items():
+        model.get_buffer(name).copy_(value)
+    onnx.checker.check_model(exported)
+    onnx.save(exported, path)
 
 
 def main():

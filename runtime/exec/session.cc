@@ -76,6 +76,7 @@ struct Session::Impl {
   std::vector<InputSpec> inputs;
   std::vector<int> input_ids;
   std::vector<int> output_ids;
+  std::vector<std::string> output_names;
   int loss_id = -1;
   std::vector<std::string> trainable;
   std::vector<std::string> states;
@@ -153,7 +154,10 @@ void Session::Impl::LoadInputsAndOutputs() {
     inputs.push_back(spec);
     input_ids.push_back(id);
   }
-  for (const auto& output : model.graph().output()) output_ids.push_back(IdOf(output.name()));
+  for (const auto& output : model.graph().output()) {
+    output_ids.push_back(IdOf(output.name()));
+    output_names.push_back(output.name());
+  }
 }
 
 void Session::Impl::LoadNodes() {
@@ -569,6 +573,7 @@ const std::vector<InputSpec>& Session::inputs() const { return impl_->inputs; }
 const std::string& Session::loss_name() const {
   return impl_->values[static_cast<size_t>(impl_->loss_id)].name;
 }
+const std::vector<std::string>& Session::output_names() const { return impl_->output_names; }
 const std::vector<std::string>& Session::trainable_names() const { return impl_->trainable; }
 const std::vector<std::string>& Session::state_names() const { return impl_->states; }
 

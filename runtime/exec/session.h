@@ -69,6 +69,7 @@ class Session {
 
   const std::vector<InputSpec>& inputs() const;
   const std::string& loss_name() const;
+  const std::vector<std::string>& output_names() const;
   // Trainable variables in initializer order, and their current values (mutable: the
   // optimizer updates them in place).
   const std::vector<std::string>& trainable_names() const;

@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""Training-step throughput of PyTorch (the peer): forward + backward + SGD-momentum update of the
+same model definitions the ONNX files were exported from, on random data.
+
+    /usr/bin/python3 bench/pytorch_train_step.py --model mlp|cnn|fmnist_cnn --batch-size 64 --threads 2
+
+Prints `steps_per_second=... peak_rss_mb=...` like bench/train_step_bench.
+"""
+
+import argparse
+import os
+import resource
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "fashion-mnist"))
+from export_models import CNN, MLP, seeded  # noqa: E402
+
+MODELS = {
+    "mlp": lambda: seeded(MLP),
+    "cnn": lambda: seeded(CNN),
+    "fmnist_cnn": lambda: seeded(CNN, channels=(32, 64), hidden=128),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=MODELS, required=True)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    model = MODELS[args.model]()
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    generator = torch.Generator().manual_seed(0)
+    batches = [(torch.rand(args.batch_size, 1, 28, 28, generator=generator),
+                torch.randint(0, 10, (args.batch_size,), generator=generator)) for _ in range(4)]
+
+    def step(i):
+        image, label = batches[i % len(batches)]
+        loss, _ = model(image, label)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    for i in range(args.warmup):
+        step(i)
+    start = time.perf_counter()
+    for i in range(args.steps):
+        step(i)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"steps_per_second={args.steps / seconds:.3f} peak_rss_mb={peak:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+// `autodist-runtime`: trains an ONNX model (forward + loss inside the graph) in one process.
+// Flags are parsed here into TrainerOptions; the training loop lives in runtime/exec.
+// Exit codes: 0 success, 2 bad usage or bad input, 1 failure (e.g. training diverged).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+
+#include "runtime/common/error.h"
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/exec/trainer.h"
+#include "runtime/ops/parallel.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailure = 1;
+
+std::vector<std::pair<std::string, std::string>> ParseFiles(const std::vector<std::string>& pairs,
+                                                            const std::string& flag) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& pair : pairs) {
+    const size_t equals = pair.find('=');
+    AD_CHECK(equals != std::string::npos && equals > 0 && equals + 1 < pair.size(),
+             kInvalidArgument, "{} expects input=file, got '{}'", flag, pair);
+    files.emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  }
+  return files;
+}
+
+std::map<std::string, std::string> ParseOptions(const std::vector<std::string>& pairs,
+                                                const std::string& flag) {
+  std::map<std::string, std::string> options;
+  for (const auto& [key, value] : ParseFiles(pairs, flag)) options[key] = value;
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"autodist-runtime: train an ONNX model (forward pass + loss) on this machine"};
+  app.set_version_flag("--version", "autodist-runtime 0.1.0");
+  autodist::exec::TrainerOptions options;
+  std::string data = "none";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::vector<std::string> train;
+  std::vector<std::string> eval;
+  std::string optimizer = "sgd";
+  float lr = 0.01F;
+  std::vector<std::string> optimizer_options;
+  std::vector<std::string> schedule_options;
+  std::string schedule = "constant";
+  bool no_shuffle = false;
+  int threads = 0;
+
+  app.add_option("--model", options.model, "ONNX model with the loss inside the graph")->required();
+  app.add_option("--loss", options.loss,
+                 "Name of the loss output (default: 'loss' or the only "
+                 "scalar output)");
+  app.add_option("--data", data, "Built-in data set: fashion-mnist, or none to use --train/--eval")
+      ->check(CLI::IsMember({"fashion-mnist", "none"}));
+  app.add_option("--data-dir", data_dir, "Where the built-in data set's files are");
+  app.add_option("--train", train, "Training array for a graph input: input=file (IDX/NPY)");
+  app.add_option("--eval", eval, "Evaluation array for a graph input: input=file");
+  app.add_option("--optimizer", optimizer, "sgd, adam, adamw, adagrad or rmsprop");
+  app.add_option("--lr", lr, "Learning rate");
+  app.add_option("--opt", optimizer_options, "Optimizer option key=value, e.g. momentum=0.9");
+  app.add_option("--schedule", schedule, "Learning-rate schedule: constant, step or cosine");
+  app.add_option("--schedule-opt", schedule_options,
+                 "Schedule option key=value, e.g. warmup_steps=100");
+  app.add_option("--batch-size", options.batch_size, "Samples per step")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eval-batch-size", options.eval_batch_size, "Samples per evaluation batch")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--epochs", options.epochs, "Epochs to train (or --steps)");
+  app.add_option("--steps", options.steps, "Steps to train (or --epochs)");
+  app.add_option("--seed", options.seed, "Seed of shuffling and dropout");
+  app.add_flag("--no-shuffle", no_shuffle, "Read the training data in file order");
+  app.add_option("--log-every", options.log_every, "Progress line every N steps");
+  app.add_option("--eval-every", options.eval_every, "Evaluate every N steps (0: every epoch)");
+  app.add_option("--checkpoint-dir", options.checkpoint_dir, "Directory for checkpoints");
+  app.add_option("--checkpoint-every", options.checkpoint_every, "Checkpoint every N steps");
+  app.add_flag("--resume", options.resume, "Continue from the latest checkpoint");
+  app.add_option("--export", options.export_path, "Write the trained model (ONNX) here");
+  app.add_option("--threads", threads, "Compute threads (default: all cores)");
+  app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
+  app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+
+  try {
+    if (threads > 0) autodist::ops::SetNumThreads(threads);
+    options.shuffle = !no_shuffle;
+    if (data == "fashion-mnist") {
+      options.train_files = autodist::data::FashionMnistFiles("train", data_dir);
+      options.eval_files = autodist::data::FashionMnistFiles("test", data_dir);
+    }
+    const auto extra_train = ParseFiles(train, "--train");
+    const auto extra_eval = ParseFiles(eval, "--eval");
+    options.train_files.insert(options.train_files.end(), extra_train.begin(), extra_train.end());
+    options.eval_files.insert(options.eval_files.end(), extra_eval.begin(), extra_eval.end());
+    auto parsed = ParseOptions(optimizer_options, "--opt");
+    parsed["lr"] = fmt::format("{}", lr);
+    options.optimizer = autodist::optim::ParseOptimizerOptions(optimizer, parsed);
+    auto schedule_parsed = ParseOptions(schedule_options, "--schedule-opt");
+    schedule_parsed["kind"] = schedule;
+    options.schedule = autodist::optim::ParseScheduleOptions(schedule_parsed);
+
+    const autodist::exec::TrainResult result = autodist::exec::Train(options);
+    std::cout << fmt::format("trained {} steps in {:.1f} s ({:.0f} samples/s), last loss {:.4f}",
+                             result.steps, result.seconds, result.samples_per_second,
+                             result.last_loss);
+    if (result.eval) {
+      std::cout << fmt::format("; eval loss {:.4f}", result.eval->loss);
+      if (result.eval->accuracy)
+        std::cout << fmt::format(", accuracy {:.4f}", *result.eval->accuracy);
+    }
+    std::cout << std::endl;
+  } catch (const autodist::Error& error) {
+    std::cerr << "autodist-runtime: error: " << error.what() << "\n";
+    return error.IsUserError() ? kExitBadInput : kExitFailure;
+  } catch (const std::exception& error) {
+    std::cerr << "autodist-runtime: internal error: " << error.what() << "\n";
+    return kExitFailure;
+  }
+  return 0;
+}

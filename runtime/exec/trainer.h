@@ -1,0 +1,66 @@
+// Single-process training: the loop every worker runs (later under a Strategy). Reads batches,
+// runs forward + backward, applies the optimizer, logs progress, evaluates, checkpoints and
+// resumes bit-identically, and exports the trained model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/optim/lr_schedule.h"
+#include "runtime/optim/optimizer.h"
+
+namespace autodist::exec {
+
+struct TrainerOptions {
+  std::string model;              // ONNX file
+  std::string loss;               // loss output; empty: found by Session
+  std::string logits = "logits";  // output compared with `labels` for accuracy (if both exist)
+  std::string labels = "label";   // graph input holding class indices
+  // graph input -> array file, for the training and the evaluation split.
+  std::vector<std::pair<std::string, std::string>> train_files;
+  std::vector<std::pair<std::string, std::string>> eval_files;
+  int64_t batch_size = 64;
+  int64_t eval_batch_size = 1000;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int64_t epochs = 0;  // exactly one of epochs and steps is > 0
+  int64_t steps = 0;
+  optim::OptimizerOptions optimizer;
+  optim::ScheduleOptions schedule;
+  int64_t log_every = 100;       // progress line every N steps (and at the end)
+  int64_t eval_every = 0;        // evaluate every N steps; 0: at the end of each epoch
+  std::string checkpoint_dir;    // empty: no checkpoints
+  int64_t checkpoint_every = 0;  // steps; 0: only at the end when checkpoint_dir is set
+  bool resume = false;           // continue from the latest checkpoint in checkpoint_dir
+  std::string export_path;       // write the trained model here at the end
+  int rank = 0;                  // data shard (distributed training reuses the loop)
+  int world_size = 1;
+};
+
+struct EvalResult {
+  double loss = 0;
+  std::optional<double> accuracy;  // when logits and labels exist
+  int64_t samples = 0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double last_loss = 0;
+  double samples_per_second = 0;
+  double seconds = 0;
+  std::optional<EvalResult> eval;  // the last evaluation
+  int64_t resumed_from_step = -1;  // -1: started fresh
+};
+
+// Receives each progress or evaluation line (default: standard output).
+using LineSink = std::function<void(const std::string&)>;
+
+// Runs the whole training; throws autodist::Error on bad input or a non-finite loss/gradient
+// (naming the step and the first variable whose gradient is not finite).
+TrainResult Train(const TrainerOptions& options, const LineSink& sink = nullptr);
+
+}  // namespace autodist::exec

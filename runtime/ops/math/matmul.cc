@@ -1,0 +1,177 @@
+// MatMul (opsets 1..17) with numpy semantics: a 1-D first operand is a row [1, K] and a 1-D
+// second operand a column [K, 1], the added axis removed from the result; axes before the last
+// two are batch axes, broadcast against each other. When the second operand has no batch, the
+// first folds into one [batch * M, K] matrix and the product is a single GEMM (the Linear-layer
+// case); otherwise one GEMM runs per batch entry, in parallel when the matrices are small.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/common/error.h"
+#include "runtime/ops/math/blas.h"
+#include "runtime/ops/parallel.h"
+#include "runtime/ops/registry.h"
+#include "runtime/tensor/broadcast.h"
+
+namespace autodist::ops {
+namespace {
+
+// Below this many multiply-adds OpenBLAS runs a GEMM on one thread, so batch entries are spread
+// over our threads instead.
+constexpr int64_t kSmallGemm = int64_t{1} << 18;
+
+// The operands of one MatMul seen as batches of row-major matrices: a is [.., M, K], b is
+// [.., K, N], the result [batch.., M, N] before 1-D axes are dropped.
+struct MatMulShape {
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  Shape batch;                     // broadcast batch shape
+  std::vector<int64_t> a_offsets;  // per batch entry: offset of its a matrix, in elements
+  std::vector<int64_t> b_offsets;
+  bool a_broadcast = false;  // some a matrix serves several batch entries
+  bool b_broadcast = false;
+  // b is one matrix read by every entry, so a's matrices and the result's are consecutive rows
+  // of single [E * M, K] and [E * M, N] matrices.
+  bool b_single = false;
+  Shape out_shape;
+};
+
+MatMulShape Resolve(const Shape& a, const Shape& b, const std::string& describe) {
+  AD_CHECK(!a.empty() && !b.empty(), kInvalidArgument,
+           "{}: operands must have rank >= 1, got {} and {}", describe, tensor::ShapeToString(a),
+           tensor::ShapeToString(b));
+  MatMulShape s;
+  const bool a_vector = a.size() == 1;
+  const bool b_vector = b.size() == 1;
+  s.m = a_vector ? 1 : a[a.size() - 2];
+  s.k = a.back();
+  const int64_t kb = b_vector ? b[0] : b[b.size() - 2];
+  s.n = b_vector ? 1 : b.back();
+  AD_CHECK(s.k == kb, kInvalidArgument, "{}: inner dimensions differ: {} and {}", describe,
+           tensor::ShapeToString(a), tensor::ShapeToString(b));
+  const Shape a_batch(a.begin(), a.end() - (a_vector ? 1 : 2));
+  const Shape b_batch(b.begin(), b.end() - (b_vector ? 1 : 2));
+  s.batch = tensor::BroadcastShapes(a_batch, b_batch, describe + ": batch axes");
+  const int64_t entries = tensor::NumElements(s.batch);
+  s.a_broadcast = tensor::NumElements(a_batch) != entries;
+  s.b_broadcast = tensor::NumElements(b_batch) != entries;
+  s.b_single = tensor::NumElements(b_batch) == 1;
+  s.a_offsets.reserve(static_cast<size_t>(entries));
+  s.b_offsets.reserve(static_cast<size_t>(entries));
+  tensor::ForEachBroadcast(s.batch, tensor::BroadcastStrides(a_batch, s.batch),
+                           tensor::BroadcastStrides(b_batch, s.batch),
+                           [&](int64_t /*out*/, int64_t ai, int64_t bi) {
+                             s.a_offsets.push_back(ai * s.m * s.k);
+                             s.b_offsets.push_back(bi * s.k * s.n);
+                           });
+  s.out_shape = s.batch;
+  if (!a_vector) s.out_shape.push_back(s.m);
+  if (!b_vector) s.out_shape.push_back(s.n);
+  return s;
+}
+
+// Sgemm with an empty inner dimension handled here (the product is zero): such a call would pass
+// leading dimension 0, which the CBLAS interface does not allow.
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+          const float* b, float beta, float* c) {
+  if (k == 0) {
+    if (beta == 0.0F) {
+      for (int64_t i = 0; i < m * n; ++i) c[i] = 0.0F;
+    }
+    return;
+  }
+  Sgemm(trans_a, trans_b, m, n, k, 1.0F, a, b, beta, c);
+}
+
+// Runs fn(entry) for every batch entry: in parallel when each GEMM is small (and `parallel_ok`:
+// entries write disjoint memory), serially otherwise so that BLAS threads each one.
+template <typename Fn>
+void ForEachEntry(const MatMulShape& s, bool parallel_ok, Fn&& fn) {
+  const auto entries = static_cast<int64_t>(s.a_offsets.size());
+  const int64_t work = std::max<int64_t>(1, s.m * s.n * s.k);
+  if (parallel_ok && entries > 1 && work < kSmallGemm) {
+    ParallelFor(entries, std::max<int64_t>(1, kSmallGemm / work), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) fn(static_cast<size_t>(i));
+    });
+  } else {
+    for (size_t i = 0; i < s.a_offsets.size(); ++i) fn(i);
+  }
+}
+
+class MatMulKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Forward(ForwardContext& ctx) const override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    AD_CHECK(a.dtype() == DType::kFloat32 && b.dtype() == DType::kFloat32, kInvalidArgument,
+             "{}: operands must be float32, got {} and {}", ctx.Describe(),
+             tensor::DTypeName(a.dtype()), tensor::DTypeName(b.dtype()));
+    const MatMulShape s = Resolve(a.shape(), b.shape(), ctx.Describe());
+    Tensor y(DType::kFloat32, s.out_shape);
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* py = y.data<float>();
+    const auto entries = static_cast<int64_t>(s.a_offsets.size());
+    if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B
+      Gemm(false, false, entries * s.m, s.n, s.k, pa, pb, 0.0F, py);
+    } else {
+      ForEachEntry(s, true, [&](size_t i) {
+        Gemm(false, false, s.m, s.n, s.k, pa + s.a_offsets[i], pb + s.b_offsets[i], 0.0F,
+             py + static_cast<int64_t>(i) * s.m * s.n);
+      });
+    }
+    ctx.set_output(0, std::move(y));
+  }
+
+  void Backward(BackwardContext& ctx) const override {
+    const Tensor* dy = ctx.output_grad(0);
+    if (dy == nullptr) return;
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const MatMulShape s = Resolve(a.shape(), b.shape(), ctx.Describe());
+    const auto entries = static_cast<int64_t>(s.a_offsets.size());
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    const float* g = dy->data<float>();
+    if (ctx.needs_grad(0)) {
+      Tensor da = s.a_broadcast ? Tensor::Zeros(DType::kFloat32, a.shape())
+                                : Tensor(DType::kFloat32, a.shape());
+      float* d = da.data<float>();
+      if (s.b_single) {  // dA [E*M, K] = dY [E*M, N] B^T
+        Gemm(false, true, entries * s.m, s.k, s.n, g, pb, 0.0F, d);
+      } else {  // dA_e (+)= dY_e B_e^T, summed over the entries sharing an a matrix
+        ForEachEntry(s, !s.a_broadcast, [&](size_t i) {
+          Gemm(false, true, s.m, s.k, s.n, g + static_cast<int64_t>(i) * s.m * s.n,
+               pb + s.b_offsets[i], s.a_broadcast ? 1.0F : 0.0F, d + s.a_offsets[i]);
+        });
+      }
+      ctx.set_input_grad(0, std::move(da));
+    }
+    if (ctx.needs_grad(1)) {
+      Tensor db = s.b_broadcast ? Tensor::Zeros(DType::kFloat32, b.shape())
+                                : Tensor(DType::kFloat32, b.shape());
+      float* d = db.data<float>();
+      if (s.b_single) {  // dB [K, N] = A^T [K, E*M] dY [E*M, N]
+        Gemm(true, false, s.k, s.n, entries * s.m, pa, g, 0.0F, d);
+      } else {  // dB_e (+)= A_e^T dY_e
+        ForEachEntry(s, !s.b_broadcast, [&](size_t i) {
+          Gemm(true, false, s.k, s.n, s.m, pa + s.a_offsets[i],
+               g + static_cast<int64_t>(i) * s.m * s.n, s.b_broadcast ? 1.0F : 0.0F,
+               d + s.b_offsets[i]);
+        });
+      }
+      ctx.set_input_grad(1, std::move(db));
+    }
+  }
+
+  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+};
+
+AUTODIST_REGISTER_KERNEL(MatMul, 1, 17, MatMulKernel);
+
+}  // namespace
+}  // namespace autodist::ops

@@ -1,0 +1,151 @@
+// ReduceSum and ReduceMean on float32, with keepdims.
+//   ReduceSum  opsets 1..12: `axes` attribute; 13..17: `axes` as optional int64 input 1, and
+//              noop_with_empty_axes (empty axes: identity instead of reducing everything).
+//   ReduceMean opsets 1..17: `axes` attribute (the axes input arrives in opset 18).
+// Sums accumulate in double per output element, then round once (math/reduce_sum.h); Mean
+// divides the float sum by the element count (as PyTorch does), so its gradient is dy / count
+// broadcast back.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/common/error.h"
+#include "runtime/ops/math/elementwise.h"
+#include "runtime/ops/math/reduce_sum.h"
+#include "runtime/ops/registry.h"
+
+namespace autodist::ops {
+namespace {
+
+// The reduction of one input shape over a set of axes.
+struct ReducePlan {
+  Shape input_shape;
+  Shape kept_shape;   // the result with keepdims = 1 (reduced axes have size 1)
+  Shape out_shape;    // the result as the node returns it
+  int64_t count = 1;  // input elements per output element
+  bool identity = false;
+};
+
+ReducePlan MakePlan(const Shape& shape, std::vector<int64_t> axes, bool keepdims,
+                    bool noop_with_empty_axes, const std::string& describe) {
+  ReducePlan plan;
+  plan.input_shape = shape;
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (axes.empty()) {
+    if (noop_with_empty_axes) {
+      plan.identity = true;
+      plan.kept_shape = plan.out_shape = shape;
+      return plan;
+    }
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t& axis : axes) {
+    AD_CHECK(axis >= -rank && axis < rank, kInvalidArgument,
+             "{}: axis {} is out of range for an input of rank {}", describe, axis, rank);
+    if (axis < 0) axis += rank;
+    AD_CHECK(!reduced[static_cast<size_t>(axis)], kInvalidArgument, "{}: axis {} appears twice",
+             describe, axis);
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (reduced[i]) {
+      plan.count *= shape[i];
+      plan.kept_shape.push_back(1);
+      if (keepdims) plan.out_shape.push_back(1);
+    } else {
+      plan.kept_shape.push_back(shape[i]);
+      plan.out_shape.push_back(shape[i]);
+    }
+  }
+  return plan;
+}
+
+struct ReduceState final : KernelState {
+  ReducePlan plan;
+};
+
+enum class ReduceOp { kSum, kMean };
+
+template <ReduceOp kOp>
+class ReduceKernel final : public OpKernel {
+ public:
+  explicit ReduceKernel(const NodeInfo& node)
+      : OpKernel(node),
+        keepdims_(node.GetInt("keepdims", 1) != 0),
+        axes_from_input_(kOp == ReduceOp::kSum && node.opset() >= 13),
+        noop_with_empty_axes_(axes_from_input_ && node.GetInt("noop_with_empty_axes", 0) != 0),
+        axes_(node.GetInts("axes", {})) {
+    AD_CHECK(!(axes_from_input_ && node.HasAttribute("axes")), kInvalidArgument,
+             "{}: from opset 13 the axes of ReduceSum are input 1, not an attribute",
+             node.Describe());
+  }
+
+  void Forward(ForwardContext& ctx) const override {
+    const Tensor& x = ctx.input(0);
+    AD_CHECK(x.dtype() == DType::kFloat32, kInvalidArgument, "{}: input must be float32, got {}",
+             ctx.Describe(), tensor::DTypeName(x.dtype()));
+    std::vector<int64_t> axes = axes_;
+    if (axes_from_input_ && ctx.has_input(1)) {
+      axes = ctx.input(1).ToInt64Vector(ctx.Describe() + ": axes");
+    }
+    ReducePlan plan =
+        MakePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_, ctx.Describe());
+    if (plan.identity) {
+      ctx.set_output(0, x);
+    } else {
+      Tensor y(DType::kFloat32, plan.out_shape);
+      SumToKeptShape(x.data<float>(), plan.input_shape, plan.kept_shape, y.data<float>(),
+                     kOp == ReduceOp::kMean ? static_cast<float>(plan.count) : 1.0F);
+      ctx.set_output(0, std::move(y));
+    }
+    auto state = std::make_unique<ReduceState>();
+    state->plan = std::move(plan);
+    ctx.save_state(std::move(state));
+  }
+
+  void Backward(BackwardContext& ctx) const override {
+    const Tensor* dy = ctx.output_grad(0);
+    if (dy == nullptr || !ctx.needs_grad(0)) return;
+    const auto* state = dynamic_cast<const ReduceState*>(ctx.state());
+    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward",
+             ctx.Describe());
+    const ReducePlan& plan = state->plan;
+    if (plan.identity) {
+      ctx.set_input_grad(0, *dy);
+      return;
+    }
+    // Every input element receives the gradient of the output it was reduced into.
+    Tensor dx(DType::kFloat32, plan.input_shape);
+    const float divisor = kOp == ReduceOp::kMean ? static_cast<float>(plan.count) : 1.0F;
+    if constexpr (kOp == ReduceOp::kMean) {
+      BroadcastBinary(dy->data<float>(), plan.kept_shape, &divisor, Shape{}, dx.data<float>(),
+                      plan.input_shape, [](float g, float c) { return g / c; });
+    } else {
+      BroadcastBinary(dy->data<float>(), plan.kept_shape, &divisor, Shape{}, dx.data<float>(),
+                      plan.input_shape, [](float g, float /*one*/) { return g; });
+    }
+    ctx.set_input_grad(0, std::move(dx));
+  }
+
+  bool IsDifferentiable(size_t input) const override { return input == 0; }
+  bool BackwardNeedsInput(size_t /*input*/) const override { return false; }
+  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+
+ private:
+  bool keepdims_;
+  bool axes_from_input_;
+  bool noop_with_empty_axes_;
+  std::vector<int64_t> axes_;
+};
+
+using ReduceSumKernel = ReduceKernel<ReduceOp::kSum>;
+using ReduceMeanKernel = ReduceKernel<ReduceOp::kMean>;
+
+AUTODIST_REGISTER_KERNEL(ReduceSum, 1, 17, ReduceSumKernel);
+AUTODIST_REGISTER_KERNEL(ReduceMean, 1, 17, ReduceMeanKernel);
+
+}  // namespace
+}  // namespace autodist::ops

@@ -1,0 +1,66 @@
+// Optimizers: the parameter update of one training step, with torch.optim's (PyTorch 1.13) exact
+// float32 formulas and operation order, so that a run here and the same run in PyTorch stay
+// within float tolerance of each other. An optimizer owns the per-variable state (momentum
+// buffers, moment estimates, step counts), created on a variable's first update.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/ops/kernel.h"
+#include "runtime/optim/optimizer_options.h"
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::optim {
+
+class Optimizer {
+ public:
+  explicit Optimizer(OptimizerOptions options);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of `param` (float32, updated in place) of variable `name` from its gradient
+  // (float32, same shape). Throws InvalidArgument naming the variable on a dtype or shape
+  // mismatch, including against state loaded for it.
+  virtual void Apply(const std::string& name, tensor::Tensor& param,
+                     const tensor::Tensor& grad) = 0;
+
+  // One update from a row-sparse gradient (unique ascending row indices + rows). By default the
+  // result is exactly Apply's on the densified gradient (PyTorch parity: absent rows are zero
+  // rows, on which momentum and moment estimates still decay); optimizers compute it row by row
+  // where that is mathematically identical. With lazy_sparse, stateful optimizers update only
+  // the rows present.
+  virtual void ApplySparse(const std::string& name, tensor::Tensor& param,
+                           const ops::SparseGradient& grad);
+
+  // The learning rate of the next updates (a schedule sets it before each step). Kept in double,
+  // as torch keeps group['lr'].
+  void set_learning_rate(double lr);
+  double learning_rate() const { return options_.lr; }
+  const OptimizerOptions& options() const { return options_; }
+
+  // Every state tensor keyed "<variable>/<slot>" (copies), for checkpoints: step counts are int64
+  // scalars, buffers float32 tensors of the variable's shape. Slots per optimizer are listed in
+  // docs/training.md.
+  virtual std::map<std::string, tensor::Tensor> SaveState() const = 0;
+  // Replaces all state with `state` (copied), so that training continues bit-identically.
+  // Throws InvalidArgument, leaving the current state unchanged, on a slot this optimizer does
+  // not keep, a missing slot, or a wrong dtype or shape.
+  virtual void LoadState(const std::map<std::string, tensor::Tensor>& state) = 0;
+
+ protected:
+  // Checks shared by every optimizer's Apply / ApplySparse.
+  static void CheckDense(const std::string& name, const tensor::Tensor& param,
+                         const tensor::Tensor& grad);
+  static void CheckSparse(const std::string& name, const tensor::Tensor& param,
+                          const ops::SparseGradient& grad);
+
+  OptimizerOptions options_;
+};
+
+// The optimizer named by options.name; validates the options first (InvalidArgument).
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
+
+}  // namespace autodist::optim

@@ -1,0 +1,17 @@
+// Internal: the constructors behind MakeOptimizer, one per file (sgd.cc, adam.cc, adagrad.cc,
+// rmsprop.cc). Options arrive validated.
+#pragma once
+
+#include <memory>
+
+#include "runtime/optim/optimizer.h"
+
+namespace autodist::optim::detail {
+
+std::unique_ptr<Optimizer> MakeSgd(const OptimizerOptions& options);
+// Adam and AdamW (decoupled weight decay) share one implementation, chosen by options.name.
+std::unique_ptr<Optimizer> MakeAdam(const OptimizerOptions& options);
+std::unique_ptr<Optimizer> MakeAdagrad(const OptimizerOptions& options);
+std::unique_ptr<Optimizer> MakeRmsprop(const OptimizerOptions& options);
+
+}  // namespace autodist::optim::detail

@@ -1,0 +1,46 @@
+// Helpers shared by the data tests: fixture paths, scratch files and error checks.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+
+namespace autodist::data::testing {
+
+// tests/fixtures/data/<name> (written by tests/fixtures/data/generate.py).
+inline std::string Fixture(const std::string& name) {
+  return std::string(AUTODIST_FIXTURES_DIR) + "/data/" + name;
+}
+
+// Writes `bytes` to a file named after the running test and `name` (ctest runs tests as parallel
+// processes, so names must not collide) and returns its path.
+inline std::string ScratchFile(const std::string& name, const std::string& bytes) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string path = ::testing::TempDir() + "/autodist_data_" + info->test_suite_name() +
+                           "_" + info->name() + "_" + std::to_string(getpid()) + "_" + name;
+  WriteFileBytes(path, bytes);
+  return path;
+}
+
+// Runs `body`, expects an autodist::Error with `code` whose message contains every `parts` entry.
+inline void ExpectError(const std::function<void()>& body, ErrorCode code,
+                        const std::vector<std::string>& parts) {
+  try {
+    body();
+    ADD_FAILURE() << "expected an error containing '" << parts.front() << "'";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), code) << error.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
+          << "message: " << error.what() << "\nmissing: " << part;
+    }
+  }
+}
+
+}  // namespace autodist::data::testing

@@ -1,0 +1,143 @@
+// The training loop: resume continues bit-identically, export round-trips, divergence is
+// reported with the step and the variable, evaluation reports accuracy.
+#include "runtime/exec/trainer.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/exec/checkpoint.h"
+
+namespace autodist::exec {
+namespace {
+
+const std::string kParity = std::string(AUTODIST_FIXTURES_DIR) + "/parity/";
+
+// A fresh empty directory under the test's temporary folder.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/trainer_test_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TrainerOptions MlpOptions() {
+  TrainerOptions options;
+  options.model = kParity + "mlp/model.onnx";
+  options.train_files = {{"image", kParity + "mlp/image.npy"},
+                         {"label", kParity + "mlp/label.npy"}};
+  options.eval_files = options.train_files;
+  options.batch_size = 32;
+  options.eval_batch_size = 100;
+  options.seed = 7;
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.05"}, {"momentum", "0.9"}});
+  options.log_every = 1000;
+  return options;
+}
+
+TEST(TrainerTest, ResumedRunContinuesBitIdentically) {
+  const std::string dir = FreshDir("resume");
+  std::vector<std::string> lines;
+  const LineSink sink = [&](const std::string& line) { lines.push_back(line); };
+
+  // One run of 15 steps (10 batches an epoch: crosses an epoch boundary), exported.
+  TrainerOptions straight = MlpOptions();
+  straight.steps = 15;
+  straight.export_path = dir + "/straight.onnx";
+  Train(straight, sink);
+
+  // The same run stopped at step 6 with a checkpoint, then resumed to 15.
+  TrainerOptions first = MlpOptions();
+  first.steps = 6;
+  first.checkpoint_dir = dir + "/checkpoints";
+  Train(first, sink);
+  ASSERT_TRUE(LatestCheckpoint(first.checkpoint_dir).has_value());
+  TrainerOptions second = MlpOptions();
+  second.steps = 15;
+  second.checkpoint_dir = first.checkpoint_dir;
+  second.resume = true;
+  second.export_path = dir + "/resumed.onnx";
+  const TrainResult resumed = Train(second, sink);
+  EXPECT_EQ(resumed.resumed_from_step, 6);
+  EXPECT_EQ(resumed.steps, 15);
+
+  onnx::ModelProto a;
+  onnx::ModelProto b;
+  ASSERT_TRUE(a.ParseFromString(ReadFileBytes(straight.export_path, "model")));
+  ASSERT_TRUE(b.ParseFromString(ReadFileBytes(second.export_path, "model")));
+  ASSERT_EQ(a.graph().initializer_size(), b.graph().initializer_size());
+  for (int i = 0; i < a.graph().initializer_size(); ++i) {
+    EXPECT_EQ(a.graph().initializer(i).raw_data(), b.graph().initializer(i).raw_data())
+        << a.graph().initializer(i).name();
+  }
+}
+
+TEST(TrainerTest, ExportedModelTrainsFromWhereItStopped) {
+  const std::string dir = FreshDir("export");
+  TrainerOptions options = MlpOptions();
+  options.steps = 20;
+  options.export_path = dir + "/trained.onnx";
+  const TrainResult trained = Train(options, [](const std::string&) {});
+  ASSERT_TRUE(trained.eval.has_value());
+  ASSERT_TRUE(trained.eval->accuracy.has_value());
+
+  // Evaluating the exported model without training gives the final evaluation again.
+  TrainerOptions reload = MlpOptions();
+  reload.model = options.export_path;
+  reload.steps = 1;
+  reload.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0"}});
+  const TrainResult again = Train(reload, [](const std::string&) {});
+  ASSERT_TRUE(again.eval.has_value());
+  EXPECT_NEAR(again.eval->loss, trained.eval->loss, 1e-6);
+  EXPECT_EQ(again.eval->accuracy, trained.eval->accuracy);
+  // 320 samples with random labels memorized a little: better than chance.
+  EXPECT_GT(*trained.eval->accuracy, 0.1);
+}
+
+TEST(TrainerTest, DivergenceNamesTheStepAndVariable) {
+  TrainerOptions options = MlpOptions();
+  options.steps = 50;
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "1e30"}});
+  try {
+    Train(options, [](const std::string&) {});
+    FAIL() << "expected divergence";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("step "), std::string::npos) << message;
+    EXPECT_NE(message.find("diverged"), std::string::npos) << message;
+    EXPECT_NE(message.find("fc"), std::string::npos) << message;
+  }
+}
+
+TEST(TrainerTest, BadOptionsAreClearErrors) {
+  TrainerOptions options = MlpOptions();
+  EXPECT_THROW(Train(options, [](const std::string&) {}), Error);  // neither steps nor epochs
+  options.steps = 1;
+  options.model = "/nonexistent/model.onnx";
+  EXPECT_THROW(Train(options, [](const std::string&) {}), Error);
+  options = MlpOptions();
+  options.steps = 1;
+  options.train_files = {{"image", kParity + "mlp/image.npy"},
+                         {"label", kParity + "embedding/tokens.npy"}};  // wrong dtype and shape
+  EXPECT_THROW(Train(options, [](const std::string&) {}), Error);
+}
+
+TEST(TrainerTest, ProgressLinesReportStepLossAndThroughput) {
+  TrainerOptions options = MlpOptions();
+  options.steps = 4;
+  options.log_every = 2;
+  options.eval_files.clear();
+  std::vector<std::string> lines;
+  Train(options, [&](const std::string& line) { lines.push_back(line); });
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("step 2/4"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("loss "), std::string::npos);
+  EXPECT_NE(lines[0].find("samples/s "), std::string::npos);
+  EXPECT_NE(lines[1].find("step 4/4"), std::string::npos) << lines[1];
+}
+
+}  // namespace
+}  // namespace autodist::exec
