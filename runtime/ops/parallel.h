@@ -1,15 +1,26 @@
-// Data parallelism inside kernels (OpenMP) and the thread count of the process (ours and
-// OpenBLAS's), set once at startup from the --threads option.
+// Data parallelism inside kernels and the thread count of the process (ours and OpenBLAS's),
+// set once at startup from the --threads option.
+//
+// ParallelFor runs on our own pool whose idle workers sleep on a condition variable. (OpenMP's
+// default idle policy spins, and spinning workers starved OpenBLAS's threads of the cores:
+// the MLP trained 10x slower with libgomp than with passive waiting.)
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 namespace autodist::ops {
 
 // Sets the threads used by kernels and by BLAS.
 void SetNumThreads(int threads);
 int NumThreads();
+
+namespace detail {
+// Runs task(0), ..., task(chunks - 1) on the pool and the calling thread; returns when all are
+// done. Runs inline when called from a pool task or while another caller uses the pool.
+void RunChunks(int64_t chunks, const std::function<void(int64_t)>& task);
+}  // namespace detail
 
 // Calls fn(begin, end) on disjoint chunks of [0, n) in parallel; runs inline when n is below
 // `grain` (small work is not worth waking threads for).
@@ -21,12 +32,7 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
     return;
   }
   const int64_t chunks = std::min<int64_t>(NumThreads(), (n + grain - 1) / grain);
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = n * c / chunks;
-    const int64_t end = n * (c + 1) / chunks;
-    fn(begin, end);
-  }
+  detail::RunChunks(chunks, [&](int64_t c) { fn(n * c / chunks, n * (c + 1) / chunks); });
 }
 
 }  // namespace autodist::ops

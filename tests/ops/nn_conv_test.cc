@@ -4,14 +4,8 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/ops/parallel.h"
 #include "tests/ops/op_test_util.h"
-
-namespace autodist::ops {
-// Declared in runtime/ops/parallel.h, which this target cannot include without warnings: its
-// OpenMP pragma needs flags the test targets are not compiled with.
-void SetNumThreads(int threads);
-int NumThreads();
-}  // namespace autodist::ops
 
 // OpenBLAS's own thread count (cblas.h is not on this target's include path).
 extern "C" void openblas_set_num_threads(int threads);

@@ -15,8 +15,8 @@
 //  * otherwise (threaded OpenBLAS, large GEMM) one thread walks the batch in blocks of images; a
 //    block's im2col / col2im is spread over threads and OpenBLAS threads each GEMM. Calling a
 //    threaded OpenBLAS from many threads at once would queue them all on its single pool. One
-//    parallel unfold per block, rather than per image, also limits how often OpenMP's briefly
-//    spinning idle threads compete with OpenBLAS's threads.
+//    parallel unfold per block, rather than per image, also limits how often our pool's threads
+//    and OpenBLAS's take turns waking up.
 #include <cblas.h>
 
 #include <algorithm>
