@@ -14,6 +14,10 @@ namespace {
 
 thread_local bool in_pool_task = false;
 
+// BLAS runs single-threaded inside our tasks (math/blas.cc), from the moment the library loads,
+// so kernels that ask OpenBLAS for its thread count (conv) see it too.
+[[maybe_unused]] const bool kBlasSingleThreaded = (openblas_set_num_threads(1), true);
+
 // A fixed set of workers that sleep between jobs. One job at a time; a job's chunks are taken
 // from a shared counter by the workers and the caller alike.
 class ThreadPool {
@@ -123,7 +127,6 @@ void SetNumThreads(int threads) {
     state.threads = threads;
     state.pool.reset();  // rebuilt with the new size on first use
   }
-  openblas_set_num_threads(threads);
 }
 
 int NumThreads() {

@@ -1,5 +1,5 @@
-// Data parallelism inside kernels and the thread count of the process (ours and OpenBLAS's),
-// set once at startup from the --threads option.
+// Data parallelism inside kernels and the thread count of the process, set once at startup
+// from the --threads option. OpenBLAS itself runs single-threaded inside our tasks (math/blas.cc).
 //
 // ParallelFor runs on our own pool whose idle workers sleep on a condition variable. (OpenMP's
 // default idle policy spins, and spinning workers starved OpenBLAS's threads of the cores:
@@ -12,7 +12,7 @@
 
 namespace autodist::ops {
 
-// Sets the threads used by kernels and by BLAS.
+// Sets the threads used by kernels (BLAS calls included).
 void SetNumThreads(int threads);
 int NumThreads();
 
