@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make run` until the training runtime lands: inspect the Fashion-MNIST example model and compile
-# strategies for it on the example resource spec and on a 2-worker x 2-GPU cluster with 2 PS.
+# `make run`: inspect the Fashion-MNIST example model, compile strategies for it (the example
+# resource spec; a 2-worker x 2-GPU cluster with 2 PS), then train it for one epoch on this
+# machine with the single-process runtime. (`autodist run` of a job manifest comes next.)
 set -euo pipefail
 BUILD_DIR="${1:-build}"
 AUTODIST="$BUILD_DIR/bin/autodist"
@@ -16,3 +17,8 @@ echo
 echo "== autodist compile --strategy PartitionedPS --workers 2 --gpus-per-worker 2 --ps 2"
 "$AUTODIST" compile --model "$EXAMPLE/fmnist_mlp.onnx" --workers 2 --gpus-per-worker 2 --ps 2 \
   --strategy PartitionedPS -o "$BUILD_DIR/fmnist_mlp.strategy.txt"
+echo
+echo "== autodist-runtime: one epoch of the MLP on Fashion-MNIST"
+"$BUILD_DIR/bin/autodist-runtime" --model "$EXAMPLE/fmnist_mlp.onnx" --data fashion-mnist \
+  --optimizer adam --lr 1e-3 --batch-size 64 --epochs 1 --log-every 200 \
+  --export "$BUILD_DIR/fmnist_mlp.trained.onnx"
