@@ -22,8 +22,10 @@ run: build
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
+# The training comparison needs PyTorch: `scripts/setup.sh fixtures` installs it.
 bench: build
 	scripts/bench-compile.sh $(BUILD_DIR)
+	scripts/bench-train.sh $(BUILD_DIR)
 
 format:
 	scripts/format.sh

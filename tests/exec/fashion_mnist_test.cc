@@ -1,10 +1,11 @@
 // The example, shortened: the Fashion-MNIST MLP trained for 300 steps from Debian's data set
 // package must clearly learn (the full 5-epoch run and its accuracy are in docs/performance.md).
+#include "runtime/data/fashion_mnist.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "runtime/data/fashion_mnist.h"
 #include "runtime/exec/trainer.h"
 
 namespace autodist::exec {

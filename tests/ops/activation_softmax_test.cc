@@ -3,19 +3,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find(op.op_type + " node 'test_" + op.op_type + "'"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 // The [2, 3, 2] input of the PyTorch reference values below.
 Tensor Input() {
   return Tensor::FromVector<float>({2, 3, 2}, {1, 2, 3, -1, 0.5F, 0, -2, 4, 0, 0, 1, 1});

@@ -3,18 +3,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find("node 'test_NegativeLogLikelihoodLoss'"), std::string::npos) << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 Tensor Target(const Shape& shape, const std::vector<int64_t>& values) {
   return Tensor::FromVector<int64_t>(shape, values);
 }

@@ -5,20 +5,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-// Expects RunOp(op) to throw InvalidArgument naming the node and containing `fragment`.
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find(op.op_type + " node 'test_" + op.op_type + "'"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 TEST(ArithmeticTest, HandComputedBroadcasts) {
   const Tensor m = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor row = Tensor::FromVector<float>({3}, {10, 20, 30});

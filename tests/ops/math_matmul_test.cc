@@ -3,18 +3,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find("MatMul node 'test_MatMul'"), std::string::npos) << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 // numpy.matmul by definition: a [.., M, K] (or [K]) times b [.., K, N] (or [K]), batch axes
 // broadcast, computed with plain loops as an independent reference.
 Tensor ReferenceMatMul(const Tensor& a, const Tensor& b) {

@@ -3,18 +3,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find("Pow node 'test_Pow'"), std::string::npos) << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 TEST(PowTest, ScalarExponentsIncludingSpecialForms) {
   const Tensor x = Tensor::FromVector<float>({4}, {0.25F, 1, 2, 9});
   const auto run = [&](float e) { return RunOp({"Pow", {x, Tensor::Scalar(e)}})[0]; };

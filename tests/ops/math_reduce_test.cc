@@ -3,19 +3,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectNodeError(const OpCase& op, const std::string& fragment) {
-  try {
-    RunOp(op);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
-    EXPECT_NE(message.find(op.op_type + " node 'test_" + op.op_type + "'"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-  }
-}
-
 Tensor Iota(const Shape& shape) {
   Tensor t(DType::kFloat32, shape);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);

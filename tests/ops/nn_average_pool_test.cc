@@ -6,16 +6,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-// Element i = ((i * mul) % mod - mod / 2) / div (the same formula produced PyTorch's inputs).
-Tensor Pattern(const Shape& shape, int64_t mul, int64_t mod, float div) {
-  Tensor t(DType::kFloat32, shape);
-  float* data = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    data[i] = static_cast<float>((i * mul) % mod - mod / 2) / div;
-  }
-  return t;
-}
-
 void ExpectErrorContains(const OpCase& op, const std::string& text) {
   try {
     OpRunner runner(op);

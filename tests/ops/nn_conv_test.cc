@@ -13,17 +13,6 @@ extern "C" void openblas_set_num_threads(int threads);
 namespace autodist::ops::testing {
 namespace {
 
-// The inputs the PyTorch references below were computed from (the same formula in Python):
-// element i = ((i * mul) % mod - mod / 2) / div.
-Tensor Pattern(const Shape& shape, int64_t mul, int64_t mod, float div = 4.0F) {
-  Tensor t(DType::kFloat32, shape);
-  float* data = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    data[i] = static_cast<float>((i * mul) % mod - mod / 2) / div;
-  }
-  return t;
-}
-
 void ExpectErrorContains(const OpCase& op, const std::string& text) {
   try {
     OpRunner runner(op);

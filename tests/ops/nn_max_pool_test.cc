@@ -8,17 +8,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-// Element i = ((i * mul) % mod - mod / 2) / div. With mod = numel and mul coprime to it the
-// values are distinct, `1 / div` apart: no ties, and no argmax flips under finite differences.
-Tensor Pattern(const Shape& shape, int64_t mul, int64_t mod, float div) {
-  Tensor t(DType::kFloat32, shape);
-  float* data = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    data[i] = static_cast<float>((i * mul) % mod - mod / 2) / div;
-  }
-  return t;
-}
-
 Tensor Distinct(const Shape& shape) {
   const int64_t n = tensor::NumElements(shape);
   return Pattern(shape, n % 7 == 0 ? 11 : 7, n, 20.0F);

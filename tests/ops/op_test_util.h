@@ -198,6 +198,32 @@ inline void ExpectGradientsMatch(const OpCase& op_case, std::vector<size_t> chec
   }
 }
 
+// Expects RunOp(op) to throw InvalidArgument naming the node ("<Op> node 'test_<Op>'") and
+// containing `fragment`.
+inline void ExpectNodeError(const OpCase& op, const std::string& fragment) {
+  try {
+    RunOp(op);
+    FAIL() << "expected an error containing '" << fragment << "'";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << message;
+    EXPECT_NE(message.find(op.op_type + " node 'test_" + op.op_type + "'"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+  }
+}
+
+// Element i = ((i * mul) % mod - mod / 2) / div: a deterministic input that Python can produce
+// with the same formula, for comparisons with PyTorch-computed outputs.
+inline Tensor Pattern(const Shape& shape, int64_t mul, int64_t mod, float div = 4.0F) {
+  Tensor t(DType::kFloat32, shape);
+  float* data = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    data[i] = static_cast<float>((i * mul) % mod - mod / 2) / div;
+  }
+  return t;
+}
+
 // Expects `actual` to equal `expected` element-wise within `tolerance` (absolute).
 inline void ExpectTensorNear(const Tensor& actual, const std::vector<float>& expected,
                              const Shape& shape, float tolerance = 1e-5F) {

@@ -10,21 +10,11 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/loss/reduction.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::ops {
 namespace {
-
-enum class Reduction { kNone, kSum, kMean };
-
-Reduction ParseReduction(const NodeInfo& node) {
-  const std::string reduction = node.GetString("reduction", "mean");
-  if (reduction == "none") return Reduction::kNone;
-  if (reduction == "sum") return Reduction::kSum;
-  if (reduction == "mean") return Reduction::kMean;
-  Fail(ErrorCode::kInvalidArgument, "{}: reduction must be none, sum or mean, got '{}'",
-       node.Describe(), reduction);
-}
 
 // Backward needs only the input's shape and the mean's denominator, not the input itself.
 struct NllState final : KernelState {
