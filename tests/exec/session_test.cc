@@ -118,6 +118,17 @@ TEST(SessionTest, UnsupportedOpFailsAtLoadNamingOpNodeAndOpset) {
   EXPECT_NE(message.find("opset"), std::string::npos) << message;
 }
 
+TEST(SessionTest, GraphWithoutAScalarLossIsAnError) {
+  onnx::ModelProto model = LoadModel("mlp.onnx");
+  auto* outputs = model.mutable_graph()->mutable_output();
+  for (int i = 0; i < outputs->size(); ++i) {
+    if (outputs->Get(i).name() == "loss") outputs->DeleteSubrange(i, 1);
+  }
+  const std::string message = ErrorOf([&] { Session(model, "no_loss.onnx", {}); });
+  EXPECT_NE(message.find("cannot tell the loss"), std::string::npos) << message;
+  EXPECT_NE(message.find("'logits'"), std::string::npos) << message;
+}
+
 TEST(SessionTest, UnknownLossNameIsAnError) {
   SessionOptions options;
   options.loss = "nope";
