@@ -1,0 +1,83 @@
+// `autodist-runtime` end to end: a short run succeeds and prints its summary; bad input exits 2
+// with one message naming what is wrong.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+Result RunRuntime(const std::string& arguments) {
+  const std::string out = ::testing::TempDir() + "/runtime_cli.out";
+  const std::string err = ::testing::TempDir() + "/runtime_cli.err";
+  const std::string command = std::string(AUTODIST_BIN_DIR) + "/autodist-runtime " + arguments +
+                              " > " + out + " 2> " + err + " < /dev/null";
+  const int status = std::system(command.c_str());
+  Result result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = Slurp(out);
+  result.err = Slurp(err);
+  return result;
+}
+
+const std::string kParity = std::string(AUTODIST_FIXTURES_DIR) + "/parity/mlp/";
+
+TEST(RuntimeCliTest, ShortRunSucceedsAndSummarizes) {
+  const Result result =
+      RunRuntime("--model " + kParity + "model.onnx --train image=" + kParity +
+                 "image.npy --train label=" + kParity + "label.npy --eval image=" + kParity +
+                 "image.npy --eval label=" + kParity +
+                 "label.npy --steps 4 --batch-size 16 --log-every 2 --optimizer sgd --lr 0.01 "
+                 "--opt momentum=0.9");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("step 2/4"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("trained 4 steps"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("accuracy"), std::string::npos) << result.out;
+}
+
+TEST(RuntimeCliTest, BadInputExitsTwoWithAClearMessage) {
+  Result result = RunRuntime("--model /nonexistent/model.onnx --steps 1");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("/nonexistent/model.onnx"), std::string::npos) << result.err;
+
+  result = RunRuntime("--model " + std::string(AUTODIST_FIXTURES_DIR) +
+                      "/models/not_onnx.onnx --steps 1 --train image=x");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("not an ONNX model"), std::string::npos) << result.err;
+
+  result = RunRuntime("--model " + kParity + "model.onnx --steps 1 --train image=" + kParity +
+                      "image.npy --train label=" + kParity + "label.npy --optimizer lion");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("lion"), std::string::npos) << result.err;
+
+  result = RunRuntime("--model " + kParity + "model.onnx --steps 1 --train image");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("input=file"), std::string::npos) << result.err;
+}
+
+TEST(RuntimeCliTest, DivergenceExitsNonZeroNamingTheStep) {
+  const Result result = RunRuntime("--model " + kParity + "model.onnx --train image=" + kParity +
+                                   "image.npy --train label=" + kParity +
+                                   "label.npy --steps 30 --optimizer sgd --lr 1e30");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("diverged"), std::string::npos) << result.err;
+}
+
+TEST(RuntimeCliTest, HelpExitsZero) { EXPECT_EQ(RunRuntime("--help").exit_code, 0); }
+
+}  // namespace
