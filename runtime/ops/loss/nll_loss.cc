@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,7 @@ struct NllState final : KernelState {
 class NllLossKernel final : public OpKernel {
  public:
   explicit NllLossKernel(const NodeInfo& node)
-      : OpKernel(node),
-        reduction_(ParseReduction(node)),
-        has_ignore_index_(node.HasAttribute("ignore_index")),
-        ignore_index_(node.GetInt("ignore_index", 0)) {}
+      : OpKernel(node), reduction_(ParseReduction(node)), ignore_index_(ParseIgnoreIndex(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& input = ctx.input(0);
@@ -49,33 +47,12 @@ class NllLossKernel final : public OpKernel {
     const float* weights = Weights(ctx.has_input(2) ? &ctx.input(2) : nullptr, c, ctx.Describe());
 
     const int64_t d = tensor::NumElements(target_shape) / std::max<int64_t>(n, 1);
-    const float* x = input.data<float>();
-    Tensor losses(DType::kFloat32, target_shape);
-    float* loss = losses.data<float>();
-    double weight_sum = 0.0;
-    for (int64_t i = 0; i < n * d; ++i) {
-      const int64_t t = labels[static_cast<size_t>(i)];
-      if (has_ignore_index_ && t == ignore_index_) {
-        loss[i] = 0.0F;
-        continue;
-      }
-      AD_CHECK(t >= 0 && t < c, kInvalidArgument, "{}: target {} at position {} is outside [0, {})",
-               ctx.Describe(), t, i, c);
-      const float w = weights != nullptr ? weights[t] : 1.0F;
-      loss[i] = -w * x[(i / d) * c * d + t * d + i % d];
-      weight_sum += w;
-    }
-
+    ReducedLoss loss = WeightedNll(input.data<float>(), n, c, d, target_shape, labels, weights,
+                                   reduction_, ignore_index_, ctx.Describe(), "target");
     auto state = std::make_unique<NllState>();
     state->input_shape = input.shape();
-    if (reduction_ == Reduction::kNone) {
-      ctx.set_output(0, std::move(losses));
-    } else {
-      double total = 0.0;
-      for (int64_t i = 0; i < losses.numel(); ++i) total += loss[i];
-      state->denominator = reduction_ == Reduction::kMean ? static_cast<float>(weight_sum) : 1.0F;
-      ctx.set_output(0, Tensor::Scalar(static_cast<float>(total / state->denominator)));
-    }
+    state->denominator = loss.denominator;
+    ctx.set_output(0, std::move(loss.value));
     ctx.save_state(std::move(state));
   }
 
@@ -95,7 +72,7 @@ class NllLossKernel final : public OpKernel {
     float* g = dx.data<float>();
     for (int64_t i = 0; i < n * d; ++i) {
       const int64_t t = labels[static_cast<size_t>(i)];
-      if (has_ignore_index_ && t == ignore_index_) continue;
+      if (ignore_index_ && t == *ignore_index_) continue;
       const float w = weights != nullptr ? weights[t] : 1.0F;
       const float scale = reduction_ == Reduction::kNone ? dl[i] : dl[0] / state->denominator;
       g[(i / d) * c * d + t * d + i % d] = -w * scale;
@@ -118,8 +95,7 @@ class NllLossKernel final : public OpKernel {
   }
 
   Reduction reduction_;
-  bool has_ignore_index_;
-  int64_t ignore_index_;
+  std::optional<int64_t> ignore_index_;  // absent: no label is ignored
 };
 
 AUTODIST_REGISTER_KERNEL(NegativeLogLikelihoodLoss, 12, 17, NllLossKernel);

@@ -4,6 +4,7 @@
 // weights of the non-ignored targets.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "runtime/common/error.h"
 #include "runtime/ops/loss/reduction.h"
@@ -21,10 +22,7 @@ struct SoftmaxState final : KernelState {
 class SoftmaxCrossEntropyKernel final : public OpKernel {
  public:
   explicit SoftmaxCrossEntropyKernel(const NodeInfo& node)
-      : OpKernel(node),
-        reduction_(ParseReduction(node)),
-        has_ignore_index_(node.HasAttribute("ignore_index")),
-        ignore_index_(node.GetInt("ignore_index", 0)) {}
+      : OpKernel(node), reduction_(ParseReduction(node)), ignore_index_(ParseIgnoreIndex(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& scores = ctx.input(0);
@@ -64,30 +62,10 @@ class SoftmaxCrossEntropyKernel final : public OpKernel {
       }
     });
 
-    Tensor losses(DType::kFloat32, label_shape);
-    float* loss = losses.data<float>();
-    double weight_sum = 0.0;
-    for (int64_t nd = 0; nd < n * d; ++nd) {
-      const int64_t target = label[static_cast<size_t>(nd)];
-      if (has_ignore_index_ && target == ignore_index_) {
-        loss[nd] = 0.0F;
-        continue;
-      }
-      AD_CHECK(target >= 0 && target < c, kInvalidArgument,
-               "{}: label {} at position {} is outside [0, {})", ctx.Describe(), target, nd, c);
-      const float w = weights != nullptr ? weights[target] : 1.0F;
-      loss[nd] = -w * lp[(nd / d) * c * d + target * d + nd % d];
-      weight_sum += w;
-    }
-
-    if (reduction_ == Reduction::kNone) {
-      ctx.set_output(0, std::move(losses));
-    } else {
-      double total = 0.0;
-      for (int64_t i = 0; i < losses.numel(); ++i) total += loss[i];
-      state->denominator = reduction_ == Reduction::kMean ? static_cast<float>(weight_sum) : 1.0F;
-      ctx.set_output(0, Tensor::Scalar(static_cast<float>(total / state->denominator)));
-    }
+    ReducedLoss loss = WeightedNll(lp, n, c, d, label_shape, label, weights, reduction_,
+                                   ignore_index_, ctx.Describe(), "label");
+    state->denominator = loss.denominator;
+    ctx.set_output(0, std::move(loss.value));
     if (ctx.num_outputs() > 1) ctx.set_output(1, state->log_prob);
     ctx.save_state(std::move(state));
   }
@@ -109,7 +87,7 @@ class SoftmaxCrossEntropyKernel final : public OpKernel {
       const float* dl = dloss->data<float>();
       for (int64_t nd = 0; nd < n * d; ++nd) {
         const int64_t target = label[static_cast<size_t>(nd)];
-        if (has_ignore_index_ && target == ignore_index_) continue;
+        if (ignore_index_ && target == *ignore_index_) continue;
         const float w = weights != nullptr ? weights[target] : 1.0F;
         const float scale = reduction_ == Reduction::kNone ? dl[nd] : dl[0] / state->denominator;
         const int64_t base = (nd / d) * c * d + nd % d;
@@ -138,8 +116,7 @@ class SoftmaxCrossEntropyKernel final : public OpKernel {
 
  private:
   Reduction reduction_;
-  bool has_ignore_index_;
-  int64_t ignore_index_;
+  std::optional<int64_t> ignore_index_;  // absent: no label is ignored
 };
 
 AUTODIST_REGISTER_KERNEL(SoftmaxCrossEntropyLoss, 12, 17, SoftmaxCrossEntropyKernel);
