@@ -10,6 +10,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/tensor/tensor.h"
 
 namespace autodist::data::testing {
 
@@ -41,6 +42,13 @@ inline void ExpectError(const std::function<void()>& body, ErrorCode code,
           << "message: " << error.what() << "\nmissing: " << part;
     }
   }
+}
+
+// The elements of `array` as a vector of T (T must be its element type).
+template <typename T>
+std::vector<T> Values(const ::autodist::tensor::Tensor& array) {
+  const T* data = array.data<T>();
+  return std::vector<T>(data, data + array.numel());
 }
 
 }  // namespace autodist::data::testing

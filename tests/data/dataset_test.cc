@@ -13,12 +13,7 @@ using tensor::Shape;
 using tensor::Tensor;
 using testing::ExpectError;
 using testing::Fixture;
-
-template <typename T>
-std::vector<T> Values(const Tensor& tensor) {
-  const T* data = tensor.data<T>();
-  return std::vector<T>(data, data + tensor.numel());
-}
+using testing::Values;
 
 // 3 images of 2x2 pixels and their labels.
 Dataset Small(NormalizeOptions normalize = {}) {

@@ -16,12 +16,7 @@ using tensor::Tensor;
 using testing::ExpectError;
 using testing::Fixture;
 using testing::ScratchFile;
-
-template <typename T>
-std::vector<T> Values(const Tensor& tensor) {
-  const T* data = tensor.data<T>();
-  return std::vector<T>(data, data + tensor.numel());
-}
+using testing::Values;
 
 // The fixtures are written by Python's struct module (big-endian), independently of the reader.
 TEST(IdxReaderTest, ReadsEveryElementType) {

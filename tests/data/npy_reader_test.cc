@@ -16,12 +16,7 @@ using tensor::Tensor;
 using testing::ExpectError;
 using testing::Fixture;
 using testing::ScratchFile;
-
-template <typename T>
-std::vector<T> Values(const Tensor& tensor) {
-  const T* data = tensor.data<T>();
-  return std::vector<T>(data, data + tensor.numel());
-}
+using testing::Values;
 
 // An NPY 1.0 file with the given header dict text (padded like numpy pads) and payload.
 std::string Npy(const std::string& dict, const std::string& payload) {

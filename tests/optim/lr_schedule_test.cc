@@ -10,11 +10,13 @@
 #include <string>
 
 #include "runtime/common/error.h"
+#include "tests/optim/optim_test_util.h"
 #include "tests/optim/reference_data.h"
 
 namespace autodist::optim::testing {
 namespace {
 
+using ::autodist::optim::testing::ErrorOf;
 using ::testing::HasSubstr;
 
 TEST(LrScheduleTest, MatchesTorchSchedulers) {
@@ -99,19 +101,6 @@ TEST(LrScheduleTest, ParsesOptions) {
       ParseScheduleOptions({{"kind", "step"}, {"step_size", "30"}, {"gamma", "0.2"}});
   EXPECT_EQ(step.step_size, 30);
   EXPECT_EQ(step.gamma, 0.2);
-}
-
-// The message of the InvalidArgument error `fn` throws.
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InvalidArgument error";
-  return "";
 }
 
 TEST(LrScheduleTest, ErrorsNameTheOption) {

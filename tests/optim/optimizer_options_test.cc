@@ -9,24 +9,13 @@
 
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
+#include "tests/optim/optim_test_util.h"
 
 namespace autodist::optim {
 namespace {
 
+using ::autodist::optim::testing::ErrorOf;
 using ::testing::HasSubstr;
-
-// The message of the InvalidArgument error `fn` throws ("" when it throws none).
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InvalidArgument error";
-  return "";
-}
 
 TEST(OptimizerOptionsTest, DefaultsArePyTorchs) {
   // torch.optim 1.13 signatures: Adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0),

@@ -15,11 +15,13 @@
 #include "runtime/common/error.h"
 #include "runtime/ops/sparse_gradient.h"
 #include "runtime/optim/optimizer.h"
+#include "tests/optim/optim_test_util.h"
 #include "tests/optim/reference_data.h"
 
 namespace autodist::optim::testing {
 namespace {
 
+using ::autodist::optim::testing::ErrorOf;
 using ::testing::HasSubstr;
 using Options = std::map<std::string, std::string>;
 
@@ -219,19 +221,6 @@ TEST(SparseTest, TableWithoutRowsTakesAnEmptyGradient) {
       EXPECT_EQ(p.numel(), 0);
     }
   }
-}
-
-// The message of the InvalidArgument error `fn` throws.
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InvalidArgument error";
-  return "";
 }
 
 TEST(SparseTest, MalformedSparseGradientsAreRejected) {

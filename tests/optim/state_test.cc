@@ -13,10 +13,12 @@
 
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
+#include "tests/optim/optim_test_util.h"
 
 namespace autodist::optim {
 namespace {
 
+using ::autodist::optim::testing::ErrorOf;
 using tensor::DType;
 using tensor::Tensor;
 using ::testing::HasSubstr;
@@ -122,19 +124,6 @@ TEST(StateTest, SavedAndLoadedStateAreCopies) {
   other->LoadState(saved);
   saved.at("w/exp_avg").data<float>()[0] = -7.0F;
   EXPECT_EQ(other->SaveState().at("w/exp_avg").data<float>()[0], 100.0F);
-}
-
-// The message of the InvalidArgument error `fn` throws.
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InvalidArgument error";
-  return "";
 }
 
 // A valid Adam state for variable "w" of shape [2] after one step.

@@ -12,10 +12,12 @@
 
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
+#include "tests/optim/optim_test_util.h"
 
 namespace autodist::optim {
 namespace {
 
+using ::autodist::optim::testing::ErrorOf;
 using tensor::Tensor;
 using ::testing::HasSubstr;
 
@@ -192,19 +194,6 @@ TEST(UpdateRulesTest, LargeVariablesAreSplitAcrossThreadsWithoutChangingResults)
       EXPECT_EQ(p.data<float>()[i], static_cast<float>(expected[0])) << "element " << i;
     }
   }
-}
-
-// The message of the InvalidArgument error `fn` throws.
-template <typename Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an InvalidArgument error";
-  return "";
 }
 
 TEST(UpdateRulesTest, BadInputsNameTheVariable) {
