@@ -2,6 +2,7 @@
 // with one message naming what is wrong.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -23,8 +24,10 @@ std::string Slurp(const std::string& path) {
 }
 
 Result RunRuntime(const std::string& arguments) {
-  const std::string out = ::testing::TempDir() + "/runtime_cli.out";
-  const std::string err = ::testing::TempDir() + "/runtime_cli.err";
+  // ctest runs each test as its own process, concurrently: the files must not be shared.
+  const std::string prefix = ::testing::TempDir() + "/runtime_cli." + std::to_string(getpid());
+  const std::string out = prefix + ".out";
+  const std::string err = prefix + ".err";
   const std::string command = std::string(AUTODIST_BIN_DIR) + "/autodist-runtime " + arguments +
                               " > " + out + " 2> " + err + " < /dev/null";
   const int status = std::system(command.c_str());
