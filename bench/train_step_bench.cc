@@ -11,6 +11,7 @@
 
 #include "runtime/common/file_io.h"
 #include "runtime/exec/session.h"
+#include "runtime/exec/trainer.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/optim/optimizer.h"
 
@@ -67,13 +68,7 @@ int main(int argc, char** argv) {
 
   const auto step = [&](int i) {
     auto result = session.ForwardBackward(batches[static_cast<size_t>(i) % batches.size()]);
-    for (auto& [name, gradient] : result.gradients) {
-      if (gradient.is_sparse()) {
-        optimizer->ApplySparse(name, session.variable(name), *gradient.sparse);
-      } else {
-        optimizer->Apply(name, session.variable(name), gradient.dense);
-      }
-    }
+    autodist::exec::ApplyGradients(result.gradients, session, *optimizer);
   };
   for (int i = 0; i < warmup; ++i) step(i);
   const auto start = std::chrono::steady_clock::now();

@@ -441,9 +441,7 @@ std::map<std::string, Gradient> Session::Impl::Backward(
       }
       auto& parts = sparse[static_cast<size_t>(id)];
       if (!parts.empty()) {
-        std::vector<const ops::SparseGradient*> pointers;
-        for (const auto& part : parts) pointers.push_back(&part);
-        accumulate(id, ops::Densify(ops::MergeSparse(pointers)));
+        accumulate(id, ops::Densify(ops::MergeSparse(parts)));
         parts.clear();
       }
       const Tensor& grad = dense[static_cast<size_t>(id)];
@@ -504,13 +502,9 @@ std::map<std::string, Gradient> Session::Impl::Backward(
     const auto id = static_cast<size_t>(value_ids.at(name));
     Gradient gradient;
     if (!sparse[id].empty() && !dense[id].defined()) {
-      std::vector<const ops::SparseGradient*> pointers;
-      for (const auto& part : sparse[id]) pointers.push_back(&part);
-      gradient.sparse = ops::MergeSparse(pointers);
+      gradient.sparse = ops::MergeSparse(sparse[id]);
     } else if (!sparse[id].empty()) {
-      std::vector<const ops::SparseGradient*> pointers;
-      for (const auto& part : sparse[id]) pointers.push_back(&part);
-      gradient.dense = AddTensors(dense[id], ops::Densify(ops::MergeSparse(pointers)), name);
+      gradient.dense = AddTensors(dense[id], ops::Densify(ops::MergeSparse(sparse[id])), name);
     } else if (dense[id].defined()) {
       gradient.dense = std::move(dense[id]);
     } else {

@@ -139,14 +139,7 @@ class Run {
       data::Batch batch = loader.Next();
       Session::StepResult step = session_.ForwardBackward(batch.feeds);
       CheckFinite(step_ + 1, step.loss, session_, step.gradients);
-      for (auto& [name, gradient] : step.gradients) {
-        Tensor& parameter = session_.variable(name);
-        if (gradient.is_sparse()) {
-          optimizer_->ApplySparse(name, parameter, *gradient.sparse);
-        } else {
-          optimizer_->Apply(name, parameter, gradient.dense);
-        }
-      }
+      ApplyGradients(step.gradients, session_, *optimizer_);
       ++step_;
       loss = step.loss;
       window_samples += batch.rows;
@@ -288,6 +281,18 @@ class Run {
 };
 
 }  // namespace
+
+void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& session,
+                    optim::Optimizer& optimizer) {
+  for (const auto& [name, gradient] : gradients) {
+    Tensor& parameter = session.variable(name);
+    if (gradient.is_sparse()) {
+      optimizer.ApplySparse(name, parameter, *gradient.sparse);
+    } else {
+      optimizer.Apply(name, parameter, gradient.dense);
+    }
+  }
+}
 
 TrainResult Train(const TrainerOptions& options, const LineSink& sink) {
   Run run(options, sink);

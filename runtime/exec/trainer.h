@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -55,6 +56,14 @@ struct TrainResult {
   std::optional<EvalResult> eval;  // the last evaluation
   int64_t resumed_from_step = -1;  // -1: started fresh
 };
+
+class Session;
+struct Gradient;
+
+// Applies one optimizer step to every variable of `session` that has a gradient (row-sparse
+// gradients through ApplySparse).
+void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& session,
+                    optim::Optimizer& optimizer);
 
 // Receives each progress or evaluation line (default: standard output).
 using LineSink = std::function<void(const std::string&)>;

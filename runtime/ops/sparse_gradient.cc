@@ -65,6 +65,13 @@ SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts) {
   return CoalesceRows(indices, values, parts[0]->dense_shape);
 }
 
+SparseGradient MergeSparse(const std::vector<SparseGradient>& parts) {
+  std::vector<const SparseGradient*> pointers;
+  pointers.reserve(parts.size());
+  for (const SparseGradient& part : parts) pointers.push_back(&part);
+  return MergeSparse(pointers);
+}
+
 Tensor Densify(const SparseGradient& gradient) {
   Tensor out = Tensor::Zeros(DType::kFloat32, gradient.dense_shape);
   const int64_t n = gradient.indices.numel();

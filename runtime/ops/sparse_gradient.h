@@ -14,6 +14,7 @@ SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& v
 
 // Merges several sparse gradients of one variable into one coalesced gradient.
 SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts);
+SparseGradient MergeSparse(const std::vector<SparseGradient>& parts);
 
 // The dense equivalent: zeros with the rows added in.
 Tensor Densify(const SparseGradient& gradient);

@@ -11,6 +11,7 @@
 #include "runtime/common/file_io.h"
 #include "runtime/data/npy_reader.h"
 #include "runtime/exec/session.h"
+#include "runtime/exec/trainer.h"
 #include "runtime/optim/optimizer.h"
 
 namespace autodist::exec {
@@ -72,13 +73,7 @@ TEST_P(ParityTest, TwentyStepsMatchPyTorch) {
     Session::StepResult result = session.ForwardBackward(feeds);
     const double expected = losses.GetAsDouble(step);
     EXPECT_NEAR(result.loss, expected, 1e-4 * std::abs(expected)) << "loss of step " << step;
-    for (auto& [name, gradient] : result.gradients) {
-      if (gradient.is_sparse()) {
-        optimizer->ApplySparse(name, session.variable(name), *gradient.sparse);
-      } else {
-        optimizer->Apply(name, session.variable(name), gradient.dense);
-      }
-    }
+    ApplyGradients(result.gradients, session, *optimizer);
   }
 
   const auto compare = [&](const std::string& name, const Tensor& actual) {
