@@ -8,7 +8,7 @@ set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake pkg-config
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libonnx-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libopenblas-dev

@@ -2,26 +2,25 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <set>
-
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/ops/onnx_tensor.h"
 
 namespace autodist::exec {
 
-void ExportModel(const onnx::ModelProto& model, Session& session, const std::string& path) {
+void ExportModel(const onnx::ModelProto& model, const std::map<std::string, tensor::Tensor>& values,
+                 const std::string& path) {
   onnx::ModelProto exported = model;
-  const std::set<std::string> trainable(session.trainable_names().begin(),
-                                        session.trainable_names().end());
-  const std::set<std::string> states(session.state_names().begin(), session.state_names().end());
   for (auto& initializer : *exported.mutable_graph()->mutable_initializer()) {
-    const std::string name = initializer.name();
-    if (trainable.contains(name)) {
-      ops::TensorToProto(session.variable(name), name, initializer);
-    } else if (states.contains(name)) {
-      ops::TensorToProto(session.state(name), name, initializer);
-    }
+    const auto it = values.find(initializer.name());
+    if (it == values.end()) continue;
+    const tensor::Shape dims(initializer.dims().begin(), initializer.dims().end());
+    AD_CHECK(dims == it->second.shape() &&
+                 static_cast<int32_t>(it->second.dtype()) == initializer.data_type(),
+             kInternal, "export: '{}' is {} {}, its initializer {} of type {}", it->first,
+             tensor::DTypeName(it->second.dtype()), tensor::ShapeToString(it->second.shape()),
+             tensor::ShapeToString(dims), initializer.data_type());
+    ops::TensorToProto(it->second, it->first, initializer);
   }
   std::string bytes;
   AD_CHECK(exported.SerializeToString(&bytes), kInternal, "cannot serialize the exported model");

@@ -15,6 +15,7 @@
 #include "runtime/data/loader.h"
 #include "runtime/exec/checkpoint.h"
 #include "runtime/exec/export.h"
+#include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
 
 namespace autodist::exec {
@@ -89,40 +90,67 @@ int64_t CorrectPredictions(const tensor::Tensor& logits, const tensor::Tensor& l
   return correct;
 }
 
+// One replica: its session and its shard of the training data.
+struct Replica {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<data::Loader> loader;
+};
+
 class Run {
  public:
-  Run(const TrainerOptions& options, LineSink sink)
+  Run(const TrainerOptions& options, StepSynchronizer& synchronizer, LineSink sink)
       : options_(options),
+        synchronizer_(synchronizer),
         sink_(std::move(sink)),
         model_(ReadModel(options.model)),
-        session_(model_, options.model, SessionOptions{options.loss, options.seed}),
-        optimizer_(optim::MakeOptimizer(options.optimizer)),
         schedule_(options.optimizer.lr, options.schedule) {
     AD_CHECK((options.epochs > 0) != (options.steps > 0), kInvalidArgument,
              "give exactly one of epochs ({}) and steps ({}) as a positive number", options.epochs,
              options.steps);
     AD_CHECK(!options.train_files.empty(), kInvalidArgument, "no training data given");
+    AD_CHECK(options.local_replicas >= 1 && options.rank >= 0 &&
+                 options.rank + options.local_replicas <= options.world_size,
+             kInvalidArgument, "replicas {}..{} do not fit in a world of {} replicas", options.rank,
+             options.rank + options.local_replicas - 1, options.world_size);
+    for (int r = 0; r < options.local_replicas; ++r) {
+      // Each replica has its own random stream (Dropout); replica 0 of a single process keeps
+      // the run's seed, so single-process runs do not depend on this loop being distributed.
+      SessionOptions session_options{options.loss,
+                                     options.seed + static_cast<uint64_t>(options.rank + r)};
+      replicas_.push_back(
+          Replica{std::make_unique<Session>(model_, options.model, session_options), nullptr});
+      sessions_.push_back(replicas_.back().session.get());
+    }
     train_ = LoadDataset(options.train_files);
-    if (!options.eval_files.empty()) eval_ = LoadDataset(options.eval_files);
-    row_shapes_ = RowShapes(session_);
+    if (!options.eval_files.empty() && synchronizer_.is_chief()) {
+      eval_ = LoadDataset(options.eval_files);
+    }
+    row_shapes_ = RowShapes(session());
     bool has_labels = false;
-    for (const InputSpec& spec : session_.inputs()) has_labels |= spec.name == options.labels;
-    const auto& outputs = session_.output_names();
+    for (const InputSpec& spec : session().inputs()) has_labels |= spec.name == options.labels;
+    const auto& outputs = session().output_names();
     accuracy_ =
         has_labels && std::find(outputs.begin(), outputs.end(), options.logits) != outputs.end();
   }
 
   TrainResult Train() {
     TrainResult result;
-    data::Position start;
-    if (options_.resume) start = Restore(result);
-    data::LoaderOptions loader_options;
-    loader_options.batch_size = options_.batch_size;
-    loader_options.shuffle = options_.shuffle;
-    loader_options.seed = options_.seed;
-    loader_options.rank = options_.rank;
-    loader_options.world_size = options_.world_size;
-    data::Loader loader(train_, loader_options, row_shapes_, start);
+    ResumePoint start;
+    std::map<std::string, Tensor> optimizer_state;
+    if (options_.resume && synchronizer_.is_chief()) start = Restore(result, optimizer_state);
+    start = synchronizer_.Start(sessions_, start, optimizer_state);
+    step_ = start.step;
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      data::LoaderOptions loader_options;
+      loader_options.batch_size = options_.batch_size;
+      loader_options.shuffle = options_.shuffle;
+      loader_options.seed = options_.seed;
+      loader_options.rank = options_.rank + static_cast<int>(r);
+      loader_options.world_size = options_.world_size;
+      replicas_[r].loader = std::make_unique<data::Loader>(
+          train_, loader_options, row_shapes_, data::Position{start.epoch, start.batch});
+    }
+    const data::Loader& loader = *replicas_[0].loader;
     const int64_t total =
         options_.steps > 0 ? options_.steps : options_.epochs * loader.batches_per_epoch();
     AD_CHECK(step_ <= total, kInvalidArgument,
@@ -133,28 +161,36 @@ class Run {
     int64_t window_samples = 0;
     int64_t run_samples = 0;
     double loss = 0;
+    std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
     while (step_ < total) {
       const double lr = schedule_.LearningRate(step_);
-      optimizer_->set_learning_rate(lr);
-      data::Batch batch = loader.Next();
-      Session::StepResult step = session_.ForwardBackward(batch.feeds);
-      CheckFinite(step_ + 1, step.loss, session_, step.gradients);
-      ApplyGradients(step.gradients, session_, *optimizer_);
+      double loss_sum = 0;
+      int64_t epoch = 0;
+      for (size_t r = 0; r < replicas_.size(); ++r) {
+        data::Batch batch = replicas_[r].loader->Next();
+        Session::StepResult step = replicas_[r].session->ForwardBackward(batch.feeds);
+        CheckFinite(step_ + 1, step.loss, *replicas_[r].session, step.gradients);
+        gradients[r] = std::move(step.gradients);
+        loss_sum += step.loss;
+        window_samples += batch.rows;
+        run_samples += batch.rows;
+        epoch = batch.position.epoch;
+      }
+      synchronizer_.Synchronize(step_, lr, gradients, sessions_);
       ++step_;
-      loss = step.loss;
-      window_samples += batch.rows;
-      run_samples += batch.rows;
+      loss = loss_sum / static_cast<double>(replicas_.size());
       const bool epoch_end = options_.epochs > 0 && step_ % loader.batches_per_epoch() == 0;
       if (step_ % std::max<int64_t>(options_.log_every, 1) == 0 || step_ == total) {
         const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+        const double rate = static_cast<double>(window_samples) / std::max(seconds, 1e-9);
         Emit(fmt::format("step {}/{}  epoch {}  loss {:.4f}  lr {:.3g}  samples/s {:.0f}", step_,
-                         total, batch.position.epoch + 1, loss, lr,
-                         static_cast<double>(window_samples) / std::max(seconds, 1e-9)));
+                         total, epoch + 1, loss, lr, rate));
+        synchronizer_.ReportProgress(step_, total, loss, rate);
         window_start = Clock::now();
         window_samples = 0;
       }
       const bool eval_now = options_.eval_every > 0 ? step_ % options_.eval_every == 0 : epoch_end;
-      if (eval_ && eval_now && step_ != total) result.eval = Evaluate();
+      if (!options_.eval_files.empty() && eval_now && step_ != total) result.eval = Evaluate();
       if (!options_.checkpoint_dir.empty() && options_.checkpoint_every > 0 &&
           step_ % options_.checkpoint_every == 0 && step_ != total) {
         Save(loader.position());
@@ -164,16 +200,15 @@ class Run {
     result.steps = step_;
     result.last_loss = loss;
     result.samples_per_second = static_cast<double>(run_samples) / std::max(result.seconds, 1e-9);
-    if (eval_) result.eval = Evaluate();
+    if (!options_.eval_files.empty()) result.eval = Evaluate();
     if (!options_.checkpoint_dir.empty()) Save(loader.position());
-    if (!options_.export_path.empty()) {
-      ExportModel(model_, session_, options_.export_path);
-      Emit(fmt::format("exported the trained model to {}", options_.export_path));
-    }
+    if (!options_.export_path.empty()) Export();
     return result;
   }
 
  private:
+  Session& session() { return *replicas_[0].session; }
+
   void Emit(const std::string& line) {
     if (sink_) {
       sink_(line);
@@ -182,10 +217,32 @@ class Run {
     }
   }
 
-  EvalResult Evaluate() {
+  // Replica-local state reduced over every replica of the job (a collective: every process
+  // calls it at the same steps).
+  std::map<std::string, Tensor> ReducedStates(const std::string& purpose) {
+    if (session().state_names().empty()) return {};
+    return synchronizer_.ReduceStates(fmt::format("{}-{}", purpose, step_), sessions_);
+  }
+
+  // Evaluates with the reduced replica-local state (the state an export would carry); replica
+  // 0's own state is put back afterwards, so training continues unchanged.
+  std::optional<EvalResult> Evaluate() {
+    std::map<std::string, Tensor> states = ReducedStates("eval");
+    if (!synchronizer_.is_chief()) return std::nullopt;
+    std::map<std::string, Tensor> own;
+    for (auto& [name, value] : states) {
+      own[name] = session().state(name);
+      session().state(name) = value;
+    }
+    EvalResult result = EvaluateOnSession();
+    for (auto& [name, value] : own) session().state(name) = value;
+    return result;
+  }
+
+  EvalResult EvaluateOnSession() {
     EvalResult result;
     const bool accuracy = accuracy_;
-    std::vector<std::string> fetch = {session_.loss_name()};
+    std::vector<std::string> fetch = {session().loss_name()};
     if (accuracy) fetch.push_back(options_.logits);
     double loss_sum = 0;
     int64_t correct = 0;
@@ -195,10 +252,10 @@ class Run {
       rows.clear();
       for (int64_t r = begin; r < end; ++r) rows.push_back(r);
       const auto feeds = eval_->Batch(rows, row_shapes_);
-      const auto outputs = session_.Run(feeds, false, fetch);
+      const auto outputs = session().Run(feeds, false, fetch);
       // The loss is a mean over the batch: weight it by the batch's rows.
       loss_sum +=
-          outputs.at(session_.loss_name()).GetAsDouble(0) * static_cast<double>(end - begin);
+          outputs.at(session().loss_name()).GetAsDouble(0) * static_cast<double>(end - begin);
       if (accuracy)
         correct += CorrectPredictions(outputs.at(options_.logits), feeds.at(options_.labels));
       result.samples += end - begin;
@@ -212,28 +269,40 @@ class Run {
   }
 
   void Save(const data::Position& position) {
+    std::map<std::string, Tensor> states = ReducedStates("checkpoint");
+    if (!synchronizer_.is_chief()) return;
+    const TrainingState state = synchronizer_.CurrentState(sessions_);
     autodist::proto::Checkpoint checkpoint;
     checkpoint.set_step(step_);
     checkpoint.set_epoch(position.epoch);
     checkpoint.set_batch(position.batch);
     checkpoint.set_model(options_.model);
     std::ostringstream rng;
-    rng << session_.rng();
+    rng << session().rng();
     checkpoint.set_rng_state(rng.str());
-    for (const std::string& name : session_.trainable_names()) {
-      *checkpoint.add_variables() = ToTensorValue(name, session_.variable(name));
+    for (const std::string& name : session().trainable_names()) {
+      *checkpoint.add_variables() = ToTensorValue(name, state.variables.at(name));
     }
-    for (const std::string& name : session_.state_names()) {
-      *checkpoint.add_states() = ToTensorValue(name, session_.state(name));
+    for (const std::string& name : session().state_names()) {
+      *checkpoint.add_states() = ToTensorValue(name, states.at(name));
     }
-    for (const auto& [key, value] : optimizer_->SaveState()) {
+    for (const auto& [key, value] : state.optimizer) {
       *checkpoint.add_optimizer() = ToTensorValue(key, value);
     }
     const std::string path = WriteCheckpoint(options_.checkpoint_dir, checkpoint);
     Emit(fmt::format("checkpoint at step {}: {}", step_, path));
   }
 
-  data::Position Restore(TrainResult& result) {
+  void Export() {
+    std::map<std::string, Tensor> values = ReducedStates("export");
+    if (!synchronizer_.is_chief()) return;
+    TrainingState state = synchronizer_.CurrentState(sessions_);
+    values.merge(state.variables);
+    ExportModel(model_, values, options_.export_path);
+    Emit(fmt::format("exported the trained model to {}", options_.export_path));
+  }
+
+  ResumePoint Restore(TrainResult& result, std::map<std::string, Tensor>& optimizer_state) {
     AD_CHECK(!options_.checkpoint_dir.empty(), kInvalidArgument,
              "resuming needs a checkpoint directory");
     const std::optional<std::string> path = LatestCheckpoint(options_.checkpoint_dir);
@@ -250,28 +319,31 @@ class Run {
                tensor::ShapeToString(target.shape()));
       target = restored;
     };
-    for (const auto& value : checkpoint.variables())
-      restore(value, session_.variable(value.name()));
-    for (const auto& value : checkpoint.states()) restore(value, session_.state(value.name()));
-    std::map<std::string, Tensor> optimizer_state;
+    // Every local replica starts from the checkpoint: state is per replica, and the reduced
+    // value is the best start for each of them.
+    for (Session* replica : sessions_) {
+      for (const auto& value : checkpoint.variables()) {
+        restore(value, replica->variable(value.name()));
+      }
+      for (const auto& value : checkpoint.states()) restore(value, replica->state(value.name()));
+    }
     for (const auto& value : checkpoint.optimizer()) {
       optimizer_state[value.name()] = FromTensorValue(value, "checkpoint '" + *path + "'");
     }
-    optimizer_->LoadState(optimizer_state);
     std::istringstream rng(checkpoint.rng_state());
-    rng >> session_.rng();
+    rng >> session().rng();
     AD_CHECK(!rng.fail(), kInvalidArgument, "checkpoint '{}': corrupt random engine state", *path);
-    step_ = checkpoint.step();
-    result.resumed_from_step = step_;
-    Emit(fmt::format("resumed from {} at step {}", *path, step_));
-    return data::Position{checkpoint.epoch(), checkpoint.batch()};
+    result.resumed_from_step = checkpoint.step();
+    Emit(fmt::format("resumed from {} at step {}", *path, checkpoint.step()));
+    return ResumePoint{checkpoint.step(), checkpoint.epoch(), checkpoint.batch()};
   }
 
   const TrainerOptions& options_;
+  StepSynchronizer& synchronizer_;
   LineSink sink_;
   onnx::ModelProto model_;
-  Session session_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<Replica> replicas_;
+  std::vector<Session*> sessions_;
   optim::LrSchedule schedule_;
   std::shared_ptr<const data::Dataset> train_;
   std::shared_ptr<const data::Dataset> eval_;
@@ -294,9 +366,15 @@ void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& s
   }
 }
 
-TrainResult Train(const TrainerOptions& options, const LineSink& sink) {
-  Run run(options, sink);
+TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
+                  const LineSink& sink) {
+  Run run(options, synchronizer, sink);
   return run.Train();
+}
+
+TrainResult Train(const TrainerOptions& options, const LineSink& sink) {
+  LocalSynchronizer synchronizer(options.optimizer, options.sum_states);
+  return Train(options, synchronizer, sink);
 }
 
 }  // namespace autodist::exec

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,13 @@ struct TrainerOptions {
   int64_t checkpoint_every = 0;  // steps; 0: only at the end when checkpoint_dir is set
   bool resume = false;           // continue from the latest checkpoint in checkpoint_dir
   std::string export_path;       // write the trained model here at the end
-  int rank = 0;                  // data shard (distributed training reuses the loop)
+  // Data-parallel replicas: this process runs `local_replicas` of them, with global indices
+  // rank .. rank + local_replicas - 1 of world_size; replica i reads data shard rank + i.
+  int local_replicas = 1;
+  int rank = 0;
   int world_size = 1;
+  // Replica-local state reduced by sum (not mean) at checkpoints, evaluation and export.
+  std::set<std::string> sum_states;
 };
 
 struct EvalResult {
@@ -59,6 +65,7 @@ struct TrainResult {
 
 class Session;
 struct Gradient;
+class StepSynchronizer;
 
 // Applies one optimizer step to every variable of `session` that has a gradient (row-sparse
 // gradients through ApplySparse).
@@ -71,5 +78,11 @@ using LineSink = std::function<void(const std::string&)>;
 // Runs the whole training; throws autodist::Error on bad input or a non-finite loss/gradient
 // (naming the step and the first variable whose gradient is not finite).
 TrainResult Train(const TrainerOptions& options, const LineSink& sink = nullptr);
+
+// The same loop with the step synchronized by `synchronizer` (the parameter servers of a
+// Strategy). Only the chief evaluates, checkpoints and exports; every process takes part in the
+// reductions of replica-local state those need.
+TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
+                  const LineSink& sink = nullptr);
 
 }  // namespace autodist::exec

@@ -141,3 +141,78 @@ TEST(TrainerTest, ProgressLinesReportStepLossAndThroughput) {
 
 }  // namespace
 }  // namespace autodist::exec
+
+namespace autodist::exec {
+namespace {
+
+// The variables of the checkpoint written at the end of a run with `options`.
+std::map<std::string, std::vector<float>> FinalVariables(TrainerOptions options,
+                                                         const std::string& dir) {
+  options.checkpoint_dir = dir;
+  Train(options, [](const std::string&) {});
+  const auto checkpoint = ReadCheckpoint(*LatestCheckpoint(dir));
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& value : checkpoint.variables()) {
+    const tensor::Tensor t = FromTensorValue(value, "test");
+    values[value.name()] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  }
+  return values;
+}
+
+// The correctness contract of data parallelism, in one process: R replicas with batch b take the
+// same steps as one replica with batch R*b over the same samples.
+void ExpectReplicasMatchOneBigBatch(TrainerOptions options, const std::string& name) {
+  options.steps = 6;
+  options.shuffle = true;
+  options.eval_files.clear();
+  TrainerOptions big = options;
+  big.batch_size = options.batch_size * 4;
+  TrainerOptions replicated = options;
+  replicated.local_replicas = 4;
+  replicated.world_size = 4;
+  const auto expected = FinalVariables(big, FreshDir(name + "_big"));
+  const auto got = FinalVariables(replicated, FreshDir(name + "_replicated"));
+  ASSERT_EQ(expected.size(), got.size());
+  for (const auto& [variable, values] : expected) {
+    const auto& other = got.at(variable);
+    ASSERT_EQ(values.size(), other.size()) << variable;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_NEAR(other[i], values[i], 1e-5 * std::max(1.0F, std::abs(values[i])))
+          << variable << "[" << i << "]";
+    }
+  }
+}
+
+TEST(TrainerTest, LocalReplicasMatchOneProcessWithTheGlobalBatch) {
+  TrainerOptions options = MlpOptions();
+  options.batch_size = 8;
+  ExpectReplicasMatchOneBigBatch(options, "replicas_mlp");
+}
+
+TEST(TrainerTest, LocalReplicasWithSparseGradientsMatchTheGlobalBatch) {
+  TrainerOptions options;
+  options.model = kParity + "embedding/model.onnx";
+  options.train_files = {{"tokens", kParity + "embedding/tokens.npy"},
+                         {"label", kParity + "embedding/label.npy"}};
+  options.batch_size = 8;
+  options.seed = 3;
+  options.optimizer = optim::ParseOptimizerOptions("adam", {{"lr", "0.01"}});
+  ExpectReplicasMatchOneBigBatch(options, "replicas_embedding");
+}
+
+TEST(TrainerTest, ReplicasMustFitTheWorld) {
+  TrainerOptions options = MlpOptions();
+  options.steps = 1;
+  options.local_replicas = 2;
+  options.world_size = 1;
+  try {
+    Train(options, [](const std::string&) {});
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("do not fit in a world of 1"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace autodist::exec

@@ -1,0 +1,110 @@
+#include "runtime/comm/rpc.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace autodist::comm {
+namespace {
+
+int ClampToInt(int64_t bytes) {
+  return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
+}
+
+// "host:port" -> "host"; "[::1]:80" -> "[::1]".
+std::string HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
+
+RpcServer::RpcServer(const std::string& address, const std::vector<grpc::Service*>& services,
+                     const RpcOptions& options) {
+  grpc::ServerBuilder builder;
+  // gRPC enables SO_REUSEPORT by default: a second server would then share the port instead of
+  // failing, and half of the peers' calls would reach the wrong process.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(ClampToInt(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(ClampToInt(options.max_message_bytes));
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    server_.reset();
+    Fail(ErrorCode::kUnavailable,
+         "cannot listen on {}: the address is in use or not local to this machine", address);
+  }
+  endpoint_ = fmt::format("{}:{}", HostOf(address), port_);
+}
+
+RpcServer::~RpcServer() { Shutdown(0); }
+
+void RpcServer::Shutdown(int64_t grace_ms) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
+  server_->Wait();
+  server_.reset();
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const RpcOptions& options) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(ClampToInt(options.max_message_bytes));
+  arguments.SetMaxSendMessageSize(ClampToInt(options.max_message_bytes));
+  // Each peer gets its own TCP connection: channels to the same endpoint from one process would
+  // otherwise share one, serialising the pushes of parallel streams.
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), arguments);
+}
+
+grpc::Status ToStatus(const autodist::Error& error) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (error.code()) {
+    case ErrorCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case ErrorCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case ErrorCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case ErrorCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case ErrorCode::kInternal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
+  }
+  return {code, error.what()};
+}
+
+void ThrowRpcError(const grpc::Status& status, const std::string& what) {
+  ErrorCode code = ErrorCode::kInternal;
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+      code = ErrorCode::kUnavailable;
+      break;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = ErrorCode::kInvalidArgument;
+      break;
+    case grpc::StatusCode::NOT_FOUND:
+      code = ErrorCode::kNotFound;
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::ABORTED:
+      code = ErrorCode::kFailedPrecondition;
+      break;
+    default:
+      break;
+  }
+  Fail(code, "{}: {}", what, status.error_message());
+}
+
+}  // namespace autodist::comm

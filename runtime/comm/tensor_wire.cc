@@ -1,0 +1,159 @@
+#include "runtime/comm/tensor_wire.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "runtime/common/error.h"
+
+namespace autodist::comm {
+namespace {
+
+using autodist::proto::TensorPiece;
+using tensor::DType;
+using tensor::Tensor;
+
+void EmitBytes(const std::string& name, const Tensor& value, int64_t piece_bytes, TensorPiece first,
+               const PieceSink& sink) {
+  AD_CHECK(piece_bytes > 0, kInternal, "piece size must be positive, got {}", piece_bytes);
+  const auto total = static_cast<int64_t>(value.nbytes());
+  const auto* bytes = static_cast<const char*>(value.raw());
+  int64_t offset = 0;
+  bool is_first = true;
+  do {
+    TensorPiece piece = is_first ? std::move(first) : TensorPiece();
+    piece.set_name(name);
+    piece.set_offset(offset);
+    const int64_t length = std::min(piece_bytes, total - offset);
+    if (length > 0) piece.set_data(bytes + offset, static_cast<size_t>(length));
+    offset += length;
+    is_first = false;
+    sink(std::move(piece));
+  } while (offset < total);
+}
+
+TensorPiece Header(const Tensor& value, int32_t replicas) {
+  TensorPiece header;
+  header.set_data_type(static_cast<int32_t>(value.dtype()));
+  for (const int64_t dim : value.shape()) header.add_dims(dim);
+  if (replicas > 0) header.set_replicas(replicas);
+  return header;
+}
+
+// Elements of `dims`, or an error when a dim is negative or the product overflows the limit.
+int64_t CheckedBytes(const TensorPiece& piece, DType dtype, int64_t limit,
+                     const std::string& peer) {
+  const auto element = static_cast<int64_t>(tensor::ElementSize(dtype));
+  int64_t bytes = element;
+  for (const int64_t dim : piece.dims()) {
+    AD_CHECK(dim >= 0, kInvalidArgument, "{}: tensor '{}' has a negative dimension {}", peer,
+             piece.name(), dim);
+    if (dim != 0 && bytes > limit / dim) {
+      Fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' is larger than the limit of {} bytes",
+           peer, piece.name(), limit);
+    }
+    bytes *= dim;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void EmitTensor(const std::string& name, const Tensor& value, int32_t replicas, int64_t piece_bytes,
+                const PieceSink& sink) {
+  EmitBytes(name, value, piece_bytes, Header(value, replicas), sink);
+}
+
+void EmitSparse(const std::string& name, const ops::SparseGradient& gradient, int32_t replicas,
+                int64_t piece_bytes, const PieceSink& sink) {
+  TensorPiece header = Header(gradient.values, replicas);
+  header.set_sparse(true);
+  const int64_t* indices = gradient.indices.data<int64_t>();
+  header.mutable_indices()->Add(indices, indices + gradient.indices.numel());
+  EmitBytes(name, gradient.values, piece_bytes, std::move(header), sink);
+}
+
+void EmitTensors(const std::map<std::string, Tensor>& values, int64_t piece_bytes,
+                 const PieceSink& sink) {
+  for (const auto& [name, value] : values) EmitTensor(name, value, 0, piece_bytes, sink);
+}
+
+PieceAssembler::PieceAssembler(std::string peer, int64_t max_total_bytes)
+    : peer_(std::move(peer)), max_total_bytes_(max_total_bytes) {}
+
+void PieceAssembler::Add(const TensorPiece& piece) {
+  AD_CHECK(!piece.name().empty(), kInvalidArgument, "{}: a tensor piece has no name", peer_);
+  auto it = tensors_.find(piece.name());
+  if (it == tensors_.end()) {
+    AD_CHECK(piece.offset() == 0, kInvalidArgument,
+             "{}: piece of tensor '{}' at offset {} arrived before its first piece", peer_,
+             piece.name(), piece.offset());
+    const auto dtype = static_cast<DType>(piece.data_type());
+    const size_t element = tensor::ElementSize(dtype);
+    AD_CHECK(element > 0 && (dtype == DType::kFloat32 || dtype == DType::kInt64 ||
+                             dtype == DType::kFloat64 || dtype == DType::kInt32),
+             kInvalidArgument, "{}: tensor '{}' has unsupported data type {}", peer_, piece.name(),
+             piece.data_type());
+    const int64_t remaining = max_total_bytes_ - announced_bytes_;
+    const int64_t bytes = CheckedBytes(piece, dtype, remaining, peer_);
+    AD_CHECK(bytes <= remaining, kInvalidArgument,
+             "{}: tensor '{}' ({} bytes) is larger than the limit of {} bytes", peer_, piece.name(),
+             bytes, max_total_bytes_);
+    Pending pending;
+    pending.expected_bytes = bytes;
+    if (piece.sparse()) {
+      AD_CHECK(piece.dims_size() >= 1 && piece.indices_size() == piece.dims(0), kInvalidArgument,
+               "{}: sparse tensor '{}' has {} row indices for {} rows", peer_, piece.name(),
+               piece.indices_size(), piece.dims_size() >= 1 ? piece.dims(0) : 0);
+      const int64_t index_bytes = piece.indices_size() * static_cast<int64_t>(sizeof(int64_t));
+      AD_CHECK(bytes + index_bytes <= remaining, kInvalidArgument,
+               "{}: tensor '{}' is larger than the limit of {} bytes", peer_, piece.name(),
+               max_total_bytes_);
+      announced_bytes_ += index_bytes;
+      pending.tensor.indices = Tensor::FromVector<int64_t>(
+          {piece.indices_size()},
+          std::vector<int64_t>(piece.indices().begin(), piece.indices().end()));
+    } else {
+      AD_CHECK(piece.indices_size() == 0, kInvalidArgument,
+               "{}: dense tensor '{}' carries row indices", peer_, piece.name());
+    }
+    announced_bytes_ += bytes;
+    pending.tensor.dense = Tensor(dtype, tensor::Shape(piece.dims().begin(), piece.dims().end()));
+    pending.tensor.replicas = piece.replicas() > 0 ? piece.replicas() : 1;
+    it = tensors_.emplace(piece.name(), std::move(pending)).first;
+  } else {
+    AD_CHECK(it->second.received_bytes < it->second.expected_bytes, kInvalidArgument,
+             "{}: tensor '{}' was sent twice", peer_, piece.name());
+    AD_CHECK(piece.dims_size() == 0 && piece.indices_size() == 0 && !piece.sparse(),
+             kInvalidArgument, "{}: only the first piece of tensor '{}' may carry its header",
+             peer_, piece.name());
+  }
+  Pending& pending = it->second;
+  AD_CHECK(piece.offset() == pending.received_bytes, kInvalidArgument,
+           "{}: tensor '{}': piece at byte offset {} where {} was expected", peer_, piece.name(),
+           piece.offset(), pending.received_bytes);
+  const auto length = static_cast<int64_t>(piece.data().size());
+  AD_CHECK(length <= pending.expected_bytes - pending.received_bytes, kInvalidArgument,
+           "{}: tensor '{}': {} bytes past its end ({} bytes announced)", peer_, piece.name(),
+           pending.received_bytes + length - pending.expected_bytes, pending.expected_bytes);
+  if (length > 0) {
+    std::memcpy(static_cast<char*>(pending.tensor.dense.raw()) + pending.received_bytes,
+                piece.data().data(), static_cast<size_t>(length));
+  }
+  pending.received_bytes += length;
+  bytes_received_ += length;
+}
+
+std::map<std::string, ReceivedTensor> PieceAssembler::Finish() {
+  std::map<std::string, ReceivedTensor> out;
+  for (auto& [name, pending] : tensors_) {
+    AD_CHECK(pending.received_bytes == pending.expected_bytes, kInvalidArgument,
+             "{}: tensor '{}' is incomplete: {} of {} bytes arrived", peer_, name,
+             pending.received_bytes, pending.expected_bytes);
+    out.emplace(name, std::move(pending.tensor));
+  }
+  tensors_.clear();
+  return out;
+}
+
+}  // namespace autodist::comm

@@ -1,0 +1,70 @@
+// StepSynchronizer: how the training loop turns the gradients of its replicas into the variables
+// of the next step. In one process (LocalSynchronizer) that is the optimizer applied here; under
+// a Strategy it is the parameter servers (runtime/kernel). The loop itself (trainer.cc) is the
+// same in both cases, so single-process and distributed runs share one definition of a step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/exec/session.h"
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::exec {
+
+// Where a run starts: steps already taken and the data position of the next batch.
+struct ResumePoint {
+  int64_t step = 0;
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
+// What a checkpoint or an export needs from the synchronizer.
+struct TrainingState {
+  std::map<std::string, tensor::Tensor> variables;  // whole trainable variables
+  std::map<std::string, tensor::Tensor> optimizer;  // "<variable>/<slot>"
+};
+
+class StepSynchronizer {
+ public:
+  virtual ~StepSynchronizer() = default;
+
+  // Called once before the first step. `replicas` are this process's sessions; on the chief (or
+  // in one process) they hold the initial or restored values, `start` the restored point and
+  // `optimizer_state` the restored optimizer slots (empty when starting fresh). Afterwards every
+  // replica of the job holds identical values; returns the point every replica starts from.
+  virtual ResumePoint Start(const std::vector<Session*>& replicas, ResumePoint start,
+                            const std::map<std::string, tensor::Tensor>& optimizer_state) = 0;
+
+  // Synchronizes step `step` (0-based) with learning rate `lr`: gradients[i] are replica i's.
+  // Afterwards every replica holds the variables for the next step.
+  virtual void Synchronize(int64_t step, double lr,
+                           const std::vector<std::map<std::string, Gradient>>& gradients,
+                           const std::vector<Session*>& replicas) = 0;
+
+  // Variables and optimizer slots as they are now, for a checkpoint (on the chief).
+  virtual TrainingState CurrentState(const std::vector<Session*>& replicas) = 0;
+
+  // Replica-local state (BatchNorm running statistics) reduced over every replica of the job:
+  // the mean, or the sum for the names in `sum_states`. Collective: every process of the job
+  // calls it with the same `round` at the same point of the run.
+  virtual std::map<std::string, tensor::Tensor> ReduceStates(
+      const std::string& round, const std::vector<Session*>& replicas) = 0;
+
+  // Whether this process evaluates, checkpoints and exports (the chief; the only process).
+  virtual bool is_chief() const { return true; }
+
+  // Progress after a logged step, for whoever displays it (the coordinator).
+  virtual void ReportProgress(int64_t /*step*/, int64_t /*total*/, double /*loss*/,
+                              double /*samples_per_second*/) {}
+};
+
+// The state tensors of `replicas` reduced in order: the mean over replicas (sum in replica order,
+// then divided by the count), or the sum for names in `sum_states`.
+std::map<std::string, tensor::Tensor> ReduceLocalStates(const std::vector<Session*>& replicas,
+                                                        const std::set<std::string>& sum_states);
+
+}  // namespace autodist::exec
