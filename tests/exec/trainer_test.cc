@@ -196,7 +196,10 @@ TEST(TrainerTest, LocalReplicasWithSparseGradientsMatchTheGlobalBatch) {
                          {"label", kParity + "embedding/label.npy"}};
   options.batch_size = 8;
   options.seed = 3;
-  options.optimizer = optim::ParseOptimizerOptions("adam", {{"lr", "0.01"}});
+  // SGD with momentum rather than Adam: Adam divides by sqrt(v), which turns the rounding noise
+  // of rows with near-zero gradients into visible steps, so the two summation orders (mean of
+  // replica means vs one big mean) could not be compared at 1e-5.
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.5"}, {"momentum", "0.9"}});
   ExpectReplicasMatchOneBigBatch(options, "replicas_embedding");
 }
 

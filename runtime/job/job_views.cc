@@ -1,0 +1,51 @@
+#include "runtime/job/job_views.h"
+
+#include "runtime/common/error.h"
+
+namespace autodist::job {
+
+strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job) {
+  strategy::ReplicaCounts counts;
+  counts.workers = job.resources.workers;
+  counts.gpus_per_worker = job.resources.gpus_per_worker;
+  counts.replicas_per_worker = job.resources.replicas_per_worker;
+  counts.parameter_servers = job.resources.parameter_servers;
+  return counts;
+}
+
+strategy::CompileRequest ToCompileRequest(const JobSpec& job) {
+  strategy::CompileRequest request;
+  request.builder = job.strategy.builder;
+  request.options = job.strategy.options;
+  request.colocation = job.strategy.colocation;
+  return request;
+}
+
+int64_t TotalReplicas(const JobSpec& job) {
+  const ResourcesSpec& resources = job.resources;
+  const int64_t per_worker =
+      resources.gpus_per_worker > 0 ? resources.gpus_per_worker : resources.replicas_per_worker;
+  return static_cast<int64_t>(resources.workers) * per_worker;
+}
+
+std::set<std::string> SumReducedStates(const JobSpec& job) {
+  std::set<std::string> names;
+  for (const auto& [variable, reduction] : job.strategy.state_reduction) {
+    if (reduction == StateReduction::kSum) names.insert(variable);
+  }
+  return names;
+}
+
+const std::string& RequireLocalModel(const JobSpec& job) {
+  if (job.model.config_map.has_value()) {
+    Fail(ErrorCode::kInvalidArgument,
+         "job '{}': spec.model.configMap ({}/{}) can only be mounted by the operator in a "
+         "cluster; to run on this machine, set spec.model.path to the ONNX file",
+         job.metadata.name, job.model.config_map->name, job.model.config_map->key);
+  }
+  AD_CHECK(!job.model.path.empty(), kInvalidArgument, "job '{}': spec.model.path is empty",
+           job.metadata.name);
+  return job.model.path;
+}
+
+}  // namespace autodist::job

@@ -1,0 +1,31 @@
+// What the launcher, the operator and the runtime take from a parsed JobSpec.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "runtime/job/job_spec.h"
+#include "runtime/strategy/compiler.h"
+#include "runtime/strategy/resource_spec.h"
+
+namespace autodist::job {
+
+// spec.resources as the strategy compiler's replica counts (ResourceSpec::FromReplicaCounts).
+strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job);
+
+// spec.strategy as a compile request: builder, options and colocation groups.
+strategy::CompileRequest ToCompileRequest(const JobSpec& job);
+
+// Data-parallel replicas of the whole job: workers x GPUs per worker, or workers x CPU replicas
+// per worker without GPUs. The global batch is this times data.batchSizePerReplica.
+int64_t TotalReplicas(const JobSpec& job);
+
+// The replica-local state variables reduced by sum rather than mean (exec's
+// TrainerOptions::sum_states).
+std::set<std::string> SumReducedStates(const JobSpec& job);
+
+// The model's local file for running on this machine; throws InvalidArgument naming the job
+// when the model is a ConfigMap reference, which only the operator can mount.
+const std::string& RequireLocalModel(const JobSpec& job);
+
+}  // namespace autodist::job

@@ -1,0 +1,168 @@
+// metadata, spec.resources, spec.runPolicy and spec.template: what the cluster needs.
+#include <limits>
+
+#include "runtime/job/k8s_syntax.h"
+#include "runtime/job/parse_sections.h"
+#include "runtime/job/yaml_writer.h"
+
+namespace autodist::job::detail {
+namespace {
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+
+// ObjectMeta fields the API server fills in: accepted so that objects read back from the cluster
+// parse, otherwise ignored.
+const std::vector<std::string>& IgnoredMetadataFields() {
+  static const auto* fields = new std::vector<std::string>{"generateName",
+                                                           "selfLink",
+                                                           "creationTimestamp",
+                                                           "deletionTimestamp",
+                                                           "deletionGracePeriodSeconds",
+                                                           "ownerReferences",
+                                                           "finalizers",
+                                                           "managedFields"};
+  return *fields;
+}
+
+std::map<std::string, std::string> ReadLabelMap(ParseContext& context, const YAML::Node& node,
+                                                const std::string& path, bool check_values) {
+  std::map<std::string, std::string> out;
+  const MapReader map(context, node, path);
+  for (const MapReader::Entry& entry : map.entries()) {
+    if (!IsQualifiedName(entry.key)) {
+      context.Fail(entry.path,
+                   "invalid key: expected an optional DNS subdomain prefix and '/', then a name of "
+                   "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+                   "or digit");
+    }
+    std::string value = ReadString(context, entry.value, entry.path);
+    if (check_values && !IsLabelValue(value)) {
+      context.Fail(entry.path,
+                   "expected a label value (empty, or at most 63 letters, digits, '-', '_' or '.', "
+                   "starting and ending with a letter or digit), got \"{}\"",
+                   value);
+    }
+    out[entry.key] = std::move(value);
+  }
+  return out;
+}
+
+std::string ReadQuantity(const ParseContext& context, const YAML::Node& node,
+                         const std::string& path, const char* examples) {
+  std::string text = ReadString(context, node, path);
+  if (!IsResourceQuantity(text)) {
+    context.Fail(path, "expected a non-negative Kubernetes quantity such as {}, got \"{}\"",
+                 examples, text);
+  }
+  return text;
+}
+
+}  // namespace
+
+JobMetadata ReadMetadata(ParseContext& context, const YAML::Node& node, const std::string& path) {
+  std::vector<std::string> known = {"name", "namespace",       "labels",    "annotations",
+                                    "uid",  "resourceVersion", "generation"};
+  known.insert(known.end(), IgnoredMetadataFields().begin(), IgnoredMetadataFields().end());
+  const MapReader map(context, node, path, known);
+  JobMetadata metadata;
+  metadata.name = map.RequireString("name");
+  if (!IsDns1035Label(metadata.name)) {
+    context.Fail(
+        map.PathOf("name"),
+        "expected a DNS-1035 label (lowercase letters, digits and '-', at most 63 "
+        "characters, starting with a letter and ending with a letter or digit), got \"{}\"",
+        metadata.name);
+  }
+  if (const auto name_space = map.String("namespace")) {
+    if (!IsDns1123Label(*name_space)) {
+      context.Fail(map.PathOf("namespace"),
+                   "expected a DNS-1123 label (lowercase letters, digits and '-', at most 63 "
+                   "characters, starting and ending with a letter or digit), got \"{}\"",
+                   *name_space);
+    }
+    metadata.namespace_name = *name_space;
+  }
+  if (const YAML::Node* labels = map.Find("labels")) {
+    metadata.labels = ReadLabelMap(context, *labels, map.PathOf("labels"), true);
+  }
+  if (const YAML::Node* annotations = map.Find("annotations")) {
+    metadata.annotations = ReadLabelMap(context, *annotations, map.PathOf("annotations"), false);
+  }
+  metadata.uid = map.String("uid").value_or("");
+  metadata.resource_version = map.String("resourceVersion").value_or("");
+  metadata.generation = map.Int("generation", 0, kMaxInt64);
+  return metadata;
+}
+
+ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
+                            const std::string& path) {
+  const MapReader map(
+      context, node, path,
+      {"workers", "gpusPerWorker", "replicasPerWorker", "parameterServers", "cpu", "memory"});
+  ResourcesSpec resources;
+  resources.workers = static_cast<int>(map.Int("workers", 1, kMaxInt32).value_or(1));
+  resources.gpus_per_worker = static_cast<int>(map.Int("gpusPerWorker", 0, kMaxInt32).value_or(0));
+  resources.replicas_per_worker =
+      static_cast<int>(map.Int("replicasPerWorker", 1, kMaxInt32).value_or(1));
+  resources.parameter_servers =
+      static_cast<int>(map.Int("parameterServers", 0, kMaxInt32).value_or(0));
+  if (resources.replicas_per_worker > 1 && resources.gpus_per_worker > 0) {
+    context.Fail(map.PathOf("replicasPerWorker"),
+                 "must be 1 when gpusPerWorker > 0 (each GPU is one replica), got {}",
+                 resources.replicas_per_worker);
+  }
+  if (const YAML::Node* cpu = map.Find("cpu")) {
+    resources.cpu = ReadQuantity(context, *cpu, map.PathOf("cpu"), "\"500m\", \"2\" or \"1.5\"");
+  }
+  if (const YAML::Node* memory = map.Find("memory")) {
+    resources.memory = ReadQuantity(context, *memory, map.PathOf("memory"),
+                                    "\"128Mi\", \"4Gi\", \"1e9\" or \"1G\"");
+  }
+  return resources;
+}
+
+RunPolicy ReadRunPolicy(ParseContext& context, const YAML::Node& node, const std::string& path) {
+  const MapReader map(context, node, path,
+                      {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished",
+                       "cleanPodPolicy", "suspend"});
+  RunPolicy policy;
+  if (const auto limit = map.Int("backoffLimit", 0, kMaxInt32)) {
+    policy.backoff_limit = static_cast<int32_t>(*limit);
+  }
+  // Kubernetes and the training operator require a positive deadline.
+  policy.active_deadline_seconds = map.Int("activeDeadlineSeconds", 1, kMaxInt64);
+  if (const auto ttl = map.Int("ttlSecondsAfterFinished", 0, kMaxInt32)) {
+    policy.ttl_seconds_after_finished = static_cast<int32_t>(*ttl);
+  }
+  if (const auto clean = map.String("cleanPodPolicy")) {
+    bool known = false;
+    for (const CleanPodPolicy candidate :
+         {CleanPodPolicy::kNone, CleanPodPolicy::kRunning, CleanPodPolicy::kAll}) {
+      if (*clean == CleanPodPolicyName(candidate)) {
+        policy.clean_pod_policy = candidate;
+        known = true;
+      }
+    }
+    if (!known) {
+      context.Fail(map.PathOf("cleanPodPolicy"), "expected one of: None, Running, All; got \"{}\"",
+                   *clean);
+    }
+  }
+  policy.suspend = map.Bool("suspend").value_or(false);
+  return policy;
+}
+
+std::string ReadPodTemplate(ParseContext& context, const YAML::Node& node,
+                            const std::string& path) {
+  // A PodTemplateSpec: its contents are the operator's (and the API server's) to check.
+  const MapReader map(context, node, path, {"metadata", "spec"});
+  for (const MapReader::Entry& entry : map.entries()) {
+    const MapReader section(context, entry.value, entry.path);  // fails unless a mapping
+  }
+  YAML::Emitter out;
+  EmitNode(out, node);
+  return out.c_str();
+}
+
+}  // namespace autodist::job::detail

@@ -1,0 +1,209 @@
+#include "runtime/job/yaml_reader.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+namespace autodist::job::detail {
+namespace {
+
+bool IsPlainKey(const std::string& key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '_' || c == '-';
+  });
+}
+
+}  // namespace
+
+void ParseContext::Remember(const std::string& path, const YAML::Mark& mark) {
+  if (!mark.is_null()) lines_[path] = mark.line + 1;
+}
+
+std::string ParseContext::Location(const std::string& path) const {
+  // The nearest remembered field: the path itself, else its parents (a missing field is reported
+  // at the line of the mapping that lacks it).
+  std::string candidate = path;
+  while (true) {
+    const auto it = lines_.find(candidate);
+    if (it != lines_.end()) {
+      return path.empty() ? fmt::format("{}:{}: ", source_, it->second)
+                          : fmt::format("{}:{}: {}: ", source_, it->second, path);
+    }
+    const size_t cut = candidate.find_last_of(".[");
+    if (cut == std::string::npos || cut == 0) break;
+    candidate.resize(cut);
+  }
+  return path.empty() ? fmt::format("{}: ", source_) : fmt::format("{}: {}: ", source_, path);
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return fmt::format("\"{}\"", node.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "an empty value";
+}
+
+std::string JoinPath(const std::string& parent, const std::string& key) {
+  if (!IsPlainKey(key)) return fmt::format("{}[\"{}\"]", parent, key);
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string IndexPath(const std::string& parent, size_t index) {
+  return fmt::format("{}[{}]", parent, index);
+}
+
+std::string ReadString(const ParseContext& context, const YAML::Node& node,
+                       const std::string& path) {
+  if (!node.IsScalar()) context.Fail(path, "expected a string, got {}", Describe(node));
+  return node.Scalar();
+}
+
+int64_t ReadInt(const ParseContext& context, const YAML::Node& node, const std::string& path,
+                int64_t minimum, int64_t maximum) {
+  int64_t value = 0;
+  bool parsed = false;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const char* last = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), last, value);
+    parsed = !text.empty() && ec == std::errc() && ptr == last;
+  }
+  if (!parsed || value < minimum) {
+    context.Fail(path, "expected an integer >= {}, got {}", minimum, Describe(node));
+  }
+  if (value > maximum) {
+    context.Fail(path, "expected an integer between {} and {}, got {}", minimum, maximum,
+                 Describe(node));
+  }
+  return value;
+}
+
+bool ReadBool(const ParseContext& context, const YAML::Node& node, const std::string& path) {
+  bool value = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+    context.Fail(path, "expected true or false, got {}", Describe(node));
+  }
+  return value;
+}
+
+std::string ReadScalarOrList(const ParseContext& context, const YAML::Node& node,
+                             const std::string& path) {
+  if (node.IsScalar()) return node.Scalar();
+  if (!node.IsSequence()) {
+    context.Fail(path, "expected a value or a list of values, got {}", Describe(node));
+  }
+  std::vector<std::string> items;
+  for (size_t i = 0; i < node.size(); ++i) {
+    items.push_back(ReadString(context, node[i], IndexPath(path, i)));
+  }
+  return fmt::format("{}", fmt::join(items, ","));
+}
+
+MapReader::MapReader(ParseContext& context, const YAML::Node& node, std::string path)
+    : context_(context), path_(std::move(path)) {
+  ReadEntries(node);
+}
+
+MapReader::MapReader(ParseContext& context, const YAML::Node& node, std::string path,
+                     std::vector<std::string> known)
+    : context_(context), path_(std::move(path)), known_(std::move(known)) {
+  ReadEntries(node);
+}
+
+void MapReader::ReadEntries(const YAML::Node& node) {
+  if (!node.IsMap()) {
+    if (known_.has_value()) {
+      context_.Fail(path_, "expected a mapping with fields {}, got {}", fmt::join(*known_, ", "),
+                    Describe(node));
+    }
+    context_.Fail(path_, "expected a mapping, got {}", Describe(node));
+  }
+  std::set<std::string> seen;
+  for (const auto& item : node) {
+    const YAML::Node& key_node = item.first;
+    if (!key_node.IsScalar()) {
+      context_.Remember(path_, key_node.Mark());
+      context_.Fail(path_, "field names must be strings, got {}", Describe(key_node));
+    }
+    const std::string& key = key_node.Scalar();
+    const std::string field = JoinPath(path_, key);
+    context_.Remember(field, key_node.Mark());
+    if (known_.has_value() && std::find(known_->begin(), known_->end(), key) == known_->end()) {
+      context_.Fail(field, "unknown field (expected one of: {})", fmt::join(*known_, ", "));
+    }
+    if (!seen.insert(key).second) context_.Fail(field, "field appears twice");
+    entries_.push_back(Entry{key, item.second, field});
+  }
+}
+
+void MapReader::CheckKnown(const std::string& key) const {
+  AD_CHECK(!known_.has_value() || std::find(known_->begin(), known_->end(), key) != known_->end(),
+           kInternal, "job parser reads field '{}' that {} does not declare", key, path_);
+}
+
+bool MapReader::Has(const std::string& key) const { return Find(key) != nullptr; }
+
+const YAML::Node* MapReader::Find(const std::string& key) const {
+  CheckKnown(key);
+  for (const Entry& entry : entries_) {
+    if (entry.key == key) return &entry.value;
+  }
+  return nullptr;
+}
+
+const YAML::Node& MapReader::Require(const std::string& key) const {
+  const YAML::Node* node = Find(key);
+  if (node == nullptr) context_.Fail(PathOf(key), "required field is missing");
+  return *node;
+}
+
+std::optional<std::string> MapReader::String(const std::string& key) const {
+  const YAML::Node* node = Find(key);
+  if (node == nullptr) return std::nullopt;
+  return ReadString(context_, *node, PathOf(key));
+}
+
+std::string MapReader::RequireString(const std::string& key) const {
+  return ReadString(context_, Require(key), PathOf(key));
+}
+
+std::optional<int64_t> MapReader::Int(const std::string& key, int64_t minimum,
+                                      int64_t maximum) const {
+  const YAML::Node* node = Find(key);
+  if (node == nullptr) return std::nullopt;
+  return ReadInt(context_, *node, PathOf(key), minimum, maximum);
+}
+
+int64_t MapReader::RequireInt(const std::string& key, int64_t minimum, int64_t maximum) const {
+  return ReadInt(context_, Require(key), PathOf(key), minimum, maximum);
+}
+
+std::optional<bool> MapReader::Bool(const std::string& key) const {
+  const YAML::Node* node = Find(key);
+  if (node == nullptr) return std::nullopt;
+  return ReadBool(context_, *node, PathOf(key));
+}
+
+std::vector<std::pair<std::string, std::string>> ReadStringPairs(ParseContext& context,
+                                                                 const YAML::Node& node,
+                                                                 const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  const MapReader map(context, node, path);
+  for (const MapReader::Entry& entry : map.entries()) {
+    pairs.emplace_back(entry.key, ReadString(context, entry.value, entry.path));
+  }
+  return pairs;
+}
+
+}  // namespace autodist::job::detail

@@ -1,0 +1,21 @@
+// Writing YAML that reads back with the same types: a string such as "8080" or "true" is quoted,
+// so that neither our parser nor kubectl takes it for a number or a boolean. Internal.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+namespace autodist::job::detail {
+
+// Whether a plain (unquoted) scalar with this text would be read as something other than a
+// string: empty, null, a boolean or a number.
+bool NeedsQuotes(const std::string& text);
+
+// Writes `text` as a string value (quoted when NeedsQuotes).
+void EmitString(YAML::Emitter& out, const std::string& text);
+
+// Writes `node` as loaded: quoted scalars of the input stay strings, plain ones stay plain.
+void EmitNode(YAML::Emitter& out, const YAML::Node& node);
+
+}  // namespace autodist::job::detail
