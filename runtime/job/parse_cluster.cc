@@ -1,5 +1,7 @@
 // metadata, spec.resources, spec.runPolicy and spec.template: what the cluster needs.
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "runtime/job/k8s_syntax.h"
 #include "runtime/job/parse_sections.h"
@@ -46,6 +48,33 @@ std::map<std::string, std::string> ReadLabelMap(ParseContext& context, const YAM
     out[entry.key] = std::move(value);
   }
   return out;
+}
+
+// Fails when an alias makes a mapping or list contain itself (`template: &t {metadata: *t}`):
+// the pod template is re-emitted as a tree, and a cycle would never end.
+void CheckNoCycle(const ParseContext& context, const YAML::Node& node, const std::string& path,
+                  std::vector<YAML::Node>& ancestors) {
+  if (!node.IsMap() && !node.IsSequence()) return;
+  for (const YAML::Node& ancestor : ancestors) {
+    if (ancestor.is(node)) {
+      context.Fail(path,
+                   "expected a tree, got an alias to a mapping or list that contains it (YAML "
+                   "anchors and aliases must not form a cycle)");
+    }
+  }
+  ancestors.push_back(node);
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      CheckNoCycle(context, entry.first, path, ancestors);
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      CheckNoCycle(context, entry.second, JoinPath(path, key), ancestors);
+    }
+  } else {
+    for (size_t i = 0; i < node.size(); ++i) {
+      CheckNoCycle(context, node[i], IndexPath(path, i), ancestors);
+    }
+  }
+  ancestors.pop_back();
 }
 
 std::string ReadQuantity(const ParseContext& context, const YAML::Node& node,
@@ -160,6 +189,8 @@ std::string ReadPodTemplate(ParseContext& context, const YAML::Node& node,
   for (const MapReader::Entry& entry : map.entries()) {
     const MapReader section(context, entry.value, entry.path);  // fails unless a mapping
   }
+  std::vector<YAML::Node> ancestors;
+  CheckNoCycle(context, node, path, ancestors);
   YAML::Emitter out;
   EmitNode(out, node);
   return out.c_str();

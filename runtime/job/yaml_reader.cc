@@ -73,16 +73,18 @@ int64_t ReadInt(const ParseContext& context, const YAML::Node& node, const std::
                 int64_t minimum, int64_t maximum) {
   int64_t value = 0;
   bool parsed = false;
+  bool beyond_int64 = false;  // an integer too large (or small) for int64_t
   if (node.IsScalar()) {
     const std::string& text = node.Scalar();
     const char* last = text.data() + text.size();
     const auto [ptr, ec] = std::from_chars(text.data(), last, value);
     parsed = !text.empty() && ec == std::errc() && ptr == last;
+    beyond_int64 = !text.empty() && ec == std::errc::result_out_of_range && ptr == last;
   }
-  if (!parsed || value < minimum) {
+  if (!beyond_int64 && (!parsed || value < minimum)) {
     context.Fail(path, "expected an integer >= {}, got {}", minimum, Describe(node));
   }
-  if (value > maximum) {
+  if (beyond_int64 || value > maximum) {
     context.Fail(path, "expected an integer between {} and {}, got {}", minimum, maximum,
                  Describe(node));
   }
