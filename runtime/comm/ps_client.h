@@ -1,0 +1,61 @@
+// The workers' (and the chief's) side of a parameter server: Init, one Step per training step,
+// Pull for the first values and for checkpoints, Stats. Tensors travel in pieces both ways
+// (tensor_wire.h). Semantics: docs/parameter-servers.md.
+//
+// Thread-safe: calls may run concurrently, on one PsClient or on several (one per PS and per
+// replica stream); each call is its own RPC.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/ps_service.grpc.pb.h"
+#include "runtime/comm/ps_types.h"
+#include "runtime/comm/rpc.h"
+#include "runtime/comm/tensor_wire.h"
+
+namespace autodist::comm {
+
+class PsClient {
+ public:
+  // `name` ("ps-0") and `endpoint` ("10.0.0.3:7001") name the server in errors. `call_deadline`
+  // bounds every call; it is longer than the server's own wait deadline (300 s by default), so
+  // that a Step waiting for a dead peer fails with the server's message naming the replicas
+  // that are missing rather than with a bare DEADLINE_EXCEEDED.
+  PsClient(std::string name, std::string endpoint, RpcOptions options = {},
+           std::chrono::milliseconds call_deadline = std::chrono::minutes(10));
+
+  // Sends the hosted tensors, optimizer, initial values and optimizer state. Throws
+  // autodist::Error naming "parameter server <name> (<endpoint>): Init" on any failure
+  // (FailedPrecondition when the server is initialized already).
+  void Init(const PsInitRequest& request);
+
+  // Pushes the gradients of one step and waits for the reply: the versions of the tensors
+  // pushed to and, with `pull`, their values. Throws InvalidArgument for a gradient that sets
+  // neither or both of dense and sparse, and the server's error otherwise.
+  PsValues Step(const PsStepRequest& request);
+
+  // Values and versions of `names` (every hosted tensor when empty), one consistent snapshot;
+  // with `optimizer_state` also their optimizer slots, in `values` as "<tensor>/<slot>".
+  // `worker` only names the caller in the server's messages.
+  PsValues Pull(const std::vector<std::string>& names, bool optimizer_state, int worker = 0);
+
+  PsStats Stats();
+
+  const std::string& name() const { return name_; }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  // "parameter server ps-0 (127.0.0.1:7001): Step".
+  std::string What(const char* call) const;
+  void Prepare(grpc::ClientContext& context) const;
+
+  std::string name_;
+  std::string endpoint_;
+  std::chrono::milliseconds call_deadline_;
+  std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;
+};
+
+}  // namespace autodist::comm

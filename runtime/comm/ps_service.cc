@@ -1,0 +1,243 @@
+#include "runtime/comm/ps_service.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "runtime/comm/rpc.h"
+#include "runtime/common/error.h"
+
+namespace autodist::comm {
+namespace {
+
+using autodist::proto::InitMessage;
+using autodist::proto::StepMessage;
+using autodist::proto::StepReply;
+using autodist::proto::TensorPiece;
+using tensor::DType;
+
+// Each tensor is bounded on its first piece (max_tensor_bytes), and a Step's gradients by the
+// hosted shapes, so the assemblers need no limit of their own on the total.
+constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
+
+// Rejects a tensor announcing more than `limit` bytes, before its storage is allocated. Negative
+// dims are left to the assembler, which names them.
+void CheckTensorSize(const std::string& who, const TensorPiece& piece, int64_t limit) {
+  const auto element =
+      static_cast<int64_t>(tensor::ElementSize(static_cast<DType>(piece.data_type())));
+  int64_t bytes = std::max<int64_t>(element, 1);
+  for (const int64_t dim : piece.dims()) {
+    if (dim < 0) return;
+    if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim) {
+      Fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' is larger than the limit of {} bytes", who,
+           piece.name(), limit);
+    }
+    bytes *= dim;
+  }
+  AD_CHECK(bytes <= limit, kInvalidArgument,
+           "{}: tensor '{}' ({} bytes) is larger than the limit of {} bytes", who, piece.name(),
+           bytes, limit);
+}
+
+// The tensor an optimizer slot "<tensor>/<slot>" belongs to ("" when malformed).
+std::string SlotOwner(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string::npos ? std::string() : key.substr(0, slash);
+}
+
+PsInitRequest FromHeader(const autodist::proto::InitHeader& header) {
+  PsInitRequest request;
+  for (const auto& variable : header.variables()) {
+    request.tensors.push_back(
+        {variable.name(), variable.sync(), variable.staleness(), variable.sparse()});
+  }
+  request.optimizer = header.optimizer();
+  request.optimizer_options.insert(header.optimizer_options().begin(),
+                                   header.optimizer_options().end());
+  request.num_workers = header.num_workers();
+  request.total_replicas = header.total_replicas();
+  request.start_step = header.start_step();
+  return request;
+}
+
+}  // namespace
+
+ParameterServerService::ParameterServerService(ParameterServerOptions options)
+    : options_(options) {}
+
+grpc::Status ParameterServerService::Init(grpc::ServerContext* /*context*/,
+                                          grpc::ServerReader<InitMessage>* reader,
+                                          autodist::proto::InitReply* reply) {
+  return Serve([&] {
+    InitMessage message;
+    AD_CHECK(reader->Read(&message) && message.has_header(), kInvalidArgument,
+             "Init: the first message must be the header");
+    // Fail before megabytes of values are read for nothing.
+    AD_CHECK(!store_.initialized(), kFailedPrecondition,
+             "Init: the parameter server is already initialized; the chief sends Init once");
+    PsInitRequest request = FromHeader(message.header());
+    std::set<std::string> hosted;
+    for (const HostedTensor& spec : request.tensors) hosted.insert(spec.name);
+    std::set<std::string> announced;  // "v:<name>" / "s:<key>"
+
+    PieceAssembler values("Init: values", kNoTotalLimit);
+    PieceAssembler state("Init: optimizer state", kNoTotalLimit);
+    while (reader->Read(&message)) {
+      const bool is_value = message.has_value();
+      AD_CHECK(is_value || message.has_optimizer_state(), kInvalidArgument,
+               "Init: only value and optimizer_state pieces may follow the header");
+      const TensorPiece& piece = is_value ? message.value() : message.optimizer_state();
+      if (piece.offset() == 0 && announced.insert((is_value ? "v:" : "s:") + piece.name()).second) {
+        const std::string owner = is_value ? piece.name() : SlotOwner(piece.name());
+        AD_CHECK(hosted.contains(owner), kInvalidArgument,
+                 "Init: {} '{}' is not for a tensor in the hosted list",
+                 is_value ? "value" : "optimizer state", piece.name());
+        CheckTensorSize("Init", piece, options_.max_tensor_bytes);
+      }
+      (is_value ? values : state).Add(piece);
+    }
+    for (auto& [name, received] : values.Finish()) {
+      AD_CHECK(!received.is_sparse(), kInvalidArgument, "Init: value '{}' must be dense", name);
+      request.values.emplace(name, std::move(received.dense));
+    }
+    for (auto& [name, received] : state.Finish()) {
+      AD_CHECK(!received.is_sparse(), kInvalidArgument, "Init: optimizer state '{}' must be dense",
+               name);
+      request.optimizer_state.emplace(name, std::move(received.dense));
+    }
+    const auto count = static_cast<int64_t>(request.tensors.size());
+    store_.Init(std::move(request));
+    reply->set_variables(count);
+    reply->set_bytes(values.bytes_received() + state.bytes_received());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Step(
+    grpc::ServerContext* context, grpc::ServerReaderWriter<StepReply, StepMessage>* stream) {
+  return Serve([&] {
+    const auto deadline = PsStore::Clock::now() + options_.wait_deadline;
+    const PsStore::Cancelled cancelled = [context] { return context->IsCancelled(); };
+    StepMessage message;
+    AD_CHECK(stream->Read(&message) && message.has_header(), kInvalidArgument,
+             "Step: the first message must be the header");
+    const autodist::proto::StepHeader header = message.header();
+    const int replicas = header.replicas() > 0 ? header.replicas() : 1;
+    const std::string who = fmt::format("worker {} step {}", header.worker(), header.step());
+    // Workers may race the chief's Init; gradients are checked against what Init hosts.
+    store_.WaitInitialized(deadline, cancelled);
+
+    PieceAssembler assembler(who, kNoTotalLimit);
+    std::set<std::string> announced;
+    while (stream->Read(&message)) {
+      AD_CHECK(message.has_gradient(), kInvalidArgument,
+               "{}: only gradient pieces may follow the header", who);
+      const TensorPiece& piece = message.gradient();
+      if (piece.offset() == 0 && announced.insert(piece.name()).second) {
+        // Checked before the assembler allocates the tensor.
+        store_.CheckGradientHeader(
+            header.worker(), piece.name(), static_cast<DType>(piece.data_type()),
+            tensor::Shape(piece.dims().begin(), piece.dims().end()), piece.sparse());
+        CheckTensorSize(who, piece, options_.max_tensor_bytes);
+        AD_CHECK(piece.replicas() == 0 || piece.replicas() == replicas, kInvalidArgument,
+                 "{}: gradient '{}' sums {} replicas, the header says {}", who, piece.name(),
+                 piece.replicas(), replicas);
+      }
+      assembler.Add(piece);
+    }
+
+    PsPush push;
+    push.worker = header.worker();
+    push.first_replica = header.first_replica();
+    push.replicas = replicas;
+    push.step = header.step();
+    push.learning_rate = header.learning_rate();
+    int64_t bytes = 0;
+    for (auto& [name, received] : assembler.Finish()) {
+      PsGradient gradient;
+      if (received.is_sparse()) {
+        gradient.sparse =
+            ops::SparseGradient{std::move(*received.indices), std::move(received.dense), {}};
+      } else {
+        gradient.dense = std::move(received.dense);
+      }
+      bytes += GradientBytes(gradient);
+      push.gradients.emplace(name, std::move(gradient));
+    }
+    bytes_pushed_.fetch_add(bytes);
+
+    // Replies go out tensor by tensor, each as soon as its condition holds.
+    const ReplyWriter write = [stream](const StepReply& reply) { return stream->Write(reply); };
+    for (const auto& [name, version] : store_.Push(std::move(push))) {
+      SendValue(write, name, store_.WaitForVersion(name, version, deadline, cancelled, who),
+                header.pull(), who);
+    }
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
+                                          const autodist::proto::PullRequest* request,
+                                          grpc::ServerWriter<StepReply>* writer) {
+  return Serve([&] {
+    const std::string who = fmt::format("worker {} Pull", request->worker());
+    store_.WaitInitialized(PsStore::Clock::now() + options_.wait_deadline,
+                           [context] { return context->IsCancelled(); });
+    const PsPullSnapshot snapshot =
+        store_.Snapshot(std::vector<std::string>(request->names().begin(), request->names().end()),
+                        request->optimizer_state());
+    const ReplyWriter write = [writer](const StepReply& reply) { return writer->Write(reply); };
+    for (const auto& [name, value] : snapshot.tensors) SendValue(write, name, value, true, who);
+    for (const auto& [key, slot] : snapshot.optimizer_state) SendPieces(write, key, slot, who);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Stats(grpc::ServerContext* /*context*/,
+                                           const autodist::proto::StatsRequest* /*request*/,
+                                           autodist::proto::StatsReply* reply) {
+  return Serve([&] {
+    const PsStats stats = CurrentStats();
+    reply->set_bytes_pushed(stats.bytes_pushed);
+    reply->set_bytes_pulled(stats.bytes_pulled);
+    reply->set_version(stats.version);
+    reply->set_steps(stats.steps);
+    reply->set_updates(stats.updates);
+    reply->set_pushes(stats.pushes);
+    return grpc::Status::OK;
+  });
+}
+
+void ParameterServerService::SendValue(const ReplyWriter& write, const std::string& name,
+                                       const PsSnapshot& snapshot, bool with_values,
+                                       const std::string& who) {
+  StepReply reply;
+  reply.mutable_version()->set_name(name);
+  reply.mutable_version()->set_version(snapshot.version);
+  AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
+  if (with_values) SendPieces(write, name, *snapshot.value, who);
+}
+
+void ParameterServerService::SendPieces(const ReplyWriter& write, const std::string& name,
+                                        const tensor::Tensor& value, const std::string& who) {
+  EmitTensor(name, value, 0, options_.piece_bytes, [&](TensorPiece&& piece) {
+    StepReply reply;
+    *reply.mutable_value() = std::move(piece);
+    AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
+  });
+  bytes_pulled_.fetch_add(static_cast<int64_t>(value.nbytes()));
+}
+
+void ParameterServerService::Shutdown() { store_.Shutdown(); }
+
+PsStats ParameterServerService::CurrentStats() const {
+  PsStats stats = store_.Stats();
+  stats.bytes_pushed = bytes_pushed_.load();
+  stats.bytes_pulled = bytes_pulled_.load();
+  return stats;
+}
+
+}  // namespace autodist::comm

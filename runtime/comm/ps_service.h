@@ -1,0 +1,71 @@
+// The parameter server's gRPC handlers (proto/ps_service.proto). They move tensors between the
+// wire and the store (ps_store.h), which holds the state and the semantics; see
+// docs/parameter-servers.md for the protocol.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "proto/ps_service.grpc.pb.h"
+#include "runtime/comm/ps_store.h"
+#include "runtime/comm/ps_types.h"
+#include "runtime/comm/tensor_wire.h"
+
+namespace autodist::comm {
+
+struct ParameterServerOptions {
+  // How long a call may wait: for Init (a worker that races the chief's Init), and a Step for
+  // the other workers' contributions its reply depends on (a dead peer). Counted from the start
+  // of the call; past it the call fails (FAILED_PRECONDITION before Init, UNAVAILABLE naming
+  // the replicas still missing otherwise).
+  std::chrono::milliseconds wait_deadline{300000};
+  // Largest single tensor (value, gradient or optimizer slot) accepted, checked on its first
+  // piece before anything is allocated.
+  int64_t max_tensor_bytes = int64_t{4} << 30;
+  // Size of the value pieces sent back.
+  int64_t piece_bytes = kDefaultPieceBytes;
+};
+
+class ParameterServerService final : public autodist::proto::ParameterServer::Service {
+ public:
+  explicit ParameterServerService(ParameterServerOptions options = {});
+
+  grpc::Status Init(grpc::ServerContext* context,
+                    grpc::ServerReader<autodist::proto::InitMessage>* reader,
+                    autodist::proto::InitReply* reply) override;
+  grpc::Status Step(grpc::ServerContext* context,
+                    grpc::ServerReaderWriter<autodist::proto::StepReply,
+                                             autodist::proto::StepMessage>* stream) override;
+  grpc::Status Pull(grpc::ServerContext* context, const autodist::proto::PullRequest* request,
+                    grpc::ServerWriter<autodist::proto::StepReply>* writer) override;
+  grpc::Status Stats(grpc::ServerContext* context, const autodist::proto::StatsRequest* request,
+                     autodist::proto::StatsReply* reply) override;
+
+  // Wakes every waiting call, which then fails with UNAVAILABLE; later waits fail at once. Call
+  // before RpcServer::Shutdown so that blocked Steps do not hold the shutdown up.
+  void Shutdown();
+
+  // Bytes, version, steps, updates and pushes so far.
+  PsStats CurrentStats() const;
+
+ private:
+  using ReplyWriter = std::function<bool(const autodist::proto::StepReply&)>;
+  // Sends one tensor's reply: its version, then its value in pieces when `with_values`.
+  void SendValue(const ReplyWriter& write, const std::string& name, const PsSnapshot& snapshot,
+                 bool with_values, const std::string& who);
+  // Sends `value` as pieces named `name` and counts its bytes as pulled.
+  void SendPieces(const ReplyWriter& write, const std::string& name, const tensor::Tensor& value,
+                  const std::string& who);
+
+  ParameterServerOptions options_;
+  PsStore store_;
+  std::atomic<int64_t> bytes_pushed_{0};
+  std::atomic<int64_t> bytes_pulled_{0};
+};
+
+}  // namespace autodist::comm
