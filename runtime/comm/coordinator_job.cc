@@ -262,8 +262,16 @@ bool JobState::workers_finished() const {
   });
 }
 
+void JobState::MarkToldWorkersFinished(const std::string& node) {
+  const auto it = index_.find(node);
+  if (it != index_.end()) members_[it->second].told_workers_finished = true;
+}
+
 bool JobState::settled() const {
-  if (phase_ == JobPhase::kSucceeded) return true;
+  if (phase_ == JobPhase::kSucceeded) {
+    return std::all_of(members_.begin(), members_.end(),
+                       [](const MemberState& m) { return m.told_workers_finished || m.lost; });
+  }
   if (phase_ != JobPhase::kFailed) return false;
   return std::all_of(members_.begin(), members_.end(), [](const MemberState& m) {
     return !m.registered || m.finished || m.lost || m.notified;

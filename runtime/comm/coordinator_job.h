@@ -66,6 +66,8 @@ class JobState {
                       std::optional<Clock::time_point> rendezvous_deadline);
   // `node` has been told that the job failed (an abort reply or an ABORTED status).
   void MarkNotified(const std::string& node);
+  // `node` has been told that every worker finished (a heartbeat reply said so).
+  void MarkToldWorkersFinished(const std::string& node);
 
   // ---- Queries ----
 
@@ -75,8 +77,9 @@ class JobState {
   const std::string& job_id() const { return job_id_; }
   // Every worker finished successfully (parameter servers may stop serving).
   bool workers_finished() const;
-  // Nothing is left to serve: the job succeeded, or it failed and every member that may still be
-  // running has been told.
+  // Nothing is left to serve: the job succeeded and every member has heard that the workers
+  // finished (so none waits for a reply the coordinator's exit would cut off), or it failed and
+  // every member that may still be running has been told.
   bool settled() const;
   int world_size() const { return world_size_; }
   int expected() const { return static_cast<int>(members_.size()); }
@@ -100,6 +103,7 @@ class JobState {
     bool finished = false;
     bool lost = false;      // missed its heartbeat deadline: presumed dead
     bool notified = false;  // knows the job failed
+    bool told_workers_finished = false;
     Clock::time_point last_heartbeat;
     int64_t step = 0;
     int64_t total_steps = 0;

@@ -56,6 +56,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const Rp
   // Each peer gets its own TCP connection: channels to the same endpoint from one process would
   // otherwise share one, serialising the pushes of parallel streams.
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Members of a job start together and connect before their peers listen; gRPC's default
+  // reconnect back-off (1 s, growing) would then delay every start by a second or more.
+  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), arguments);
 }
 
