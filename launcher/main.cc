@@ -1,5 +1,6 @@
 // `autodist`: the command-line entry point. Parses flags with CLI11 and hands typed options to
-// the commands in commands.h. Exit codes: 0 success, 2 bad usage or bad input, 1 internal error.
+// the commands (commands.h, run_command.h). Exit codes: 0 success, 2 bad usage or bad input,
+// 1 internal error or a failed job, 128 + signal when `run` was interrupted.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,8 @@
 #include <iostream>
 
 #include "launcher/commands.h"
+#include "launcher/progress_printer.h"
+#include "launcher/run_command.h"
 #include "runtime/common/error.h"
 #include "runtime/strategy/compiler.h"
 
@@ -54,6 +57,22 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
   });
 }
 
+void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
+  auto* run =
+      app.add_subcommand("run", "Run an AutoDistJob manifest on this machine as local processes");
+  run->add_option("manifest", options.manifest, "AutoDistJob manifest (YAML)")->required();
+  run->add_option("--log-dir", options.log_dir,
+                  "Where each process's log goes (default: ./autodist-logs/<job name>)");
+  run->add_option("--port", options.port, "Coordinator port on 127.0.0.1 (default: a free one)")
+      ->check(CLI::Range(1, 65535));
+  run->add_flag("-v,--verbose", options.verbose, "Also print every process's output");
+  run->add_option("--runtime", options.runtime,
+                  "The autodist-runtime executable (default: next to autodist)");
+  run->add_option("--threads", options.threads,
+                  "Compute threads per worker (default: the cores shared among the workers)")
+      ->check(CLI::NonNegativeNumber);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +86,8 @@ int main(int argc, char** argv) {
   bool counts_given = false;
   AddInspect(app, inspect_options);
   AddCompile(app, compile_options, counts, counts_given);
+  autodist::cli::RunOptions run_options;
+  AddRun(app, run_options);
 
   try {
     app.parse(argc, argv);
@@ -82,6 +103,10 @@ int main(int argc, char** argv) {
       if (counts_given) compile_options.counts = counts;
       compile_options.stdout_is_terminal = isatty(STDOUT_FILENO) == 1;
       autodist::cli::RunCompile(compile_options, std::cout, std::cerr);
+    } else if (app.got_subcommand("run")) {
+      run_options.live_progress =
+          autodist::launcher::ProgressPrinterOptions::ForStandardOutput().live;
+      return autodist::cli::RunJob(run_options, std::cout, std::cerr);
     }
   } catch (const autodist::Error& error) {
     std::cerr << "autodist: error: " << error.what() << "\n";

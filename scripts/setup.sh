@@ -10,7 +10,7 @@ BUILD_PACKAGES=(
   build-essential cmake pkg-config
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libonnx-dev
-  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist

@@ -1,12 +1,15 @@
-// `autodist-runtime`: trains an ONNX model (forward + loss inside the graph) in one process.
-// Flags are parsed here into TrainerOptions; the training loop lives in runtime/exec.
-// Exit codes: 0 success, 2 bad usage or bad input, 1 failure (e.g. training diverged).
+// `autodist-runtime`: trains an ONNX model (forward + loss inside the graph) in one process, or
+// runs one member of a distributed job (`--job job.yaml --node worker-1 --coordinator host:port`,
+// see job_member.h). Flags are parsed here; the training loop lives in runtime/exec.
+// Exit codes: 0 success, 2 bad usage or bad input, 1 failure (e.g. training diverged), 3 the job
+// failed elsewhere and this member was stopped.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
 
+#include "runtime/cli/job_member.h"
 #include "runtime/common/error.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/exec/trainer.h"
@@ -54,7 +57,42 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   int threads = 0;
 
-  app.add_option("--model", options.model, "ONNX model with the loss inside the graph")->required();
+  autodist::cli::MemberOptions member;
+  int64_t heartbeat_interval_ms = member.heartbeat_interval.count();
+  int64_t heartbeat_timeout_ms = member.heartbeat_timeout.count();
+  int64_t rendezvous_timeout_s =
+      std::chrono::duration_cast<std::chrono::seconds>(member.rendezvous_timeout).count();
+  auto* job_flag = app.add_option("--job", member.job_file,
+                                  "Run one member of this AutoDistJob manifest (distributed mode)");
+  app.add_option("--node", member.node, "With --job: this member's node (worker-0, ps-1, ...)")
+      ->needs(job_flag);
+  app.add_option("--coordinator", member.coordinator,
+                 "With --job: host:port of the coordinator (the chief serves it there)")
+      ->needs(job_flag);
+  app.add_option("--listen", member.listen, "With --job: address this member serves on")
+      ->needs(job_flag);
+  app.add_option("--advertise-host", member.advertise_host,
+                 "With --job: host the others reach this member at (default: --listen's)")
+      ->needs(job_flag);
+  app.add_option("--job-id", member.job_id, "With --job: job identity (default: metadata.name)")
+      ->needs(job_flag);
+  app.add_option("--result-file", member.result_file,
+                 "With --job: write this member's result (JSON) here")
+      ->needs(job_flag);
+  app.add_option("--heartbeat-interval-ms", heartbeat_interval_ms, "With --job: heartbeat period")
+      ->check(CLI::PositiveNumber)
+      ->needs(job_flag);
+  app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms,
+                 "With --job: a member silent this long fails the job")
+      ->check(CLI::PositiveNumber)
+      ->needs(job_flag);
+  app.add_option("--rendezvous-timeout-s", rendezvous_timeout_s,
+                 "With --job: how long to wait for every member to register")
+      ->check(CLI::PositiveNumber)
+      ->needs(job_flag);
+  auto* model_flag =
+      app.add_option("--model", options.model, "ONNX model with the loss inside the graph");
+  model_flag->excludes(job_flag);
   app.add_option("--loss", options.loss,
                  "Name of the loss output (default: 'loss' or the only "
                  "scalar output)");
@@ -95,6 +133,17 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (!member.job_file.empty()) {
+      AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,
+               "--job needs --node and --coordinator");
+      member.threads = threads;
+      member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
+      member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
+      member.rendezvous_timeout = std::chrono::seconds(rendezvous_timeout_s);
+      autodist::cli::RunMember(member);
+      return 0;
+    }
+    AD_CHECK(!options.model.empty(), kInvalidArgument, "give --model (or --job)");
     if (threads > 0) autodist::ops::SetNumThreads(threads);
     options.shuffle = !no_shuffle;
     if (data == "fashion-mnist") {

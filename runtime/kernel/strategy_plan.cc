@@ -42,10 +42,12 @@ std::string PsNode(const PSSynchronizer& ps, const std::map<std::string, strateg
   return node;
 }
 
-ShardPlan MakeShard(std::string name, ShardRange range, const tensor::Shape& shape,
+ShardPlan MakeShard(std::string name, const graph::Variable& variable, ShardRange range,
                     const PSSynchronizer& ps, std::string node) {
+  const tensor::Shape& shape = variable.shape;
   ShardPlan shard;
   shard.name = std::move(name);
+  shard.variable = variable.name;
   shard.range = range;
   shard.shape = range.ShapeIn(shape);
   shard.ps_node = std::move(node);
@@ -91,10 +93,9 @@ std::vector<const ShardPlan*> StrategyPlan::HostedBy(const std::string& node) co
 }
 
 const VariablePlan& StrategyPlan::Variable(const std::string& name) const {
-  for (const VariablePlan& variable : variables) {
-    if (variable.name == name) return variable;
-  }
-  Fail(ErrorCode::kInternal, "the strategy plan has no variable '{}'", name);
+  const auto it = index.find(name);
+  AD_CHECK(it != index.end(), kInternal, "the strategy plan has no variable '{}'", name);
+  return variables[it->second];
 }
 
 StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Variable>& variables,
@@ -127,8 +128,8 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
       AD_CHECK(config.part_config().empty(), kInvalidArgument,
                "strategy: {} has part_config but no partitioner", what);
       const PSSynchronizer& ps = RequirePs(config, what);
-      out.shards.push_back(MakeShard(variable.name, ShardRange::Whole(variable.shape),
-                                     variable.shape, ps, PsNode(ps, roles, what)));
+      out.shards.push_back(MakeShard(variable.name, variable, ShardRange::Whole(variable.shape), ps,
+                                     PsNode(ps, roles, what)));
     } else {
       const auto [axis, count] =
           CutAxis(strategy::ParsePartitioner(config.partitioner(), variable.shape, variable.name));
@@ -147,13 +148,13 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
         const std::string part_what = fmt::format("shard '{}'", name);
         const PSSynchronizer& ps = RequirePs(part, part_what);
         const ShardRange range{axis, offset, strategy::ShardExtent(dim, count, i)};
-        out.shards.push_back(
-            MakeShard(name, range, variable.shape, ps, PsNode(ps, roles, part_what)));
+        out.shards.push_back(MakeShard(name, variable, range, ps, PsNode(ps, roles, part_what)));
         offset += range.extent;
       }
       out.partitioned = count > 1;
     }
     for (const ShardPlan& shard : out.shards) ps_nodes.insert(shard.ps_node);
+    plan.index[out.name] = plan.variables.size();
     plan.variables.push_back(std::move(out));
   }
   for (const auto& [name, unused] : configs) {

@@ -7,6 +7,7 @@
 // reassembles pulled values along the plan's shard ranges.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,9 @@ namespace autodist::kernel {
 
 // One tensor a parameter server hosts: a whole variable or one shard of it.
 struct ShardPlan {
-  std::string name;  // the variable's name, or "<variable>/part_<i>:0" for a shard
-  ShardRange range;  // where it lies in the variable
+  std::string name;      // the variable's name, or "<variable>/part_<i>:0" for a shard
+  std::string variable;  // the variable it belongs to
+  ShardRange range;      // where it lies in the variable
   tensor::Shape shape;
   std::string ps_node;  // node address of the parameter server hosting it
   bool sync = true;
@@ -42,7 +44,10 @@ struct StrategyPlan {
 
   // The shards `node` hosts, in variable then shard order.
   std::vector<const ShardPlan*> HostedBy(const std::string& node) const;
+  // Throws Internal for a name that is not planned.
   const VariablePlan& Variable(const std::string& name) const;
+
+  std::map<std::string, size_t> index;  // variable name -> position in `variables`
 };
 
 // The node address of a device string "<address>:CPU:<i>" / "<address>:GPU:<i>"; throws

@@ -1,0 +1,268 @@
+#include "launcher/run_command.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "launcher/interrupt_guard.h"
+#include "launcher/process_group.h"
+#include "launcher/progress_printer.h"
+#include "launcher/run_summary.h"
+#include "runtime/comm/coordinator_client.h"
+#include "runtime/comm/coordinator_job.h"
+#include "runtime/common/error.h"
+#include "runtime/job/job_parser.h"
+#include "runtime/job/job_views.h"
+#include "runtime/job/member_result.h"
+
+namespace autodist::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using launcher::ProcessExit;
+using launcher::ProcessGroup;
+
+constexpr int kExitJobFailed = 1;
+constexpr size_t kFailureLines = 20;
+constexpr auto kPollInterval = std::chrono::milliseconds(250);
+constexpr auto kStatusInterval = std::chrono::milliseconds(500);
+
+// Binds 127.0.0.1:`port` (0: any) and returns the port bound; throws Unavailable when it is in
+// use. The socket is closed again: the chief binds it for real a moment later.
+int ReservePort(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  AD_CHECK(fd >= 0, kUnavailable, "cannot create a socket to check the coordinator port");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  socklen_t length = sizeof(address);
+  const bool named =
+      bound && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  ::close(fd);
+  AD_CHECK(bound && named, kUnavailable,
+           "coordinator port {} on 127.0.0.1 is in use; pick another with --port or leave it "
+           "out to use a free one",
+           port);
+  return ntohs(address.sin_port);
+}
+
+std::string DefaultRuntime() {
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? std::string("autodist-runtime")
+               : (self.parent_path() / "autodist-runtime").string();
+}
+
+int DefaultThreads(int workers) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, workers));
+}
+
+class JobRun {
+ public:
+  JobRun(const RunOptions& options, std::ostream& out, std::ostream& err)
+      : options_(options),
+        out_(out),
+        err_(err),
+        job_(job::LoadJobFile(options.manifest)),
+        printer_(out, launcher::ProgressPrinterOptions{options.live_progress,
+                                                       std::chrono::milliseconds(10000), 0}) {}
+
+  int Run() {
+    CheckInputs();
+    const strategy::ResourceSpec resources =
+        strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job_));
+    members_ = comm::ExpectedMembers(resources);
+    const int port = ReservePort(options_.port);
+    coordinator_endpoint_ = fmt::format("127.0.0.1:{}", port);
+    log_dir_ = options_.log_dir.empty()
+                   ? (fs::current_path() / "autodist-logs" / job_.metadata.name).string()
+                   : options_.log_dir;
+    launcher::InterruptGuard interrupt;
+    ProcessGroup group(log_dir_, Echo());
+    for (const comm::MemberInfo& member : members_) fs::remove(ResultFile(member.node));
+    out_ << fmt::format("autodist run: job {} with {} workers and {} parameter servers; logs in {}",
+                        job_.metadata.name, CountRole(comm::MemberRole::kWorker),
+                        CountRole(comm::MemberRole::kParameterServer), log_dir_)
+         << std::endl;
+    started_ = Clock::now();
+    for (const comm::MemberInfo& member : members_) group.Start(Spec(member));
+    coordinator_.emplace(coordinator_endpoint_);
+    return Watch(group, interrupt);
+  }
+
+ private:
+  void CheckInputs() {
+    const std::string& model = job::RequireLocalModel(job_);
+    AD_CHECK(fs::is_regular_file(model), kNotFound,
+             "{}: spec.model.path: model file '{}' does not exist", options_.manifest, model);
+    runtime_ = options_.runtime.empty() ? DefaultRuntime() : options_.runtime;
+    AD_CHECK(::access(runtime_.c_str(), X_OK) == 0, kNotFound,
+             "the runtime executable '{}' does not exist or is not executable (give --runtime)",
+             runtime_);
+  }
+
+  int CountRole(comm::MemberRole role) const {
+    return static_cast<int>(std::count_if(members_.begin(), members_.end(),
+                                          [role](const auto& m) { return m.role == role; }));
+  }
+
+  std::string ResultFile(const std::string& node) const {
+    return (fs::path(log_dir_) / (node + ".result.json")).string();
+  }
+
+  launcher::LineSink Echo() {
+    if (!options_.verbose) return nullptr;
+    return [this](std::string_view name, std::string_view line) {
+      printer_.PrintLine(fmt::format("[{}] {}", name, line));
+    };
+  }
+
+  launcher::ProcessSpec Spec(const comm::MemberInfo& member) const {
+    const bool worker = member.role == comm::MemberRole::kWorker;
+    const int threads =
+        worker ? (options_.threads > 0 ? options_.threads
+                                       : DefaultThreads(CountRole(comm::MemberRole::kWorker)))
+               : 1;
+    launcher::ProcessSpec spec;
+    spec.name = member.node;
+    spec.argv = {runtime_,
+                 "--job",
+                 fs::absolute(options_.manifest).string(),
+                 "--node",
+                 member.node,
+                 "--coordinator",
+                 coordinator_endpoint_,
+                 "--result-file",
+                 ResultFile(member.node),
+                 "--threads",
+                 std::to_string(threads),
+                 "--heartbeat-timeout-ms",
+                 std::to_string(options_.heartbeat_timeout.count())};
+    return spec;
+  }
+
+  int Watch(ProcessGroup& group, const launcher::InterruptGuard& interrupt) {
+    auto last_status = Clock::now() - kStatusInterval;
+    const std::optional<int64_t> deadline = job_.run_policy.active_deadline_seconds;
+    while (true) {
+      if (const auto exit = group.WaitAny(kPollInterval)) {
+        if (exit->failed()) return Fail(group, *exit);
+        if (group.AllExited()) return Succeed();
+      }
+      if (interrupt.Requested()) return Interrupt(group, interrupt);
+      const double elapsed = Seconds(Clock::now() - started_);
+      if (deadline && elapsed > static_cast<double>(*deadline)) {
+        return Stop(group, fmt::format("spec.runPolicy.activeDeadlineSeconds: the job ran longer "
+                                       "than {} s and was stopped",
+                                       *deadline));
+      }
+      if (Clock::now() - last_status >= kStatusInterval) {
+        last_status = Clock::now();
+        ShowProgress();
+      }
+    }
+  }
+
+  static double Seconds(Clock::duration duration) {
+    return std::chrono::duration<double>(duration).count();
+  }
+
+  void ShowProgress() {
+    comm::StatusSnapshot status;
+    try {
+      status = coordinator_->Status(std::chrono::milliseconds(300));
+    } catch (const Error&) {
+      return;  // the chief is not serving yet, or already gone: nothing new to show
+    }
+    const auto now = Clock::now();
+    rate_.Record(now, status.step, status.samples);
+    launcher::ProgressSnapshot snapshot;
+    snapshot.step = status.step;
+    snapshot.total_steps = status.total_steps;
+    snapshot.loss = status.loss;
+    snapshot.samples_per_second = rate_.SamplesPerSecond();
+    snapshot.steps_per_second = rate_.StepsPerSecond();
+    snapshot.elapsed_seconds = Seconds(now - started_);
+    printer_.Update(snapshot, now);
+  }
+
+  // Tells the running members why the job stops (so their logs say it), then stops them all.
+  std::vector<ProcessExit> StopAll(ProcessGroup& group, const std::string& reason) {
+    try {
+      coordinator_->Abort(reason);
+    } catch (const Error&) {
+      // The coordinator lives in the chief, which may be the process that died.
+    }
+    return group.TerminateAll(options_.stop_grace);
+  }
+
+  int Fail(ProcessGroup& group, const ProcessExit& exit) {
+    printer_.Finish();
+    StopAll(group, launcher::DescribeExit(exit));
+    err_ << "autodist run: job " << job_.metadata.name << " failed: "
+         << launcher::FailureReport(exit, group.LogPath(exit.name),
+                                    group.LastLines(exit.name, kFailureLines))
+         << "\nlogs: " << log_dir_ << std::endl;
+    return kExitJobFailed;
+  }
+
+  int Stop(ProcessGroup& group, const std::string& reason) {
+    printer_.Finish();
+    StopAll(group, reason);
+    err_ << "autodist run: job " << job_.metadata.name << " failed: " << reason
+         << "\nlogs: " << log_dir_ << std::endl;
+    return kExitJobFailed;
+  }
+
+  int Interrupt(ProcessGroup& group, const launcher::InterruptGuard& interrupt) {
+    printer_.Finish();
+    err_ << "autodist run: interrupted; stopping every process" << std::endl;
+    StopAll(group, "interrupted by the user");
+    err_ << "autodist run: stopped; logs: " << log_dir_ << std::endl;
+    return interrupt.ExitCode();
+  }
+
+  int Succeed() {
+    printer_.Finish();
+    std::vector<job::MemberResult> results;
+    for (const comm::MemberInfo& member : members_) {
+      results.push_back(job::ReadMemberResult(ResultFile(member.node)));
+    }
+    out_ << launcher::FormatRunSummary(job_.metadata.name, Seconds(Clock::now() - started_),
+                                       results, log_dir_)
+         << std::flush;
+    return 0;
+  }
+
+  const RunOptions& options_;
+  std::ostream& out_;
+  std::ostream& err_;
+  const job::JobSpec job_;
+  launcher::ProgressPrinter printer_;
+  launcher::RateMeter rate_;
+  std::vector<comm::MemberInfo> members_;
+  std::string runtime_;
+  std::string coordinator_endpoint_;
+  std::string log_dir_;
+  std::optional<comm::CoordinatorClient> coordinator_;
+  Clock::time_point started_;
+};
+
+}  // namespace
+
+int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  JobRun run(options, out, err);
+  return run.Run();
+}
+
+}  // namespace autodist::cli

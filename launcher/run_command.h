@@ -1,0 +1,31 @@
+// `autodist run job.yaml`: the same AutoDistJob manifest `kubectl apply` takes, run on this
+// machine as local processes — the chief (worker 0, which hosts the coordinator), the other
+// workers and the parameter servers, each an `autodist-runtime --job` member. Shows one live
+// progress line, keeps each process's log in the log directory, prints a summary at the end, and
+// stops every process when one fails, the deadline passes or the user presses Ctrl-C.
+#pragma once
+
+#include <chrono>
+#include <ostream>
+#include <string>
+
+namespace autodist::cli {
+
+struct RunOptions {
+  std::string manifest;
+  std::string log_dir;   // default: autodist-logs/<job name> under the current directory
+  int port = 0;          // the coordinator's port on 127.0.0.1; 0: a free one
+  bool verbose = false;  // also echo every process's output lines
+  std::string runtime;   // the autodist-runtime executable; default: next to `autodist`
+  int threads = 0;       // compute threads per worker; 0: the cores shared among the workers
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
+  bool live_progress = false;                  // rewrite the progress line in place (a terminal)
+};
+
+// Exit codes: 0 the job succeeded; 1 a process failed (or the deadline passed); 128 + signal
+// when interrupted. Throws autodist::Error for a bad manifest, a missing model, a port in use or
+// a missing runtime executable, before anything is started.
+int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace autodist::cli

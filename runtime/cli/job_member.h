@@ -1,0 +1,38 @@
+// One process of a distributed job, as `autodist run` (or a pod) starts it:
+//   autodist-runtime --job job.yaml --node worker-1 --coordinator 10.0.0.5:7070
+// Every process reads the same manifest. The chief (worker 0) compiles the Strategy and hosts the
+// coordinator on the coordinator address; every process hosts a parameter-server service; workers
+// train under the Strategy, parameter-server nodes serve until every worker has finished.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace autodist::cli {
+
+struct MemberOptions {
+  std::string job_file;                // the AutoDistJob manifest
+  std::string node;                    // this process's node: "worker-0", "ps-1"
+  std::string coordinator;             // host:port where the chief serves the coordinator
+  std::string listen = "127.0.0.1:0";  // where the other members serve (port 0: any free port)
+  std::string advertise_host;          // host others reach this member at; empty: listen's host
+  std::string job_id;                  // empty: the manifest's metadata.name
+  std::string result_file;             // write this member's result (JSON) here at the end
+  int threads = 0;                     // compute threads; 0: all cores
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_timeout{10000};  // a member silent this long fails the job
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::minutes(2)};
+};
+
+// Exit codes of a member process.
+inline constexpr int kMemberExitOk = 0;
+inline constexpr int kMemberExitFailure = 1;
+inline constexpr int kMemberExitBadInput = 2;
+inline constexpr int kMemberExitJobFailed = 3;  // another member failed; this one was stopped
+
+// Runs the member to the end. Throws autodist::Error on bad input or failure (after telling the
+// coordinator, when it was reached). A job failure seen through the heartbeat ends the process
+// with kMemberExitJobFailed.
+void RunMember(const MemberOptions& options);
+
+}  // namespace autodist::cli

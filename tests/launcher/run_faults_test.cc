@@ -1,0 +1,149 @@
+// `autodist run` when things go wrong: bad manifests and inputs are refused before anything
+// starts; a member killed mid-run stops the whole job within the heartbeat deadline with a
+// message naming it, and no process of the job is left behind; the run-time deadline and a
+// member that cannot start end the run the same way.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+
+#include "tests/launcher/run_job_test_util.h"
+
+namespace autodist::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Processes whose command line mentions `needle` (the test's private directory).
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::string cmdline = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && ProcessAlive(pid)) found.push_back(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
+// The pid of the member `node` of the job whose manifest is `manifest`, once it runs.
+pid_t WaitForMember(const std::string& manifest, const std::string& node) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    for (pid_t pid : ProcessesMentioning(manifest + " --node " + node + " ")) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
+
+// Waits until `path` contains `text`.
+bool WaitForText(const std::string& path, const std::string& text) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    if (ReadText(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+JobParams LongRun() {
+  JobParams params;
+  params.steps = 1000000;
+  return params;
+}
+
+TEST(RunFaultsTest, KilledWorkerStopsTheJobNamingItAndLeavesNothingBehind) {
+  TempDir dir;
+  const std::string manifest = WriteManifest(dir, JobYaml(LongRun(), dir / "ckpt"));
+  const cli::RunOptions options = OptionsFor(dir, manifest);
+  auto run = std::async(std::launch::async, [&] { return RunManifest(options); });
+  const pid_t victim = WaitForMember(manifest, "worker-1");
+  ASSERT_NE(victim, 0) << "worker-1 never started";
+  ASSERT_TRUE(WaitForText(dir / "logs/worker-1.log", "step 3/"));
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const RunOutcome outcome = run.get();
+  // The launcher sees the exit at once; the heartbeat deadline (3 s here) bounds it anyway.
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(15));
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("worker-1"));
+  EXPECT_THAT(outcome.err, HasSubstr("SIGKILL"));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+TEST(RunFaultsTest, DeadlineStopsTheJob) {
+  TempDir dir;
+  JobParams params = LongRun();
+  params.run_policy = "    activeDeadlineSeconds: 2\n";
+  const RunOutcome outcome =
+      RunManifest(OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt"))));
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("activeDeadlineSeconds"));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+TEST(RunFaultsTest, MemberFailingAtStartNamesItsError) {
+  TempDir dir;
+  JobParams params;
+  params.model = "embedding";
+  params.builder = "AllReduce";  // not run by this runtime yet: the chief refuses the strategy
+  params.parameter_servers = 0;
+  const RunOutcome outcome =
+      RunManifest(OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt"))));
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("AllReduceSynchronizer"));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+TEST(RunFaultsTest, PortInUseIsRefusedBeforeStarting) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int port = ntohs(address.sin_port);
+
+  TempDir dir;
+  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(JobParams{}, "ckpt")));
+  options.port = port;
+  const Error error = ErrorOf([&] { RunManifest(options); });
+  EXPECT_THAT(error.what(), HasSubstr(std::to_string(port)));
+  EXPECT_THAT(error.what(), HasSubstr("in use"));
+  close(fd);
+}
+
+TEST(RunFaultsTest, MissingModelIsRefusedNamingThePath) {
+  TempDir dir;
+  std::string yaml = JobYaml(JobParams{}, "ckpt");
+  const std::string model = kParityDir + "mlp/model.onnx";
+  yaml.replace(yaml.find(model), model.size(), "/nonexistent/model.onnx");
+  const Error error = ErrorOf([&] { RunManifest(OptionsFor(dir, WriteManifest(dir, yaml))); });
+  EXPECT_EQ(error.code(), ErrorCode::kNotFound);
+  EXPECT_THAT(error.what(), HasSubstr("/nonexistent/model.onnx"));
+  EXPECT_THAT(error.what(), HasSubstr("spec.model.path"));
+}
+
+TEST(RunFaultsTest, InvalidManifestIsRefusedWithItsYamlPath) {
+  TempDir dir;
+  std::string yaml = JobYaml(JobParams{}, "ckpt");
+  yaml.replace(yaml.find("workers: 2"), 10, "workers: two");
+  const Error error = ErrorOf([&] { RunManifest(OptionsFor(dir, WriteManifest(dir, yaml))); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr("spec.resources.workers"));
+}
+
+}  // namespace
+}  // namespace autodist::launcher

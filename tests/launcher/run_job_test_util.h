@@ -1,0 +1,156 @@
+// Shared by the `autodist run` tests: writing a job manifest into a private directory, running it
+// in-process (RunJob spawns the real autodist-runtime members), and reading the checkpoint the
+// chief wrote at the end.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launcher/run_command.h"
+#include "runtime/exec/checkpoint.h"
+#include "tests/launcher/launcher_test_util.h"
+
+namespace autodist::launcher {
+
+inline const std::string kParityDir = std::string(AUTODIST_FIXTURES_DIR) + "/parity/";
+
+// The parts of a manifest the tests vary; the rest is fixed by JobYaml.
+struct JobParams {
+  std::string name = "parity";
+  std::string model = "mlp";  // a parity fixture: mlp or embedding
+  std::string builder = "PS";
+  std::string strategy_options;  // YAML lines under spec.strategy.options, already indented
+  int workers = 2;
+  int replicas_per_worker = 1;
+  int parameter_servers = 1;
+  int batch = 8;  // per replica
+  int steps = 5;
+  std::string optimizer = "name: sgd\n      lr: 0.1\n      momentum: 0.9";
+  std::string extra_training;  // YAML lines under spec.training
+  std::string run_policy;      // YAML lines under spec.runPolicy
+};
+
+inline std::string TrainFiles(const std::string& model) {
+  const std::string dir = kParityDir + model + "/";
+  if (model == "embedding") {
+    return fmt::format("      tokens: {0}tokens.npy\n      label: {0}label.npy\n", dir);
+  }
+  return fmt::format("      image: {0}image.npy\n      label: {0}label.npy\n", dir);
+}
+
+// A manifest training `params` with a checkpoint written at the end into `checkpoint_dir`.
+inline std::string JobYaml(const JobParams& params, const std::string& checkpoint_dir) {
+  std::string yaml = fmt::format(
+      "apiVersion: autodist.io/v1alpha1\n"
+      "kind: AutoDistJob\n"
+      "metadata:\n"
+      "  name: {}\n"
+      "spec:\n"
+      "  model:\n"
+      "    path: {}\n"
+      "  data:\n"
+      "    format: files\n"
+      "    train:\n{}"
+      "    batchSizePerReplica: {}\n"
+      "    shuffle: true\n"
+      "    seed: 3\n"
+      "  training:\n"
+      "    steps: {}\n"
+      "    optimizer:\n      {}\n"
+      "    logIntervalSteps: 1\n"
+      "    checkpoint:\n"
+      "      path: {}\n"
+      "      resume: false\n{}"
+      "  strategy:\n"
+      "    builder: {}\n",
+      params.name, kParityDir + params.model + "/model.onnx", TrainFiles(params.model),
+      params.batch, params.steps, params.optimizer, checkpoint_dir, params.extra_training,
+      params.builder);
+  if (!params.strategy_options.empty()) yaml += "    options:\n" + params.strategy_options;
+  yaml += fmt::format(
+      "  resources:\n"
+      "    workers: {}\n"
+      "    replicasPerWorker: {}\n"
+      "    parameterServers: {}\n",
+      params.workers, params.replicas_per_worker, params.parameter_servers);
+  if (!params.run_policy.empty()) yaml += "  runPolicy:\n" + params.run_policy;
+  return yaml;
+}
+
+struct RunOutcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline cli::RunOptions OptionsFor(const TempDir& dir, const std::string& manifest) {
+  cli::RunOptions options;
+  options.manifest = manifest;
+  options.log_dir = dir / "logs";
+  options.runtime = std::string(AUTODIST_BIN_DIR) + "/autodist-runtime";
+  options.threads = 1;
+  options.heartbeat_timeout = std::chrono::milliseconds(3000);
+  options.stop_grace = std::chrono::milliseconds(2000);
+  return options;
+}
+
+inline std::string WriteManifest(const TempDir& dir, const std::string& yaml) {
+  const std::string path = dir / "job.yaml";
+  std::ofstream(path) << yaml;
+  return path;
+}
+
+inline RunOutcome RunManifest(const cli::RunOptions& options) {
+  std::ostringstream out;
+  std::ostringstream err;
+  RunOutcome outcome;
+  outcome.exit_code = cli::RunJob(options, out, err);
+  outcome.out = out.str();
+  outcome.err = err.str();
+  if (outcome.exit_code != 0 && std::filesystem::is_directory(options.log_dir)) {
+    // Every process's whole log, for the failure message of the test.
+    for (const auto& entry : std::filesystem::directory_iterator(options.log_dir)) {
+      if (entry.path().extension() != ".log") continue;
+      outcome.err += "\n--- " + entry.path().string() + "\n" + ReadText(entry.path().string());
+    }
+  }
+  return outcome;
+}
+
+// The variables of the latest checkpoint in `dir`, by name.
+inline std::map<std::string, std::vector<float>> CheckpointVariables(const std::string& dir) {
+  const auto path = exec::LatestCheckpoint(dir);
+  if (!path) throw std::runtime_error("no checkpoint in " + dir);
+  const auto checkpoint = exec::ReadCheckpoint(*path);
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& value : checkpoint.variables()) {
+    const tensor::Tensor t = exec::FromTensorValue(value, "test");
+    values[value.name()] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  }
+  return values;
+}
+
+// Every variable of `got` within `relative` of `expected` (relative to max(1, |expected|)).
+inline void ExpectSameVariables(const std::map<std::string, std::vector<float>>& expected,
+                                const std::map<std::string, std::vector<float>>& got,
+                                double relative) {
+  ASSERT_EQ(expected.size(), got.size());
+  for (const auto& [name, values] : expected) {
+    ASSERT_TRUE(got.contains(name)) << name;
+    const auto& other = got.at(name);
+    ASSERT_EQ(values.size(), other.size()) << name;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_NEAR(other[i], values[i], relative * std::max(1.0F, std::abs(values[i])))
+          << name << "[" << i << "]";
+    }
+  }
+}
+
+}  // namespace autodist::launcher
