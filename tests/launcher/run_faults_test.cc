@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <future>
@@ -77,6 +78,51 @@ TEST(RunFaultsTest, KilledWorkerStopsTheJobNamingItAndLeavesNothingBehind) {
   EXPECT_EQ(outcome.exit_code, 1);
   EXPECT_THAT(outcome.err, HasSubstr("worker-1"));
   EXPECT_THAT(outcome.err, HasSubstr("SIGKILL"));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+TEST(RunFaultsTest, HungWorkerFailsTheJobWithinTheHeartbeatDeadline) {
+  TempDir dir;
+  const std::string manifest = WriteManifest(dir, JobYaml(LongRun(), dir / "ckpt"));
+  const cli::RunOptions options = OptionsFor(dir, manifest);
+  auto run = std::async(std::launch::async, [&] { return RunManifest(options); });
+  const pid_t victim = WaitForMember(manifest, "worker-1");
+  ASSERT_NE(victim, 0) << "worker-1 never started";
+  ASSERT_TRUE(WaitForText(dir / "logs/worker-1.log", "step 3/"));
+  // Alive but silent: only the coordinator's heartbeat deadline (3 s here) can notice.
+  const auto stopped_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(victim, SIGSTOP), 0);
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const RunOutcome outcome = run.get();
+  const auto took = std::chrono::steady_clock::now() - stopped_at;
+  EXPECT_GE(took, std::chrono::seconds(3));
+  EXPECT_LT(took, std::chrono::seconds(20));
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("worker-1 (worker rank 1"));
+  EXPECT_THAT(outcome.err, HasSubstr("sent no heartbeat"));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+// Ctrl-C at the terminal: the launcher binary stops every member and exits 128 + SIGINT.
+TEST(RunFaultsTest, InterruptStopsEveryProcess) {
+  TempDir dir;
+  const std::string manifest = WriteManifest(dir, JobYaml(LongRun(), dir / "ckpt"));
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    const std::string binary = std::string(AUTODIST_BIN_DIR) + "/autodist";
+    const std::string log_dir = dir / "logs";
+    freopen("/dev/null", "w", stdout);
+    execl(binary.c_str(), binary.c_str(), "run", manifest.c_str(), "--log-dir", log_dir.c_str(),
+          "--threads", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(WaitForText(dir / "logs/worker-1.log", "step 3/"));
+  ASSERT_EQ(kill(launcher, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
 

@@ -35,8 +35,10 @@ struct JobParams {
   std::string optimizer = "name: sgd\n      lr: 0.1\n      momentum: 0.9";
   std::string extra_training;  // YAML lines under spec.training
   std::string run_policy;      // YAML lines under spec.runPolicy
+  bool eval = false;           // evaluate on the training files at the end
 };
 
+// The graph inputs of a parity fixture and their files, as YAML lines under data.train.
 inline std::string TrainFiles(const std::string& model) {
   const std::string dir = kParityDir + model + "/";
   if (model == "embedding") {
@@ -57,7 +59,7 @@ inline std::string JobYaml(const JobParams& params, const std::string& checkpoin
       "    path: {}\n"
       "  data:\n"
       "    format: files\n"
-      "    train:\n{}"
+      "    train:\n{}{}"
       "    batchSizePerReplica: {}\n"
       "    shuffle: true\n"
       "    seed: 3\n"
@@ -71,7 +73,7 @@ inline std::string JobYaml(const JobParams& params, const std::string& checkpoin
       "  strategy:\n"
       "    builder: {}\n",
       params.name, kParityDir + params.model + "/model.onnx", TrainFiles(params.model),
-      params.batch, params.steps, params.optimizer, checkpoint_dir, params.extra_training,
+      params.eval ? "    eval:\n" + TrainFiles(params.model) : std::string(), params.batch, params.steps, params.optimizer, checkpoint_dir, params.extra_training,
       params.builder);
   if (!params.strategy_options.empty()) yaml += "    options:\n" + params.strategy_options;
   yaml += fmt::format(
