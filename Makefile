@@ -15,7 +15,7 @@ configure: setup
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Until the training runtime lands: inspect and compile the example model.
+# Inspects the example model, compiles a strategy and trains it with `autodist run`.
 run: build
 	scripts/run-example.sh $(BUILD_DIR)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make run`: inspect the Fashion-MNIST example model, compile strategies for it (the example
-# resource spec; a 2-worker x 2-GPU cluster with 2 PS), then train it for one epoch on this
-# machine with the single-process runtime. (`autodist run` of a job manifest comes next.)
+# `make run`: inspect the Fashion-MNIST example model, compile a strategy for it, then train it
+# with `autodist run examples/fashion-mnist/job-ps.yaml` — 2 workers and 1 parameter server as
+# local processes, the same manifest `kubectl apply` takes.
 set -euo pipefail
 BUILD_DIR="${1:-build}"
 AUTODIST="$BUILD_DIR/bin/autodist"
@@ -10,15 +10,11 @@ EXAMPLE=examples/fashion-mnist
 echo "== autodist inspect $EXAMPLE/fmnist_mlp.onnx"
 "$AUTODIST" inspect "$EXAMPLE/fmnist_mlp.onnx"
 echo
-echo "== autodist compile --strategy PSLoadBalancing (resource spec: $EXAMPLE/resource_spec.yml)"
-"$AUTODIST" compile --model "$EXAMPLE/fmnist_mlp.onnx" --resources "$EXAMPLE/resource_spec.yml" \
-  --strategy PSLoadBalancing --option sync=true
+echo "== autodist compile --strategy PSLoadBalancing --workers 2 --ps 1"
+"$AUTODIST" compile --model "$EXAMPLE/fmnist_mlp.onnx" --workers 2 --ps 1 \
+  --strategy PSLoadBalancing --option sync=true -o "$BUILD_DIR/fmnist_mlp.strategy.txt"
 echo
-echo "== autodist compile --strategy PartitionedPS --workers 2 --gpus-per-worker 2 --ps 2"
-"$AUTODIST" compile --model "$EXAMPLE/fmnist_mlp.onnx" --workers 2 --gpus-per-worker 2 --ps 2 \
-  --strategy PartitionedPS -o "$BUILD_DIR/fmnist_mlp.strategy.txt"
-echo
-echo "== autodist-runtime: one epoch of the MLP on Fashion-MNIST"
-"$BUILD_DIR/bin/autodist-runtime" --model "$EXAMPLE/fmnist_mlp.onnx" --data fashion-mnist \
-  --optimizer adam --lr 1e-3 --batch-size 64 --epochs 1 --log-every 200 \
-  --export "$BUILD_DIR/fmnist_mlp.trained.onnx"
+echo "== autodist run $EXAMPLE/job-ps.yaml"
+# The job resumes from its latest checkpoint when there is one; `make run` trains from scratch.
+rm -rf "$EXAMPLE/fmnist-ps-ckpt"
+"$AUTODIST" run "$EXAMPLE/job-ps.yaml" --log-dir "$BUILD_DIR/autodist-logs/fmnist-ps"
