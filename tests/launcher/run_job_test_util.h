@@ -73,8 +73,8 @@ inline std::string JobYaml(const JobParams& params, const std::string& checkpoin
       "  strategy:\n"
       "    builder: {}\n",
       params.name, kParityDir + params.model + "/model.onnx", TrainFiles(params.model),
-      params.eval ? "    eval:\n" + TrainFiles(params.model) : std::string(), params.batch, params.steps, params.optimizer, checkpoint_dir, params.extra_training,
-      params.builder);
+      params.eval ? "    eval:\n" + TrainFiles(params.model) : std::string(), params.batch,
+      params.steps, params.optimizer, checkpoint_dir, params.extra_training, params.builder);
   if (!params.strategy_options.empty()) yaml += "    options:\n" + params.strategy_options;
   yaml += fmt::format(
       "  resources:\n"

@@ -78,9 +78,9 @@ std::string ShortFashionMnistJob(int steps, const std::string& options = "") {
   std::string yaml =
       ReadText(std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/job-ps.yaml");
   yaml = std::regex_replace(yaml, std::regex("epochs: 2"), "steps: " + std::to_string(steps));
-  yaml = std::regex_replace(yaml, std::regex("path: fmnist_mlp.onnx"),
-                            "path: " + std::string(AUTODIST_SOURCE_DIR) +
-                                "/examples/fashion-mnist/fmnist_mlp.onnx");
+  yaml = std::regex_replace(
+      yaml, std::regex("path: fmnist_mlp.onnx"),
+      "path: " + std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/fmnist_mlp.onnx");
   yaml = std::regex_replace(yaml, std::regex("    checkpoint:\n.*\n.*\n"), "");
   yaml = std::regex_replace(yaml, std::regex("    exportPath: .*\n"), "");
   if (!options.empty()) {
