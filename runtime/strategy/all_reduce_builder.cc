@@ -15,7 +15,7 @@ class AllReduceBuilder final : public StrategyBuilder {
     for (const graph::Variable& variable : input.variables) {
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
-      SetAllReduceSynchronizer(options_.spec, options_.compressor, index / options_.chunk_size,
+      SetAllReduceSynchronizer(options_, index / options_.chunk_size,
                                *node->mutable_allreducesynchronizer());
       ++index;
     }
@@ -31,12 +31,8 @@ class AllReduceBuilder final : public StrategyBuilder {
 }  // namespace
 
 std::unique_ptr<StrategyBuilder> MakeAllReduceBuilder(OptionReader& reader) {
-  AllReduceOptions options;
-  options.chunk_size = reader.Int("chunk_size", 128, 1);
-  options.spec = reader.Spec("all_reduce_spec", autodist::proto::AllReduceSynchronizer::NCCL);
-  options.compressor =
-      reader.Compressor("compressor", autodist::proto::AllReduceSynchronizer::NoneCompressor);
-  return std::make_unique<AllReduceBuilder>(options);
+  return std::make_unique<AllReduceBuilder>(
+      ReadAllReduceOptions(reader, autodist::proto::AllReduceSynchronizer::NCCL, true));
 }
 
 }  // namespace autodist::strategy

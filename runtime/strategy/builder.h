@@ -39,19 +39,20 @@ void SetReplicas(const ResourceSpec& resources, autodist::proto::Strategy& strat
 void SetPsSynchronizer(const std::string& destination, const PsOptions& options,
                        autodist::proto::PSSynchronizer& synchronizer);
 
-// Fills an AllReduceSynchronizer.
-void SetAllReduceSynchronizer(autodist::proto::AllReduceSynchronizer::Spec spec,
-                              autodist::proto::AllReduceSynchronizer::Compressor compressor,
-                              int group, autodist::proto::AllReduceSynchronizer& synchronizer);
+// Fills an AllReduceSynchronizer: spec, compressor (with the parameters it uses) and group.
+void SetAllReduceSynchronizer(const AllReduceOptions& options, int group,
+                              autodist::proto::AllReduceSynchronizer& synchronizer);
 
 }  // namespace autodist::strategy
 
 namespace autodist::strategy {
 
 // Fills `node` for an all-reduced variable cut into `shards` along `axis` (no cut when
-// shards == 1): spec AUTO, no compression, and shard i in group (counter + i) / chunk_size, as
-// AutoDist's partitioned all-reduce builders do. Returns the counter advanced by `shards`.
+// shards == 1): `options`' spec, no compression, and shard i in group (counter + i) /
+// chunk_size, as AutoDist's partitioned all-reduce builders do. Returns the counter advanced by
+// `shards`.
 int FillPartitionedAllReduce(const graph::Variable& variable, size_t axis, int64_t shards,
-                             int counter, int chunk_size, autodist::proto::Strategy::Node& node);
+                             int counter, const AllReduceOptions& options,
+                             autodist::proto::Strategy::Node& node);
 
 }  // namespace autodist::strategy

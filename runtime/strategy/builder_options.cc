@@ -89,6 +89,22 @@ int64_t OptionReader::Int64(const std::string& key, int64_t default_value) {
   return parsed;
 }
 
+double OptionReader::Double(const std::string& key, double default_value, double minimum,
+                            double maximum) {
+  const std::string* value = Find(key);
+  if (value == nullptr) return default_value;
+  double parsed = 0;
+  const char* last = value->data() + value->size();
+  const auto [ptr, ec] = std::from_chars(value->data(), last, parsed);
+  AD_CHECK(
+      ec == std::errc() && ptr == last && !value->empty() && parsed > minimum && parsed <= maximum,
+      kInvalidArgument, "builder {}: option {}: expected a number in ({}, {}], got '{}'", builder_,
+      key, minimum, maximum, *value);
+  return parsed;
+}
+
+bool OptionReader::Given(const std::string& key) const { return values_.contains(key); }
+
 int OptionReader::Int(const std::string& key, int default_value, int minimum) {
   const int64_t parsed = Int64(key, default_value);
   AD_CHECK(parsed >= minimum && parsed <= std::numeric_limits<int>::max(), kInvalidArgument,
@@ -127,6 +143,7 @@ void OptionReader::RejectUnread() const {
 }
 
 PsOptions ReadPsOptions(OptionReader& reader) {
+  using autodist::proto::AllReduceSynchronizer;
   PsOptions options;
   options.local_proxy_variable = reader.Bool("local_proxy_variable", false);
   options.sync = reader.Bool("sync", true);
@@ -134,6 +151,45 @@ PsOptions ReadPsOptions(OptionReader& reader) {
   AD_CHECK(options.staleness == 0 || options.sync, kInvalidArgument,
            "staleness={} needs sync=true: bounded staleness only applies to synchronous training",
            options.staleness);
+  options.compressor = reader.Compressor("compressor", AllReduceSynchronizer::NoneCompressor);
+  AD_CHECK(options.compressor != AllReduceSynchronizer::PowerSGDCompressor, kInvalidArgument,
+           "compressor=PowerSGDCompressor needs an all-reduce (its factors are summed across "
+           "workers); pushes to a parameter server take NoneCompressor, HorovodCompressor, "
+           "HorovodCompressorEF or TopKCompressorEF");
+  AD_CHECK(!reader.Given("topk_fraction") ||
+               options.compressor == AllReduceSynchronizer::TopKCompressorEF,
+           kInvalidArgument, "option topk_fraction applies only to compressor=TopKCompressorEF");
+  options.topk_fraction = reader.Double("topk_fraction", 0.01, 0.0, 1.0);
+  return options;
+}
+
+AllReduceOptions ReadAllReduceOptions(OptionReader& reader,
+                                      autodist::proto::AllReduceSynchronizer::Spec spec,
+                                      bool with_compressor) {
+  using autodist::proto::AllReduceSynchronizer;
+  AllReduceOptions options;
+  options.chunk_size = reader.Int("chunk_size", 128, 1);
+  options.spec = reader.Spec("all_reduce_spec", spec);
+  if (!with_compressor) return options;
+  options.compressor = reader.Compressor("compressor", AllReduceSynchronizer::NoneCompressor);
+  const auto only_with = [&](const char* key, AllReduceSynchronizer::Compressor compressor) {
+    AD_CHECK(!reader.Given(key) || options.compressor == compressor, kInvalidArgument,
+             "option {} applies only to compressor={}", key,
+             AllReduceSynchronizer::Compressor_Name(compressor));
+  };
+  only_with("powersgd_rank", AllReduceSynchronizer::PowerSGDCompressor);
+  only_with("powersgd_start_step", AllReduceSynchronizer::PowerSGDCompressor);
+  only_with("min_compression_elements", AllReduceSynchronizer::PowerSGDCompressor);
+  only_with("topk_fraction", AllReduceSynchronizer::TopKCompressorEF);
+  options.powersgd_rank = reader.Int("powersgd_rank", 1, 1);
+  options.powersgd_start_step = reader.Int64("powersgd_start_step", 0);
+  AD_CHECK(options.powersgd_start_step >= 0, kInvalidArgument,
+           "option powersgd_start_step must be >= 0, got {}", options.powersgd_start_step);
+  options.min_compression_elements = reader.Int64("min_compression_elements", 0);
+  AD_CHECK(options.min_compression_elements >= 0, kInvalidArgument,
+           "option min_compression_elements must be >= 0, got {}",
+           options.min_compression_elements);
+  options.topk_fraction = reader.Double("topk_fraction", 0.01, 0.0, 1.0);
   return options;
 }
 

@@ -3,6 +3,7 @@
 // manifest's camelCase (chunkSize); errors name the builder, the option and what was expected.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -15,19 +16,28 @@ namespace autodist::strategy {
 // Raw options: key -> value text, as given.
 using BuilderOptions = std::map<std::string, std::string>;
 
-// Options of the PS family (AutoDist: local_proxy_variable, sync, staleness).
+// Options of the PS family (AutoDist: local_proxy_variable, sync, staleness; ours: compressor
+// and topk_fraction for the pushed gradients).
 struct PsOptions {
   bool local_proxy_variable = false;
   bool sync = true;
   int staleness = 0;
+  autodist::proto::AllReduceSynchronizer::Compressor compressor =
+      autodist::proto::AllReduceSynchronizer::NoneCompressor;
+  double topk_fraction = 0.01;
 };
 
-// Options of the all-reduce family.
+// Options of the all-reduce family (AutoDist: chunk_size, all_reduce_spec, compressor; ours: the
+// parameters of the PowerSGD and TopK compressors).
 struct AllReduceOptions {
   int chunk_size = 128;
   autodist::proto::AllReduceSynchronizer::Spec spec = autodist::proto::AllReduceSynchronizer::NCCL;
   autodist::proto::AllReduceSynchronizer::Compressor compressor =
       autodist::proto::AllReduceSynchronizer::NoneCompressor;
+  int powersgd_rank = 1;
+  int64_t powersgd_start_step = 0;
+  int64_t min_compression_elements = 0;
+  double topk_fraction = 0.01;
 };
 
 // "chunkSize" -> "chunk_size"; snake_case keys are returned unchanged.
@@ -41,6 +51,10 @@ class OptionReader {
   bool Bool(const std::string& key, bool default_value);
   int Int(const std::string& key, int default_value, int minimum);
   int64_t Int64(const std::string& key, int64_t default_value);
+  // A number in (minimum, maximum]: exclusive below, inclusive above.
+  double Double(const std::string& key, double default_value, double minimum, double maximum);
+  // Whether the user gave `key` (without marking it read).
+  bool Given(const std::string& key) const;
   autodist::proto::AllReduceSynchronizer::Spec Spec(
       const std::string& key, autodist::proto::AllReduceSynchronizer::Spec default_value);
   autodist::proto::AllReduceSynchronizer::Compressor Compressor(
@@ -59,7 +73,15 @@ class OptionReader {
   std::set<std::string> read_;                 // keys the builder asked for
 };
 
-// The PS-family options, validated (staleness >= 0; staleness > 0 needs sync=true).
+// The PS-family options, validated (staleness >= 0; staleness > 0 needs sync=true; a push
+// compressor other than PowerSGD, which needs an all-reduce).
 PsOptions ReadPsOptions(OptionReader& reader);
+
+// The all-reduce family's options: chunk_size (>= 1), all_reduce_spec (default `spec`), and,
+// when `with_compressor`, compressor and its parameters, each accepted only with the compressor
+// it belongs to.
+AllReduceOptions ReadAllReduceOptions(OptionReader& reader,
+                                      autodist::proto::AllReduceSynchronizer::Spec spec,
+                                      bool with_compressor);
 
 }  // namespace autodist::strategy

@@ -28,9 +28,10 @@ class ParallaxBuilder final : public StrategyBuilder {
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
       if (!variable.sparse) {
-        SetAllReduceSynchronizer(autodist::proto::AllReduceSynchronizer::NCCL,
-                                 autodist::proto::AllReduceSynchronizer::NoneCompressor,
-                                 index / chunk_size_, *node->mutable_allreducesynchronizer());
+        AllReduceOptions dense;  // NCCL, no compression
+        dense.chunk_size = chunk_size_;
+        SetAllReduceSynchronizer(dense, index / chunk_size_,
+                                 *node->mutable_allreducesynchronizer());
       } else {
         // Only a group's sparse members live on the server; dense ones are all-reduced.
         const size_t device = balancer->PlaceWhole(

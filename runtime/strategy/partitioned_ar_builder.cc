@@ -17,7 +17,7 @@ class PartitionedArBuilder final : public StrategyBuilder {
     for (const graph::Variable& variable : input.variables) {
       const bool splittable = variable.partitionable && !variable.shape.empty();
       const int64_t shards = splittable ? SmallestDivisorShards(variable.shape[0]) : 1;
-      counter = FillPartitionedAllReduce(variable, 0, shards, counter, chunk_size_,
+      counter = FillPartitionedAllReduce(variable, 0, shards, counter, Options(),
                                          *strategy.add_node_config());
     }
     return strategy;
@@ -26,6 +26,14 @@ class PartitionedArBuilder final : public StrategyBuilder {
   bool UsesParameterServers() const override { return false; }
 
  private:
+  // AutoDist's partitioned all-reduce builders use spec AUTO and no compression.
+  AllReduceOptions Options() const {
+    AllReduceOptions options;
+    options.chunk_size = chunk_size_;
+    options.spec = autodist::proto::AllReduceSynchronizer::AUTO;
+    return options;
+  }
+
   int chunk_size_;
 };
 

@@ -34,7 +34,7 @@ class RandomAxisPartitionArBuilder final : public StrategyBuilder {
         axis = variable.sparse ? 0 : axes[random() % axes.size()];
         shards = SmallestDivisorShards(variable.shape[axis]);
       }
-      counter = FillPartitionedAllReduce(variable, axis, shards, counter, chunk_size_,
+      counter = FillPartitionedAllReduce(variable, axis, shards, counter, Options(),
                                          *strategy.add_node_config());
     }
     return strategy;
@@ -43,6 +43,14 @@ class RandomAxisPartitionArBuilder final : public StrategyBuilder {
   bool UsesParameterServers() const override { return false; }
 
  private:
+  // AutoDist's partitioned all-reduce builders use spec AUTO and no compression.
+  AllReduceOptions Options() const {
+    AllReduceOptions options;
+    options.chunk_size = chunk_size_;
+    options.spec = autodist::proto::AllReduceSynchronizer::AUTO;
+    return options;
+  }
+
   int chunk_size_;
   uint64_t seed_;
 };

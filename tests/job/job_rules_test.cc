@@ -362,7 +362,7 @@ const Rule kRules[] = {
     {"PsBuilderTakesNoChunkSize", "    builder: PS\n",
      "    builder: UnevenPartitionedPS\n    options: {chunkSize: 4}\n", "spec.strategy.options",
      "builder UnevenPartitionedPS does not take option 'chunkSize'; it takes: "
-     "local_proxy_variable, staleness, sync"},
+     "compressor, local_proxy_variable, staleness, sync, topk_fraction"},
     {"AllReduceTakesNoSync", "    builder: PS\n",
      "    builder: AllReduce\n    options: {sync: true}\n", "spec.strategy.options",
      "builder AllReduce does not take option 'sync'; it takes: all_reduce_spec, chunk_size, "

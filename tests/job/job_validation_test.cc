@@ -186,7 +186,7 @@ const BadCase kCases[] = {
      "\"PSLB\""},
     {"OptionNotTakenByBuilder", "      staleness: 2", "      chunkSize: 64",
      "job.yaml:51: spec.strategy.options: builder PartitionedPS does not take option "
-     "'chunkSize'; it takes: local_proxy_variable, staleness, sync"},
+     "'chunkSize'; it takes: compressor, local_proxy_variable, staleness, sync, topk_fraction"},
     {"OptionBadValue", "      staleness: 2", "      staleness: -1",
      "job.yaml:51: spec.strategy.options: builder PartitionedPS: option staleness must be >= 0, "
      "got -1"},

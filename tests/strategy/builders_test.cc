@@ -85,6 +85,20 @@ TEST(PsBuilderTest, EveryVariableOnTheFirstCpuWithOptions) {
   EXPECT_EQ(strategy.graph_config().replicas(2), kC);
 }
 
+TEST(PsBuilderTest, PushCompressionIsPerSynchronizer) {
+  const Strategy strategy = Build(FiveDense(), CpuNodes(2), "PSLoadBalancing",
+                                  {{"compressor", "TopKCompressorEF"}, {"topkFraction", "0.1"}});
+  for (const auto& node : strategy.node_config()) {
+    EXPECT_EQ(node.pssynchronizer().compressor(), AllReduceSynchronizer::TopKCompressorEF);
+    EXPECT_FLOAT_EQ(node.pssynchronizer().topk_fraction(), 0.1F);
+  }
+  ExpectError(
+      [&] {
+        Build(FiveDense(), CpuNodes(2), "PS", {{"compressor", "PowerSGDCompressor"}});
+      },
+      "compressor=PowerSGDCompressor needs an all-reduce");
+}
+
 TEST(PsBuilderTest, DefaultsAreAutoDists) {
   const Strategy strategy = Build(FiveDense(), CpuNodes(1), "PS");
   const auto& ps = strategy.node_config(0).pssynchronizer();
@@ -217,6 +231,43 @@ TEST(AllReduceTest, CamelCaseOptionsAsInManifests) {
                                   {{"chunkSize", "1"}, {"allReduceSpec", "ring"}});
   EXPECT_EQ(strategy.node_config(4).allreducesynchronizer().group(), 4);
   EXPECT_EQ(strategy.node_config(0).allreducesynchronizer().spec(), AllReduceSynchronizer::RING);
+}
+
+TEST(AllReduceTest, CompressorParametersGoWithTheirCompressor) {
+  const Strategy powersgd = Build(FiveDense(), GpuNodes({2}), "AllReduce",
+                                  {{"compressor", "PowerSGDCompressor"},
+                                   {"powersgdRank", "4"},
+                                   {"powersgdStartStep", "10"},
+                                   {"minCompressionElements", "1024"}});
+  const auto& first = powersgd.node_config(0).allreducesynchronizer();
+  EXPECT_EQ(first.compressor(), AllReduceSynchronizer::PowerSGDCompressor);
+  EXPECT_EQ(first.powersgd_rank(), 4);
+  EXPECT_EQ(first.powersgd_start_step(), 10);
+  EXPECT_EQ(first.min_compression_elements(), 1024);
+  EXPECT_EQ(first.topk_fraction(), 0.0F);  // not written for another compressor
+
+  const Strategy topk = Build(FiveDense(), GpuNodes({2}), "AllReduce",
+                              {{"compressor", "TopKCompressorEF"}, {"topk_fraction", "0.05"}});
+  EXPECT_FLOAT_EQ(topk.node_config(2).allreducesynchronizer().topk_fraction(), 0.05F);
+  EXPECT_EQ(topk.node_config(2).allreducesynchronizer().powersgd_rank(), 0);
+
+  ExpectError(
+      [&] {
+        Build(FiveDense(), GpuNodes({2}), "AllReduce", {{"powersgd_rank", "2"}});
+      },
+      "option powersgd_rank applies only to compressor=PowerSGDCompressor");
+  ExpectError(
+      [&] {
+        Build(FiveDense(), GpuNodes({2}), "AllReduce",
+              {{"compressor", "TopKCompressorEF"}, {"topk_fraction", "1.5"}});
+      },
+      "option topk_fraction: expected a number in (0, 1], got '1.5'");
+  ExpectError(
+      [&] {
+        Build(FiveDense(), GpuNodes({2}), "AllReduce",
+              {{"compressor", "PowerSGDCompressor"}, {"powersgd_rank", "0"}});
+      },
+      "option powersgd_rank must be >= 1, got 0");
 }
 
 TEST(PartitionedArTest, RunningShardCounterDefinesGroups) {
