@@ -4,24 +4,31 @@
 #
 #   scripts/setup.sh            # build + test dependencies
 #   scripts/setup.sh fixtures   # also the Python tools that regenerate tests/fixtures
+#   scripts/setup.sh bench      # also the peers benchmarks compare against (Open MPI for
+#                               # scripts/bench-allreduce.sh); the normal build never needs them
 set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake pkg-config
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libonnx-dev
+  libgloo-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libcpprest-dev
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   zlib1g-dev
+  python3-yaml
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
+BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
 
 packages=("${BUILD_PACKAGES[@]}")
-if [[ "${1:-}" == "fixtures" ]]; then
-  packages+=("${FIXTURE_PACKAGES[@]}")
-fi
+case "${1:-}" in
+  fixtures) packages+=("${FIXTURE_PACKAGES[@]}") ;;
+  bench) packages+=("${BENCH_PACKAGES[@]}") ;;
+esac
 
 missing=()
 for pkg in "${packages[@]}"; do

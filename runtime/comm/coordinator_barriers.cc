@@ -15,7 +15,7 @@ void Barriers::Arrive(const std::string& name, int64_t generation, int rank) {
            "Barrier '{}': worker '{}' sent a negative generation {}", name,
            workers_.at(static_cast<size_t>(rank)), generation);
   Key key(name, generation);
-  if (released_.count(key) > 0) return;
+  if (released_.contains(key)) return;
   std::vector<bool>& arrived = pending_[key];
   arrived.resize(workers_.size(), false);
   arrived.at(static_cast<size_t>(rank)) = true;
@@ -26,7 +26,7 @@ void Barriers::Arrive(const std::string& name, int64_t generation, int rank) {
 }
 
 bool Barriers::Released(const std::string& name, int64_t generation) const {
-  return released_.count(Key(name, generation)) > 0;
+  return released_.contains(Key(name, generation));
 }
 
 std::vector<std::string> Barriers::Missing(const std::string& name, int64_t generation) const {

@@ -257,4 +257,35 @@ std::map<std::string, tensor::Tensor> CoordinatorClient::ReduceStates(
   return Dense(assembler);
 }
 
+void CoordinatorClient::StoreSet(const std::string& node, const std::string& key,
+                                 const std::string& value) {
+  autodist::proto::StoreSetRequest request;
+  request.set_node(node);
+  request.set_key(key);
+  request.set_value(value);
+  grpc::ClientContext context;
+  SetDeadline(&context, options_.call_timeout);
+  autodist::proto::StoreSetReply reply;
+  const grpc::Status status = stub_->StoreSet(&context, request, &reply);
+  if (!status.ok()) ThrowRpcError(status, What("StoreSet"));
+}
+
+std::vector<std::string> CoordinatorClient::StoreGet(const std::string& node,
+                                                     const std::vector<std::string>& keys,
+                                                     milliseconds wait) {
+  autodist::proto::StoreGetRequest request;
+  request.set_node(node);
+  for (const std::string& key : keys) request.add_keys(key);
+  request.set_wait_ms(WaitMs(wait));
+  grpc::ClientContext context;
+  SetDeadline(&context, wait + options_.call_timeout);
+  autodist::proto::StoreGetReply reply;
+  const grpc::Status status = stub_->StoreGet(&context, request, &reply);
+  if (!status.ok()) ThrowRpcError(status, What("StoreGet"));
+  AD_CHECK(reply.values_size() == request.keys_size(), kInternal,
+           "{}: asked for {} keys, got {} values", What("StoreGet"), request.keys_size(),
+           reply.values_size());
+  return {reply.values().begin(), reply.values().end()};
+}
+
 }  // namespace autodist::comm

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "proto/coordinator.grpc.pb.h"
 #include "runtime/comm/coordinator_types.h"
@@ -99,6 +100,14 @@ class CoordinatorClient {
       const std::string& node, const std::string& round, int replicas,
       const std::map<std::string, tensor::Tensor>& sums, const std::set<std::string>& sum_states,
       std::chrono::milliseconds wait);
+
+  // The key-value store collectives rendezvous through (coordinator_gloo_store.h). Only
+  // registered workers may use it; keys are at most 1 KiB, values at most 1 MiB.
+  void StoreSet(const std::string& node, const std::string& key, const std::string& value);
+  // Waits up to `wait` until every key is set and returns their values in order. Throws
+  // kUnavailable naming the missing keys when the wait passes.
+  std::vector<std::string> StoreGet(const std::string& node, const std::vector<std::string>& keys,
+                                    std::chrono::milliseconds wait);
 
  private:
   // "coordinator (<endpoint>): <call>".

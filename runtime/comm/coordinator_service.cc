@@ -37,7 +37,8 @@ CoordinatorService::CoordinatorService(strategy::ResourceSpec spec,
       rendezvous_deadline_(RendezvousDeadline(started_, options.rendezvous_deadline)),
       job_(spec, std::move(job_id), started_),
       barriers_(job_.WorkerNodes()),
-      rounds_(job_.WorkerNodes()) {
+      rounds_(job_.WorkerNodes()),
+      store_(options.store_limits) {
   AD_CHECK(options_.heartbeat_deadline.count() > 0 && options_.max_wait.count() > 0 &&
                options_.max_tensor_bytes > 0,
            kInvalidArgument,
@@ -259,6 +260,46 @@ grpc::Status CoordinatorService::Abort(grpc::ServerContext* /*context*/,
     job_.Fail(fmt::format("aborted: {}",
                           request->reason().empty() ? "no reason given" : request->reason()));
     changed_.notify_all();
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CoordinatorService::StoreSet(grpc::ServerContext* /*context*/,
+                                          const autodist::proto::StoreSetRequest* request,
+                                          autodist::proto::StoreSetReply* /*reply*/) {
+  return Serve([&]() -> grpc::Status {
+    const std::string& node = request->node();
+    std::lock_guard lock(mutex_);
+    CheckOpen();
+    job_.RegisteredWorker(node, "StoreSet");
+    if (job_.failed()) return Aborted(node);
+    store_.Set(node, request->key(), request->value());
+    changed_.notify_all();
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status CoordinatorService::StoreGet(grpc::ServerContext* context,
+                                          const autodist::proto::StoreGetRequest* request,
+                                          autodist::proto::StoreGetReply* reply) {
+  return Serve([&]() -> grpc::Status {
+    const std::string& node = request->node();
+    const std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+    std::unique_lock lock(mutex_);
+    CheckOpen();
+    job_.RegisteredWorker(node, "StoreGet");
+    store_.CheckGet(node, keys);
+    if (job_.failed()) return Aborted(node);
+    const WaitEnd end =
+        WaitFor(lock, context, request->wait_ms(), [&] { return store_.Missing(keys).empty(); });
+    if (end != WaitEnd::kReady) {
+      std::vector<std::string> missing;
+      for (const std::string& key : store_.Missing(keys)) missing.push_back("'" + key + "'");
+      return WaitError(
+          end, node, fmt::format("StoreGet: worker '{}'", node), request->wait_ms(),
+          fmt::format("key{} {} to be set", missing.size() == 1 ? "" : "s", ListNodes(missing)));
+    }
+    for (std::string& value : store_.Get(node, keys)) reply->add_values(std::move(value));
     return grpc::Status::OK;
   });
 }

@@ -1,6 +1,7 @@
 // The coordinator service (proto/coordinator.proto), hosted by the chief's process: rendezvous,
-// the Strategy and initial values, barriers, heartbeats, progress and the reduction of
-// replica-local state. The bookkeeping lives in JobState, Barriers and ReduceRounds; this class
+// the Strategy and initial values, barriers, heartbeats, progress, the reduction of
+// replica-local state and the key-value store collectives rendezvous through. The bookkeeping
+// lives in JobState, Barriers, ReduceRounds and KeyValueStore; this class
 // adds the one lock around them, the waiting (every blocking call also ends when the job fails,
 // its wait passes, its caller goes away or the service shuts down) and a thread that enforces the
 // deadlines. The protocol and its failure semantics: docs/coordinator.md.
@@ -23,6 +24,7 @@
 #include "runtime/comm/coordinator_barriers.h"
 #include "runtime/comm/coordinator_job.h"
 #include "runtime/comm/coordinator_rounds.h"
+#include "runtime/comm/coordinator_store.h"
 #include "runtime/comm/coordinator_types.h"
 #include "runtime/strategy/resource_spec.h"
 
@@ -41,6 +43,8 @@ struct CoordinatorOptions {
   // Largest total size of the tensors of one upload (initial values, or one worker's sums of a
   // reduction round): announcing more is rejected before anything is allocated. Default 4 GiB.
   int64_t max_tensor_bytes = int64_t{4} << 30;
+  // Bounds of the key-value store collectives rendezvous through (StoreSet/StoreGet).
+  StoreLimits store_limits{};
 };
 
 class CoordinatorService final : public autodist::proto::Coordinator::Service {
@@ -91,6 +95,12 @@ class CoordinatorService final : public autodist::proto::Coordinator::Service {
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<autodist::proto::TensorPiece, autodist::proto::ReduceMessage>*
           stream) override;
+  grpc::Status StoreSet(grpc::ServerContext* context,
+                        const autodist::proto::StoreSetRequest* request,
+                        autodist::proto::StoreSetReply* reply) override;
+  grpc::Status StoreGet(grpc::ServerContext* context,
+                        const autodist::proto::StoreGetRequest* request,
+                        autodist::proto::StoreGetReply* reply) override;
 
  private:
   using Clock = JobState::Clock;
@@ -129,6 +139,7 @@ class CoordinatorService final : public autodist::proto::Coordinator::Service {
   JobState job_;
   Barriers barriers_;
   ReduceRounds rounds_;
+  KeyValueStore store_;
   std::shared_ptr<const Upload> initial_values_;
   bool shutting_down_ = false;
   std::thread deadline_thread_;

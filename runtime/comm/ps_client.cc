@@ -88,10 +88,11 @@ void PsClient::Init(const PsInitRequest& request) {
   header->set_start_step(request.start_step);
   // A failed write means the server ended the call; Finish says why.
   bool open = writer->Write(message);
+  // Kept across pieces so that EmitTensor gets its buffer back (see EmitBytes).
+  InitMessage part;
   const auto send = [&](bool is_value) {
     return [&, is_value](TensorPiece&& piece) {
       if (!open) return;
-      InitMessage part;
       *(is_value ? part.mutable_value() : part.mutable_optimizer_state()) = std::move(piece);
       open = writer->Write(part);
     };
@@ -126,9 +127,9 @@ PsValues PsClient::Step(const PsStepRequest& request) {
   header->set_learning_rate(request.learning_rate);
   header->set_pull(request.pull);
   bool open = stream->Write(message);
+  StepMessage part;  // kept across pieces so that EmitTensor gets its buffer back (EmitBytes)
   const PieceSink sink = [&](TensorPiece&& piece) {
     if (!open) return;
-    StepMessage part;
     *part.mutable_gradient() = std::move(piece);
     open = stream->Write(part);
   };

@@ -223,8 +223,8 @@ void ParameterServerService::SendValue(const ReplyWriter& write, const std::stri
 
 void ParameterServerService::SendPieces(const ReplyWriter& write, const std::string& name,
                                         const tensor::Tensor& value, const std::string& who) {
+  StepReply reply;  // kept across pieces so that EmitTensor gets its buffer back (EmitBytes)
   EmitTensor(name, value, 0, options_.piece_bytes, [&](TensorPiece&& piece) {
-    StepReply reply;
     *reply.mutable_value() = std::move(piece);
     AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
   });
