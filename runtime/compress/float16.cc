@@ -1,0 +1,80 @@
+#include "runtime/compress/float16.h"
+
+#include <bit>
+
+namespace autodist::compress {
+namespace {
+
+constexpr uint32_t kFloatAbsMask = 0x7fffffffU;
+constexpr uint32_t kFloatInf = 0x7f800000U;
+constexpr uint32_t kHalfOverflow = 0x477ff000U;   // 65520.0F: rounds up to 2^16, i.e. inf
+constexpr uint32_t kHalfMinNormal = 0x38800000U;  // 2^-14
+constexpr uint32_t kHalfUnderflow = 0x33000000U;  // 2^-25: ties to even down to zero
+constexpr uint16_t kHalfInf = 0x7c00U;
+
+// Drops the low `shift` bits of `bits`, rounding to nearest with ties to the even result.
+uint32_t ShiftRoundEven(uint32_t bits, int shift) {
+  const uint32_t kept = bits >> shift;
+  const uint32_t dropped = bits & ((1U << shift) - 1U);
+  const uint32_t half_way = 1U << (shift - 1);
+  return kept + ((dropped > half_way || (dropped == half_way && (kept & 1U) != 0)) ? 1U : 0U);
+}
+
+}  // namespace
+
+uint16_t FloatToHalf(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000U);
+  const uint32_t abs = bits & kFloatAbsMask;
+  if (abs > kFloatInf) {
+    // NaN: keep it quiet and keep what fits of the payload.
+    return static_cast<uint16_t>(sign | kHalfInf | 0x0200U | ((abs >> 13) & 0x03ffU));
+  }
+  if (abs >= kHalfOverflow) return static_cast<uint16_t>(sign | kHalfInf);  // inf included
+  if (abs >= kHalfMinNormal) {
+    // Rebias the exponent (127 -> 15) and round the mantissa from 23 to 10 bits; a carry out of
+    // the mantissa correctly bumps the exponent.
+    return static_cast<uint16_t>(sign | ShiftRoundEven(abs - (112U << 23), 13));
+  }
+  if (abs <= kHalfUnderflow) return sign;
+  // Subnormal half: value / 2^-24 with the implicit leading bit made explicit. A result of 0x400
+  // is the smallest normal half, which is its correct encoding too.
+  const uint32_t exponent = abs >> 23;
+  const uint32_t mantissa = (abs & 0x007fffffU) | 0x00800000U;
+  return static_cast<uint16_t>(sign | ShiftRoundEven(mantissa, static_cast<int>(126 - exponent)));
+}
+
+float HalfToFloat(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000U) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fU;
+  uint32_t mantissa = half & 0x03ffU;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | kFloatInf | (mantissa << 13));
+  if (exponent != 0)
+    return std::bit_cast<float>(sign | ((exponent + 112U) << 23) | (mantissa << 13));
+  if (mantissa == 0) return std::bit_cast<float>(sign);
+  // Subnormal half: normalize into a float32 exponent.
+  uint32_t float_exponent = 113;  // 2^-14 biased by 127
+  while ((mantissa & 0x0400U) == 0) {
+    mantissa <<= 1;
+    --float_exponent;
+  }
+  return std::bit_cast<float>(sign | (float_exponent << 23) | ((mantissa & 0x03ffU) << 13));
+}
+
+void FloatsToHalves(const float* in, size_t count, uint16_t* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = FloatToHalf(in[i]);
+}
+
+void HalvesToFloats(const uint16_t* in, size_t count, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = HalfToFloat(in[i]);
+}
+
+void AddHalves(uint16_t* sum, const uint16_t* addend, size_t count) {
+  // Rounding the float32 sum to half equals rounding the exact sum once: float32 carries
+  // 24 >= 2 * 11 + 2 significant bits, the bound under which double rounding of a sum is
+  // innocuous (Figueroa, 1995).
+  for (size_t i = 0; i < count; ++i)
+    sum[i] = FloatToHalf(HalfToFloat(sum[i]) + HalfToFloat(addend[i]));
+}
+
+}  // namespace autodist::compress

@@ -1,0 +1,55 @@
+#include "runtime/compress/horovod_compressor.h"
+
+#include <cmath>
+
+#include "runtime/common/error.h"
+#include "runtime/compress/float16.h"
+
+namespace autodist::compress {
+
+HorovodCompressor::HorovodCompressor(const CompressorOptions& options)
+    : options_(options), residuals_(CompressorName(options.kind), "residual") {
+  AD_CHECK(options.kind == CompressorKind::kHorovod || options.kind == CompressorKind::kHorovodEF,
+           kInternal, "HorovodCompressor made for {}", CompressorName(options.kind));
+}
+
+void HorovodCompressor::Reduce(const std::string& group,
+                               const std::vector<NamedGradient>& gradients,
+                               comm::Communicator& communicator, int64_t /*step*/) {
+  ValidateGroup(CompressorName(options_.kind), group, gradients);
+  if (gradients.empty()) return;
+  Fuse(gradients, fused_);
+  halves_.resize(fused_.size());
+  if (options_.kind == CompressorKind::kHorovodEF) {
+    ApplyErrorFeedback(group, gradients);
+  } else {
+    FloatsToHalves(fused_.data(), fused_.size(), halves_.data());
+  }
+  communicator.AllReduceSum(halves_.data(), halves_.size(), comm::ElementType::kFloat16,
+                            options_.algorithm, group);
+  HalvesToFloats(halves_.data(), halves_.size(), fused_.data());
+  Unfuse(fused_, gradients);
+  stats_.raw_bytes += static_cast<int64_t>(fused_.size() * sizeof(float));
+  stats_.wire_bytes += static_cast<int64_t>(halves_.size() * sizeof(uint16_t));
+}
+
+void HorovodCompressor::ApplyErrorFeedback(const std::string& group,
+                                           const std::vector<NamedGradient>& gradients) {
+  size_t offset = 0;
+  for (const NamedGradient& named : gradients) {
+    const auto count = static_cast<size_t>(named.gradient->numel());
+    std::vector<float>& residual = residuals_.Get(group, named.name, count);
+    float* corrected = fused_.data() + offset;
+    uint16_t* half = halves_.data() + offset;
+    for (size_t i = 0; i < count; ++i) {
+      corrected[i] += residual[i];
+      half[i] = FloatToHalf(corrected[i]);
+      const float sent = HalfToFloat(half[i]);
+      // An overflowed cast has no meaningful error to carry (see the header).
+      residual[i] = std::isinf(sent) && std::isfinite(corrected[i]) ? 0.0F : corrected[i] - sent;
+    }
+    offset += count;
+  }
+}
+
+}  // namespace autodist::compress
