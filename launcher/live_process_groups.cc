@@ -1,9 +1,8 @@
 #include "launcher/live_process_groups.h"
 
-#include <signal.h>
-
 #include <array>
 #include <atomic>
+#include <csignal>
 
 #include "runtime/common/error.h"
 

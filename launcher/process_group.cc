@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 // How often the reader thread looks for exited children when no output arrives.
 constexpr int kPollIntervalMs = 20;
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 
 // What a child reports through its status pipe when it cannot exec; an exec that succeeds closes
 // the pipe (close-on-exec) without writing, which is how Start learns the program is running.
@@ -57,9 +57,9 @@ struct Pipe {
 };
 
 Pipe MakePipe(const std::string& name) {
-  int fds[2];
-  AD_CHECK(pipe2(fds, O_CLOEXEC) == 0, kUnavailable, "cannot start process '{}': pipe: {}", name,
-           std::strerror(errno));
+  std::array<int, 2> fds{};
+  AD_CHECK(pipe2(fds.data(), O_CLOEXEC) == 0, kUnavailable, "cannot start process '{}': pipe: {}",
+           name, std::strerror(errno));
   return {fds[0], fds[1]};
 }
 
@@ -92,7 +92,8 @@ std::vector<std::string> MergedEnvironment(const std::string& name,
     const std::string key(text.substr(0, text.find('=')));
     if (!overrides.contains(key)) entries.emplace_back(text);
   }
-  for (const auto& [key, value] : overrides) entries.push_back(key + "=" + value);
+  for (const auto& [key, value] : overrides)
+    entries.push_back(std::string(key).append("=").append(value));
   return entries;
 }
 
@@ -209,8 +210,8 @@ ProcessGroup::ProcessGroup(std::string log_dir, LineSink echo)
   AD_CHECK(!error && std::filesystem::is_directory(log_dir_), kInvalidArgument,
            "cannot create the log directory '{}': {}", log_dir_,
            error ? error.message() : "a file of that name exists");
-  int fds[2];
-  AD_CHECK(pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0, kUnavailable,
+  std::array<int, 2> fds{};
+  AD_CHECK(pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) == 0, kUnavailable,
            "cannot create the launcher's wake-up pipe: {}", std::strerror(errno));
   wake_read_ = fds[0];
   wake_write_ = fds[1];
@@ -454,8 +455,8 @@ void ProcessGroup::Monitor() {
 
     poll(fds.data(), fds.size(), kPollIntervalMs);
     if (fds[0].revents != 0) {
-      char drain[64];
-      while (read(wake_read_, drain, sizeof drain) > 0) {
+      std::array<char, 64> drain{};
+      while (read(wake_read_, drain.data(), drain.size()) > 0) {
       }
     }
     for (size_t i = 0; i < readers.size(); ++i) {

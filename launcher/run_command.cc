@@ -33,6 +33,9 @@ constexpr int kExitJobFailed = 1;
 constexpr size_t kFailureLines = 20;
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
 constexpr auto kStatusInterval = std::chrono::milliseconds(500);
+// autodist-runtime's exit code for "stopped because another member failed" (job_member.h).
+constexpr int kMemberStoppedByJobFailure = 3;
+constexpr auto kCauseWait = std::chrono::seconds(5);
 
 // Binds 127.0.0.1:`port` (0: any) and returns the port bound; throws Unavailable when it is in
 // use. The socket is closed again: the chief binds it for real a moment later.
@@ -206,8 +209,17 @@ class JobRun {
     return group.TerminateAll(options_.stop_grace);
   }
 
-  int Fail(ProcessGroup& group, const ProcessExit& exit) {
+  int Fail(ProcessGroup& group, ProcessExit exit) {
     printer_.Finish();
+    // A member that exits with kMemberStoppedByJobFailure was stopped because another one
+    // failed; the one to report is the cause, which usually exits a moment later (the chief
+    // stays until the others heard the reason).
+    const auto until = Clock::now() + kCauseWait;
+    while (exit.exit_code == kMemberStoppedByJobFailure && Clock::now() < until) {
+      const auto next = group.WaitAny(kPollInterval);
+      if (next && next->failed() && next->exit_code != kMemberStoppedByJobFailure) exit = *next;
+      if (group.AllExited()) break;
+    }
     StopAll(group, launcher::DescribeExit(exit));
     err_ << "autodist run: job " << job_.metadata.name << " failed: "
          << launcher::FailureReport(exit, group.LogPath(exit.name),

@@ -31,6 +31,15 @@ std::string FormatRunSummary(const std::string& job_name, double wall_seconds,
                          FormatRate(result.samples_per_second));
       if (result.last_loss) out += fmt::format("  last loss {}", FormatLoss(*result.last_loss));
     }
+    if (result.all_reduce && result.steps > 0) {
+      const job::AllReduceTraffic& ar = *result.all_reduce;
+      out += fmt::format("  all-reduce: {}/step on the wire",
+                         strategy::FormatBytes(ar.bytes_sent / result.steps));
+      if (ar.bytes_sent > 0 && ar.bytes_sent != ar.bytes_reduced) {
+        out += fmt::format(" (compression {:.1f}x)", static_cast<double>(ar.bytes_reduced) /
+                                                         static_cast<double>(ar.bytes_sent));
+      }
+    }
     if (result.parameter_server) {
       const job::ParameterServerTraffic& ps = *result.parameter_server;
       out += fmt::format("  parameter server: pushed {}, pulled {}, {} updates",

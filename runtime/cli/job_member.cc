@@ -9,8 +9,10 @@
 #include <memory>
 
 #include "runtime/cli/heartbeat.h"
+#include "runtime/comm/coordinator_gloo_store.h"
 #include "runtime/comm/coordinator_job.h"
 #include "runtime/comm/coordinator_service.h"
+#include "runtime/comm/gloo_communicator.h"
 #include "runtime/comm/ps_service.h"
 #include "runtime/comm/rpc.h"
 #include "runtime/common/error.h"
@@ -20,7 +22,7 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_result.h"
-#include "runtime/kernel/ps_synchronizer.h"
+#include "runtime/kernel/strategy_synchronizer.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/strategy/compiler.h"
 
@@ -28,6 +30,8 @@ namespace autodist::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kShutdownGraceMs = 2000;
 
 std::string PortOf(const std::string& endpoint, const std::string& what) {
   const size_t colon = endpoint.rfind(':');
@@ -65,28 +69,62 @@ std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
   return graph::GraphItem::Load(job::RequireLocalModel(job)).TrainableVariables();
 }
 
+// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP, its
+// rendezvous through the coordinator.
+std::unique_ptr<comm::Communicator> MakeCommunicator(const kernel::StrategyPlan& plan,
+                                                     const comm::RegisterResult& registration,
+                                                     const MemberOptions& options,
+                                                     const std::string& node,
+                                                     const std::string& host) {
+  if (!plan.has_all_reduce()) return nullptr;
+  const bool nccl = std::any_of(plan.variables.begin(), plan.variables.end(), [](const auto& v) {
+    return std::any_of(v.shards.begin(), v.shards.end(),
+                       [](const kernel::ShardPlan& shard) { return shard.nccl_requested; });
+  });
+  if (nccl) {
+    std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses the ring (RING)"
+              << std::endl;
+  }
+  comm::GlooOptions gloo;
+  gloo.rank = registration.rank;
+  gloo.size = registration.world_size;
+  gloo.store =
+      comm::MakeCoordinatorGlooStore(std::make_shared<comm::CoordinatorClient>(options.coordinator),
+                                     node, options.rendezvous_timeout);
+  gloo.hostname = host;
+  // A peer that dies mid-collective fails the others within the heartbeat deadline, the same
+  // bound the coordinator gives a silent member.
+  gloo.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
+  gloo.prefix = "allreduce";
+  return comm::MakeGlooCommunicator(gloo);
+}
+
 // Trains this worker's replicas under the Strategy; fills the worker part of `result`.
 void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resources,
-                 const comm::RegisterResult& registration, const std::string& node,
+                 const comm::RegisterResult& registration, const MemberOptions& member,
+                 const std::string& node, const std::string& host,
                  comm::CoordinatorClient& coordinator, job::MemberResult& result) {
   const kernel::StrategyPlan plan =
       kernel::PlanStrategy(registration.strategy, ModelVariables(job), resources);
-  kernel::PsSynchronizerOptions options;
+  kernel::StrategySynchronizerOptions options;
   options.node = node;
   options.worker_rank = registration.rank;
   options.num_workers = registration.world_size;
   options.placement = kernel::PlaceReplicas(registration.strategy, node);
-  for (const comm::MemberInfo& member : registration.members) {
-    options.ps_endpoints[member.node] = member.endpoint;
+  for (const comm::MemberInfo& member_info : registration.members) {
+    options.ps_endpoints[member_info.node] = member_info.endpoint;
   }
   options.optimizer = job.training.optimizer.name;
   options.optimizer_options = job.training.optimizer_options;
+  options.parsed_optimizer = job.training.optimizer;
   options.sum_states = job::SumReducedStates(job);
   options.batch_size = job.data.batch_size_per_replica;
   const exec::TrainerOptions trainer = exec::TrainerOptionsFromJob(
       job, options.placement.first_replica, options.placement.local_replicas,
       options.placement.total_replicas);
-  kernel::PsSynchronizer synchronizer(plan, options, coordinator);
+  const std::unique_ptr<comm::Communicator> communicator =
+      MakeCommunicator(plan, registration, member, node, host);
+  kernel::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
   const exec::TrainResult trained = exec::Train(
       trainer, synchronizer, [](const std::string& line) { std::cout << line << std::endl; });
   result.steps = trained.steps;
@@ -97,6 +135,11 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
   if (trained.eval) {
     result.eval_loss = trained.eval->loss;
     result.accuracy = trained.eval->accuracy;
+  }
+  const kernel::SynchronizerTraffic traffic = synchronizer.Traffic();
+  if (plan.has_all_reduce()) {
+    result.all_reduce =
+        job::AllReduceTraffic{traffic.all_reduce.raw_bytes, traffic.all_reduce.wire_bytes};
   }
 }
 
@@ -162,7 +205,8 @@ void RunMember(const MemberOptions& options) {
   result.rank = registration.rank;
   try {
     if (worker) {
-      TrainWorker(job, resources, registration, node, coordinator, result);
+      TrainWorker(job, resources, registration, options, node, HostOf(me.endpoint, "endpoint"),
+                  coordinator, result);
       coordinator.Finish(node, false, "");
     }
     // Parameter servers (dedicated, or hosted by a worker) serve until every worker is done.
@@ -175,6 +219,9 @@ void RunMember(const MemberOptions& options) {
     if (!worker) coordinator.Finish(node, false, "");
     if (!options.result_file.empty()) job::WriteMemberResult(options.result_file, result);
     if (coordinator_service) coordinator_service->WaitSettled(options.heartbeat_timeout);
+    // Let replies in flight (the last Finish, a heartbeat) reach their callers before the
+    // server goes: cancelling them would turn a finished job into a failed member.
+    server.Shutdown(kShutdownGraceMs);
   } catch (const Error& error) {
     try {
       coordinator.Finish(node, true, error.what());
@@ -185,6 +232,11 @@ void RunMember(const MemberOptions& options) {
     }
     // The chief hosts the coordinator: stay until the others have heard why the job failed.
     if (coordinator_service) coordinator_service->WaitSettled(options.heartbeat_timeout);
+    // Calls still blocked (a push waiting for a dead worker) end now instead of holding up the
+    // server's shutdown.
+    parameter_server.Shutdown();
+    if (coordinator_service) coordinator_service->Shutdown();
+    server.Shutdown(kShutdownGraceMs);
     throw;
   }
 }

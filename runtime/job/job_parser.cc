@@ -37,10 +37,10 @@ JobSpec ParseDocument(const YAML::Node& document, const std::string& source,
   const MapReader root(context, document, "", {"apiVersion", "kind", "metadata", "spec", "status"});
   const std::string api_version = root.RequireString("apiVersion");
   if (api_version != kApiVersion) {
-    context.Fail("apiVersion", "expected \"{}\", got \"{}\"", kApiVersion, api_version);
+    context.Fail("apiVersion", R"(expected "{}", got "{}")", kApiVersion, api_version);
   }
   const std::string kind = root.RequireString("kind");
-  if (kind != kKind) context.Fail("kind", "expected \"{}\", got \"{}\"", kKind, kind);
+  if (kind != kKind) context.Fail("kind", R"(expected "{}", got "{}")", kKind, kind);
   // `status` belongs to the operator: objects read back from the cluster carry one; it is ignored.
 
   JobSpec job;

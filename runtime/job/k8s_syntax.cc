@@ -1,5 +1,6 @@
 #include "runtime/job/k8s_syntax.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <string_view>
@@ -17,20 +18,15 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLowerLabel(std::string_view text, size_t max_length) {
   if (text.empty() || text.size() > max_length) return false;
   if (!IsLowerAlnum(text.front()) || !IsLowerAlnum(text.back())) return false;
-  for (const char c : text) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return true;
+  return std::ranges::all_of(text, [](char c) { return IsLowerAlnum(c) || c == '-'; });
 }
 
 // ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] of at most 63 characters.
 bool IsName(std::string_view text) {
   if (text.empty() || text.size() > 63) return false;
   if (!IsAlnum(text.front()) || !IsAlnum(text.back())) return false;
-  for (const char c : text) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
+  return std::ranges::all_of(text,
+                             [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 bool IsSubdomain(std::string_view text) {
@@ -80,10 +76,8 @@ bool IsDns1123Subdomain(const std::string& text) { return IsSubdomain(text); }
 
 bool IsConfigMapKey(const std::string& text) {
   if (text.empty() || text.size() > 253 || text == "." || text == "..") return false;
-  for (const char c : text) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
+  return std::ranges::all_of(text,
+                             [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 bool IsQualifiedName(const std::string& text) {

@@ -41,6 +41,10 @@ std::string MemberResultToJson(const MemberResult& result) {
                               {"bytesPulled", result.parameter_server->bytes_pulled},
                               {"updates", result.parameter_server->updates}};
   }
+  if (result.all_reduce) {
+    out["allReduce"] = {{"bytesReduced", result.all_reduce->bytes_reduced},
+                        {"bytesSent", result.all_reduce->bytes_sent}};
+  }
   return out.dump(2) + "\n";
 }
 
@@ -63,6 +67,11 @@ MemberResult MemberResultFromJson(const std::string& text, const std::string& so
       result.parameter_server = ParameterServerTraffic{ps.at("bytesPushed").get<int64_t>(),
                                                        ps.at("bytesPulled").get<int64_t>(),
                                                        ps.at("updates").get<int64_t>()};
+    }
+    if (in.contains("allReduce")) {
+      const json& ar = in.at("allReduce");
+      result.all_reduce =
+          AllReduceTraffic{ar.at("bytesReduced").get<int64_t>(), ar.at("bytesSent").get<int64_t>()};
     }
     return result;
   } catch (const json::exception& error) {

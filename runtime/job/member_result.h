@@ -17,6 +17,13 @@ struct ParameterServerTraffic {
   bool operator==(const ParameterServerTraffic&) const = default;
 };
 
+struct AllReduceTraffic {
+  int64_t bytes_reduced = 0;  // float32 bytes of the gradients all-reduced
+  int64_t bytes_sent = 0;     // what this worker contributed on the wire for them
+
+  bool operator==(const AllReduceTraffic&) const = default;
+};
+
 struct MemberResult {
   std::string node;
   std::string role;  // "worker" | "ps"
@@ -29,6 +36,7 @@ struct MemberResult {
   std::optional<double> accuracy;
   int64_t resumed_from_step = -1;
   std::optional<ParameterServerTraffic> parameter_server;  // when the process hosted one
+  std::optional<AllReduceTraffic> all_reduce;              // when the worker all-reduced
 
   bool operator==(const MemberResult&) const = default;
 };

@@ -142,11 +142,11 @@ ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
                  resources.replicas_per_worker);
   }
   if (const YAML::Node* cpu = map.Find("cpu")) {
-    resources.cpu = ReadQuantity(context, *cpu, map.PathOf("cpu"), "\"500m\", \"2\" or \"1.5\"");
+    resources.cpu = ReadQuantity(context, *cpu, map.PathOf("cpu"), R"("500m", "2" or "1.5")");
   }
   if (const YAML::Node* memory = map.Find("memory")) {
-    resources.memory = ReadQuantity(context, *memory, map.PathOf("memory"),
-                                    "\"128Mi\", \"4Gi\", \"1e9\" or \"1G\"");
+    resources.memory =
+        ReadQuantity(context, *memory, map.PathOf("memory"), R"("128Mi", "4Gi", "1e9" or "1G")");
   }
   return resources;
 }

@@ -1,11 +1,14 @@
-#include "runtime/kernel/ps_synchronizer.h"
+#include "runtime/kernel/ps_part.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <future>
+#include <set>
 
 #include "runtime/common/error.h"
+#include "runtime/kernel/gradient_sum.h"
 #include "runtime/kernel/sharded_values.h"
 #include "runtime/ops/sparse_gradient.h"
 
@@ -16,26 +19,9 @@ using exec::Gradient;
 using exec::Session;
 using tensor::Tensor;
 
-// The sum (not the mean: the servers divide by the job's replica count) of several replicas'
-// gradients of one variable, added in replica order.
-Gradient SumGradients(const std::vector<const Gradient*>& parts) {
-  Gradient sum;
-  if (parts.size() == 1) return *parts[0];
-  if (parts[0]->is_sparse()) {
-    std::vector<const ops::SparseGradient*> sparse;
-    for (const Gradient* part : parts) sparse.push_back(&*part->sparse);
-    sum.sparse = ops::MergeSparse(sparse);
-    return sum;
-  }
-  sum.dense = parts[0]->dense.Clone();
-  float* out = sum.dense.data<float>();
-  for (size_t r = 1; r < parts.size(); ++r) {
-    AD_CHECK(parts[r]->dense.shape() == sum.dense.shape() && !parts[r]->is_sparse(), kInternal,
-             "replica {} has a gradient of another kind or shape", r);
-    const float* add = parts[r]->dense.data<float>();
-    for (int64_t i = 0; i < sum.dense.numel(); ++i) out[i] += add[i];
-  }
-  return sum;
+bool HasParameterServerShard(const VariablePlan& variable) {
+  return std::any_of(variable.shards.begin(), variable.shards.end(),
+                     [](const ShardPlan& s) { return s.kind == SyncKind::kParameterServer; });
 }
 
 }  // namespace
@@ -43,7 +29,7 @@ Gradient SumGradients(const std::vector<const Gradient*>& parts) {
 // One Step RPC: the gradients of some shards hosted by one server, summed over `replicas`
 // replicas from global index `first_replica`. `local_replica` < 0 means the values are shared by
 // every replica of this process (a proxy push); otherwise they belong to that replica alone.
-struct PsSynchronizer::Push {
+struct ParameterServerPart::Push {
   std::string ps_node;
   int local_replica = -1;
   comm::PsStepRequest request;
@@ -51,35 +37,38 @@ struct PsSynchronizer::Push {
   comm::PsValues reply;
 };
 
-PsSynchronizer::PsSynchronizer(const StrategyPlan& plan, PsSynchronizerOptions options,
-                               comm::CoordinatorClient& coordinator)
-    : plan_(plan), options_(std::move(options)), coordinator_(coordinator) {
-  AD_CHECK(options_.placement.local_replicas >= 1, kInvalidArgument,
-           "node '{}' runs no replica, so it cannot train", options_.node);
+ParameterServerPart::ParameterServerPart(const StrategyPlan& plan,
+                                         ParameterServerPartOptions options)
+    : plan_(plan), options_(std::move(options)) {
+  for (const VariablePlan& variable : plan_.variables) {
+    for (const ShardPlan& shard : variable.shards) {
+      AD_CHECK(shard.kind != SyncKind::kParameterServer ||
+                   shard.push_compressor == compress::CompressorKind::kNone,
+               kInvalidArgument,
+               "strategy: '{}' compresses its pushes with {}; the parameter servers of this "
+               "runtime take uncompressed pushes only",
+               shard.name, compress::CompressorName(shard.push_compressor));
+    }
+  }
   for (const std::string& node : plan_.ps_nodes) {
-    const auto it = options_.ps_endpoints.find(node);
-    AD_CHECK(it != options_.ps_endpoints.end(), kInvalidArgument,
+    const auto it = options_.endpoints.find(node);
+    AD_CHECK(it != options_.endpoints.end(), kInvalidArgument,
              "no endpoint is known for parameter server '{}'", node);
     clients_[node] = std::make_unique<comm::PsClient>(node, it->second);
   }
 }
 
-PsSynchronizer::~PsSynchronizer() = default;
+ParameterServerPart::~ParameterServerPart() = default;
 
-comm::PsClient& PsSynchronizer::Client(const std::string& ps_node) {
+comm::PsClient& ParameterServerPart::Client(const std::string& ps_node) {
   const auto it = clients_.find(ps_node);
   AD_CHECK(it != clients_.end(), kInternal, "no client for parameter server '{}'", ps_node);
   return *it->second;
 }
 
-void PsSynchronizer::InitializeServers(Session& chief, int64_t start_step,
-                                       const std::map<std::string, Tensor>& optimizer_state) {
-  TensorMap variables;
-  for (const VariablePlan& variable : plan_.variables) {
-    variables[variable.name] = chief.variable(variable.name);
-  }
+void ParameterServerPart::Initialize(const TensorMap& variables, const TensorMap& optimizer_state,
+                                     int64_t start_step) {
   const TensorMap values = SplitVariables(plan_, variables);
-  const TensorMap state = SplitOptimizerState(plan_, optimizer_state);
   std::vector<std::future<void>> inits;
   for (const std::string& node : plan_.ps_nodes) {
     comm::PsInitRequest request;
@@ -93,8 +82,8 @@ void PsSynchronizer::InitializeServers(Session& chief, int64_t start_step,
                                                    plan_.Variable(shard->variable).sparse});
       request.values[shard->name] = values.at(shard->name);
       const std::string prefix = shard->name + "/";
-      for (auto it = state.lower_bound(prefix); it != state.end() && it->first.starts_with(prefix);
-           ++it) {
+      for (auto it = optimizer_state.lower_bound(prefix);
+           it != optimizer_state.end() && it->first.starts_with(prefix); ++it) {
         request.optimizer_state[it->first] = it->second;
       }
     }
@@ -105,7 +94,7 @@ void PsSynchronizer::InitializeServers(Session& chief, int64_t start_step,
   for (auto& init : inits) init.get();
 }
 
-void PsSynchronizer::PullAll(const std::vector<Session*>& replicas) {
+void ParameterServerPart::PullAll(const std::vector<Session*>& replicas) {
   std::vector<std::future<comm::PsValues>> pulls;
   for (const std::string& node : plan_.ps_nodes) {
     pulls.push_back(
@@ -113,51 +102,22 @@ void PsSynchronizer::PullAll(const std::vector<Session*>& replicas) {
   }
   TensorMap shards;
   for (auto& pull : pulls) shards.merge(pull.get().values);
-  const TensorMap variables = AssembleVariables(plan_, shards);
-  for (Session* replica : replicas) {
-    for (const auto& [name, value] : variables) replica->variable(name) = value.Clone();
-  }
-}
-
-exec::ResumePoint PsSynchronizer::Start(const std::vector<Session*>& replicas,
-                                        exec::ResumePoint start,
-                                        const std::map<std::string, Tensor>& optimizer_state) {
-  if (is_chief()) {
-    InitializeServers(*replicas[0], start.step, optimizer_state);
-    comm::InitialValues initial;
-    initial.step = start.step;
-    initial.epoch = start.epoch;
-    initial.batch = start.batch;
-    for (const std::string& name : replicas[0]->state_names()) {
-      initial.tensors[name] = replicas[0]->state(name);
-    }
-    coordinator_.PutInitialValues(options_.node, initial);
-  }
-  // Released once the chief has initialized every server and published the start point.
-  coordinator_.Barrier(options_.node, "start", options_.wait);
-  if (!is_chief()) {
-    const comm::InitialValues initial = coordinator_.GetInitialValues(options_.node, options_.wait);
-    start = exec::ResumePoint{initial.step, initial.epoch, initial.batch};
+  for (const auto& [name, value] : shards) {
+    const ShardPlan& shard = plan_.Shard(name);
     for (Session* replica : replicas) {
-      for (const std::string& name : replica->state_names()) {
-        const auto it = initial.tensors.find(name);
-        AD_CHECK(it != initial.tensors.end(), kFailedPrecondition,
-                 "the chief published no initial value for state '{}'", name);
-        AD_CHECK(it->second.shape() == replica->state(name).shape(), kFailedPrecondition,
-                 "the chief's state '{}' has shape {}, this worker's model has {}", name,
-                 tensor::ShapeToString(it->second.shape()),
-                 tensor::ShapeToString(replica->state(name).shape()));
-        replica->state(name) = it->second.Clone();
+      Tensor& target = replica->variable(shard.variable);
+      if (plan_.Variable(shard.variable).partitioned) {
+        WriteShard(target, shard, value, "parameter server " + shard.ps_node);
+      } else {
+        target = value.Clone();
       }
     }
   }
-  PullAll(replicas);
-  return start;
 }
 
-void PsSynchronizer::Synchronize(int64_t step, double lr,
-                                 const std::vector<std::map<std::string, Gradient>>& gradients,
-                                 const std::vector<Session*>& replicas) {
+void ParameterServerPart::Synchronize(int64_t step, double lr,
+                                      const std::vector<std::map<std::string, Gradient>>& gradients,
+                                      const std::vector<Session*>& replicas) {
   const int local = static_cast<int>(replicas.size());
   AD_CHECK(local == options_.placement.local_replicas && gradients.size() == replicas.size(),
            kInternal, "expected {} replicas, got {}", options_.placement.local_replicas, local);
@@ -195,6 +155,7 @@ void PsSynchronizer::Synchronize(int64_t step, double lr,
   };
 
   for (const VariablePlan& variable : plan_.variables) {
+    if (!HasParameterServerShard(variable)) continue;
     // A variable the loss does not reach has no gradient in any replica: nothing to push, as a
     // single process would apply nothing to it.
     if (!gradients[0].contains(variable.name)) continue;
@@ -207,6 +168,7 @@ void PsSynchronizer::Synchronize(int64_t step, double lr,
     }
     const Gradient* summed = nullptr;
     for (const ShardPlan& shard : variable.shards) {
+      if (shard.kind != SyncKind::kParameterServer) continue;
       if (shard.local_replication || local == 1) {
         if (summed == nullptr) summed = &owned.emplace_back(SumGradients(parts));
         add(variable, shard, *summed, -1);
@@ -216,13 +178,15 @@ void PsSynchronizer::Synchronize(int64_t step, double lr,
     }
   }
 
+  if (pushes.empty()) return;
   const auto run = [this](Push& push) { push.reply = Client(push.ps_node).Step(push.request); };
   if (pushes.size() == 1) {
     run(pushes.begin()->second);
   } else {
     std::vector<std::future<void>> running;
-    for (auto& [key, push] : pushes) {
-      running.push_back(std::async(std::launch::async, [&run, &push] { run(push); }));
+    for (auto& entry : pushes) {
+      Push* push = &entry.second;
+      running.push_back(std::async(std::launch::async, [&run, push] { run(*push); }));
     }
     for (auto& future : running) future.get();
   }
@@ -253,53 +217,17 @@ void PsSynchronizer::Synchronize(int64_t step, double lr,
   }
 }
 
-exec::TrainingState PsSynchronizer::CurrentState(const std::vector<Session*>& /*replicas*/) {
-  TensorMap values;
-  TensorMap slots;
+void ParameterServerPart::CurrentState(TensorMap& shard_values, TensorMap& shard_slots) {
   for (const std::string& node : plan_.ps_nodes) {
     std::set<std::string> hosted;
     for (const ShardPlan* shard : plan_.HostedBy(node)) hosted.insert(shard->name);
     for (auto& [name, value] : Client(node).Pull({}, true).values) {
-      (hosted.contains(name) ? values : slots)[name] = std::move(value);
+      (hosted.contains(name) ? shard_values : shard_slots)[name] = std::move(value);
     }
   }
-  exec::TrainingState state;
-  state.variables = AssembleVariables(plan_, values);
-  state.optimizer = AssembleOptimizerState(plan_, slots);
-  return state;
 }
 
-std::map<std::string, Tensor> PsSynchronizer::ReduceStates(const std::string& round,
-                                                           const std::vector<Session*>& replicas) {
-  // This process's replicas summed in order; the coordinator adds the workers' sums in rank
-  // order and divides by the job's replica count where the reduction is a mean.
-  std::map<std::string, Tensor> sums;
-  for (const std::string& name : replicas[0]->state_names()) {
-    Tensor total = replicas[0]->state(name).Clone();
-    float* out = total.data<float>();
-    for (size_t r = 1; r < replicas.size(); ++r) {
-      const float* add = replicas[r]->state(name).data<float>();
-      for (int64_t i = 0; i < total.numel(); ++i) out[i] += add[i];
-    }
-    sums.emplace(name, std::move(total));
-  }
-  return coordinator_.ReduceStates(options_.node, round, static_cast<int>(replicas.size()), sums,
-                                   options_.sum_states, options_.wait);
-}
-
-void PsSynchronizer::ReportProgress(int64_t step, int64_t total, double loss,
-                                    double samples_per_second) {
-  autodist::proto::ProgressReport report;
-  report.set_node(options_.node);
-  report.set_step(step);
-  report.set_total_steps(total);
-  report.set_loss(loss);
-  report.set_samples_per_second(samples_per_second);
-  report.set_samples(step * options_.batch_size * options_.placement.local_replicas);
-  coordinator_.ReportProgress(report);
-}
-
-std::map<std::string, comm::PsStats> PsSynchronizer::ServerStats() {
+std::map<std::string, comm::PsStats> ParameterServerPart::ServerStats() {
   std::map<std::string, comm::PsStats> stats;
   for (const std::string& node : plan_.ps_nodes) stats[node] = Client(node).Stats();
   return stats;

@@ -1,75 +1,66 @@
-// PsSynchronizer: the training step of a worker under a parameter-server Strategy. Each step it
-// pushes every gradient to the parameter server hosting it (cut into shards where the variable
-// is partitioned; one Step RPC per parameter server, all parameter servers in parallel) and
-// writes the values the servers return back into its replicas' sessions.
+// The parameter-server half of a worker's step: every gradient of a shard placed on a parameter
+// server is pushed to it (cut into shards where the variable is partitioned; one Step RPC per
+// server, all servers in parallel) and the values the servers return are written back into the
+// replicas' sessions.
 //
-// In-graph replicas of this process: a variable with local_replication (AutoDist's local proxy)
+// In-graph replicas of this process: a shard with local_replication (AutoDist's local proxy)
 // has its replicas' gradients summed here and pushed once, and the one pulled value is shared by
 // every replica; without it each replica pushes and pulls for itself. With one replica per
 // process both are the same single push.
 #pragma once
 
-#include <chrono>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "runtime/comm/coordinator_client.h"
 #include "runtime/comm/ps_client.h"
-#include "runtime/exec/step_synchronizer.h"
+#include "runtime/exec/session.h"
 #include "runtime/kernel/replicator.h"
+#include "runtime/kernel/sharded_values.h"
 #include "runtime/kernel/strategy_plan.h"
 
 namespace autodist::kernel {
 
-struct PsSynchronizerOptions {
-  std::string node;     // this worker's node address
-  int worker_rank = 0;  // 0: the chief, which initializes the parameter servers
+struct ParameterServerPartOptions {
+  int worker_rank = 0;
   int num_workers = 1;
   ReplicaPlacement placement;
-  std::map<std::string, std::string> ps_endpoints;  // parameter-server node -> host:port
-  std::string optimizer;                            // name and options as the manifest gives them
+  std::map<std::string, std::string> endpoints;  // parameter-server node -> host:port
+  std::string optimizer;                         // name and options as the manifest gives them
   std::map<std::string, std::string> optimizer_options;
-  std::set<std::string> sum_states;  // replica-local state reduced by sum rather than mean
-  int64_t batch_size = 0;            // per replica, for the progress report
-  std::chrono::milliseconds wait{std::chrono::minutes(10)};  // rendezvous-like waits
 };
 
-class PsSynchronizer final : public exec::StepSynchronizer {
+class ParameterServerPart {
  public:
-  // `plan` and `coordinator` must outlive the synchronizer.
-  PsSynchronizer(const StrategyPlan& plan, PsSynchronizerOptions options,
-                 comm::CoordinatorClient& coordinator);
-  ~PsSynchronizer() override;
+  // `plan` must outlive the part. Throws InvalidArgument for a server without endpoint and for
+  // compressed pushes, which the parameter servers do not decode yet.
+  ParameterServerPart(const StrategyPlan& plan, ParameterServerPartOptions options);
+  ~ParameterServerPart();
 
-  exec::ResumePoint Start(const std::vector<exec::Session*>& replicas, exec::ResumePoint start,
-                          const std::map<std::string, tensor::Tensor>& optimizer_state) override;
+  bool empty() const { return plan_.ps_nodes.empty(); }
+
+  // On the chief: every server gets its shards' values cut from `variables` (whole values) and
+  // its shards' optimizer slots from `optimizer_state` ("<shard>/<slot>"); versions start at
+  // `start_step`.
+  void Initialize(const TensorMap& variables, const TensorMap& optimizer_state, int64_t start_step);
+  // Pulls every shard and writes the whole variables into every replica.
+  void PullAll(const std::vector<exec::Session*>& replicas);
+  // Pushes step `step`'s gradients of every PS shard and writes the returned values back.
   void Synchronize(int64_t step, double lr,
                    const std::vector<std::map<std::string, exec::Gradient>>& gradients,
-                   const std::vector<exec::Session*>& replicas) override;
-  exec::TrainingState CurrentState(const std::vector<exec::Session*>& replicas) override;
-  std::map<std::string, tensor::Tensor> ReduceStates(
-      const std::string& round, const std::vector<exec::Session*>& replicas) override;
-  bool is_chief() const override { return options_.worker_rank == 0; }
-  void ReportProgress(int64_t step, int64_t total, double loss, double samples_per_second) override;
-
-  // Traffic counters of every parameter server (queried from the servers).
+                   const std::vector<exec::Session*>& replicas);
+  // Every PS shard's value and optimizer slots ("<shard>/<slot>"), added to the maps.
+  void CurrentState(TensorMap& shard_values, TensorMap& shard_slots);
   std::map<std::string, comm::PsStats> ServerStats();
 
  private:
   struct Push;  // one Step RPC of a step: a server, the replicas it covers, its gradients
 
   comm::PsClient& Client(const std::string& ps_node);
-  void InitializeServers(exec::Session& chief, int64_t start_step,
-                         const std::map<std::string, tensor::Tensor>& optimizer_state);
-  // Pulls every shard and writes the whole variables into every replica.
-  void PullAll(const std::vector<exec::Session*>& replicas);
 
   const StrategyPlan& plan_;
-  PsSynchronizerOptions options_;
-  comm::CoordinatorClient& coordinator_;
+  ParameterServerPartOptions options_;
   std::map<std::string, std::unique_ptr<comm::PsClient>> clients_;  // by PS node
 };
 

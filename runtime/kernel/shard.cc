@@ -97,7 +97,7 @@ ops::SparseGradient SliceSparse(const ops::SparseGradient& gradient, const Shard
   ops::SparseGradient out;
   out.dense_shape = range.ShapeIn(gradient.dense_shape);
   const int64_t rows = gradient.indices.numel();
-  const int64_t* indices = gradient.indices.data<int64_t>();
+  const auto* indices = gradient.indices.data<int64_t>();
   if (range.axis != 0) {
     // Every row is present in every shard; cut each row (a [rows, ...] tensor) along axis - 1 of
     // the row, which is `axis` of the values tensor.
@@ -116,7 +116,7 @@ ops::SparseGradient SliceSparse(const ops::SparseGradient& gradient, const Shard
   const auto row_bytes = static_cast<size_t>(rows == 0 ? 0 : gradient.values.nbytes() / rows);
   const auto* from = static_cast<const std::byte*>(gradient.values.raw());
   auto* to = static_cast<std::byte*>(out.values.raw());
-  int64_t* out_indices = out.indices.data<int64_t>();
+  auto* out_indices = out.indices.data<int64_t>();
   for (size_t k = 0; k < kept.size(); ++k) {
     out_indices[k] = indices[kept[k]] - range.offset;
     std::memcpy(to + k * row_bytes, from + static_cast<size_t>(kept[k]) * row_bytes, row_bytes);

@@ -12,23 +12,41 @@
 namespace autodist::kernel {
 namespace {
 
+using autodist::proto::AllReduceSynchronizer;
 using autodist::proto::PSSynchronizer;
 using autodist::proto::Strategy;
 
-const PSSynchronizer& RequirePs(const Strategy::Node& node, const std::string& what) {
-  AD_CHECK(node.synchronizer_case() != Strategy::Node::SYNCHRONIZER_NOT_SET, kInvalidArgument,
-           "strategy: {} has no synchronizer", what);
-  AD_CHECK(node.has_pssynchronizer(), kInvalidArgument,
-           "strategy: {} uses an AllReduceSynchronizer; this runtime runs parameter-server "
-           "strategies (builders PS, PSLoadBalancing, PartitionedPS, UnevenPartitionedPS)",
-           what);
-  return node.pssynchronizer();
+compress::CompressorKind KindOf(AllReduceSynchronizer::Compressor compressor,
+                                const std::string& what) {
+  switch (compressor) {
+    case AllReduceSynchronizer::NoneCompressor:
+      return compress::CompressorKind::kNone;
+    case AllReduceSynchronizer::HorovodCompressor:
+      return compress::CompressorKind::kHorovod;
+    case AllReduceSynchronizer::HorovodCompressorEF:
+      return compress::CompressorKind::kHorovodEF;
+    case AllReduceSynchronizer::PowerSGDCompressor:
+      return compress::CompressorKind::kPowerSGD;
+    case AllReduceSynchronizer::TopKCompressorEF:
+      return compress::CompressorKind::kTopKEF;
+    default:
+      Fail(ErrorCode::kInvalidArgument, "strategy: {} has an unknown compressor value {}", what,
+           static_cast<int>(compressor));
+  }
+}
+
+// A TopK fraction as the strategy stores it (0: the default 1%), checked to be in (0, 1].
+double TopKFraction(float stored, const std::string& what) {
+  const double fraction = stored == 0.0F ? 0.01 : static_cast<double>(stored);
+  AD_CHECK(fraction > 0.0 && fraction <= 1.0, kInvalidArgument,
+           "strategy: {} has topk_fraction {}, expected a number in (0, 1]", what, stored);
+  return fraction;
 }
 
 // The node hosting a PS device, checked against the resource spec.
 std::string PsNode(const PSSynchronizer& ps, const std::map<std::string, strategy::NodeRole>& roles,
                    const std::string& what) {
-  const std::string node = NodeOfDevice(ps.reduction_destination(), what);
+  std::string node = NodeOfDevice(ps.reduction_destination(), what);
   const auto it = roles.find(node);
   AD_CHECK(it != roles.end(), kInvalidArgument,
            "strategy: {} is placed on '{}', which is not a device of any node of the job", what,
@@ -42,18 +60,78 @@ std::string PsNode(const PSSynchronizer& ps, const std::map<std::string, strateg
   return node;
 }
 
+void SetParameterServer(const PSSynchronizer& ps,
+                        const std::map<std::string, strategy::NodeRole>& roles,
+                        const std::string& what, ShardPlan& shard) {
+  shard.kind = SyncKind::kParameterServer;
+  shard.ps_node = PsNode(ps, roles, what);
+  shard.sync = ps.sync();
+  shard.staleness = ps.sync() ? ps.staleness() : 0;
+  shard.local_replication = ps.local_replication();
+  shard.push_compressor = KindOf(ps.compressor(), what);
+  AD_CHECK(shard.push_compressor != compress::CompressorKind::kPowerSGD, kInvalidArgument,
+           "strategy: {} compresses its pushes with PowerSGDCompressor, which needs an all-reduce",
+           what);
+  shard.push_topk_fraction = TopKFraction(ps.topk_fraction(), what);
+}
+
+void SetAllReduce(const AllReduceSynchronizer& ar, const std::string& what, ShardPlan& shard) {
+  shard.kind = SyncKind::kAllReduce;
+  AD_CHECK(ar.group() >= 0, kInvalidArgument, "strategy: {} has negative group {}", what,
+           ar.group());
+  shard.group = ar.group();
+  switch (ar.spec()) {
+    case AllReduceSynchronizer::AUTO:
+      shard.algorithm = comm::AllReduceAlgorithm::kAuto;
+      break;
+    case AllReduceSynchronizer::NCCL:
+      // No GPU in this runtime: NCCL's place is taken by the ring (the caller warns once).
+      shard.algorithm = comm::AllReduceAlgorithm::kRing;
+      shard.nccl_requested = true;
+      break;
+    case AllReduceSynchronizer::RING:
+      shard.algorithm = comm::AllReduceAlgorithm::kRing;
+      break;
+    default:
+      Fail(ErrorCode::kInvalidArgument, "strategy: {} has an unknown all-reduce spec value {}",
+           what, static_cast<int>(ar.spec()));
+  }
+  compress::CompressorOptions& options = shard.compressor;
+  options.kind = KindOf(ar.compressor(), what);
+  options.algorithm = shard.algorithm;
+  options.rank = ar.powersgd_rank() == 0 ? 1 : ar.powersgd_rank();
+  AD_CHECK(options.rank >= 1 && ar.powersgd_start_step() >= 0 && ar.min_compression_elements() >= 0,
+           kInvalidArgument,
+           "strategy: {} has PowerSGD settings out of range (rank {}, start step {}, minimum "
+           "elements {})",
+           what, ar.powersgd_rank(), ar.powersgd_start_step(), ar.min_compression_elements());
+  options.start_step = ar.powersgd_start_step();
+  options.min_compression_elements = ar.min_compression_elements();
+  options.fraction = TopKFraction(ar.topk_fraction(), what);
+}
+
+void SetSynchronizer(const Strategy::Node& node,
+                     const std::map<std::string, strategy::NodeRole>& roles,
+                     const std::string& what, ShardPlan& shard) {
+  if (node.has_pssynchronizer()) {
+    SetParameterServer(node.pssynchronizer(), roles, what, shard);
+  } else if (node.has_allreducesynchronizer()) {
+    SetAllReduce(node.allreducesynchronizer(), what, shard);
+  } else {
+    Fail(ErrorCode::kInvalidArgument, "strategy: {} has no synchronizer", what);
+  }
+}
+
 ShardPlan MakeShard(std::string name, const graph::Variable& variable, ShardRange range,
-                    const PSSynchronizer& ps, std::string node) {
-  const tensor::Shape& shape = variable.shape;
+                    const Strategy::Node& node,
+                    const std::map<std::string, strategy::NodeRole>& roles,
+                    const std::string& what) {
   ShardPlan shard;
   shard.name = std::move(name);
   shard.variable = variable.name;
   shard.range = range;
-  shard.shape = range.ShapeIn(shape);
-  shard.ps_node = std::move(node);
-  shard.sync = ps.sync();
-  shard.staleness = ps.sync() ? ps.staleness() : 0;
-  shard.local_replication = ps.local_replication();
+  shard.shape = range.ShapeIn(variable.shape);
+  SetSynchronizer(node, roles, what, shard);
   return shard;
 }
 
@@ -86,10 +164,28 @@ std::vector<const ShardPlan*> StrategyPlan::HostedBy(const std::string& node) co
   std::vector<const ShardPlan*> hosted;
   for (const VariablePlan& variable : variables) {
     for (const ShardPlan& shard : variable.shards) {
-      if (shard.ps_node == node) hosted.push_back(&shard);
+      if (shard.kind == SyncKind::kParameterServer && shard.ps_node == node) {
+        hosted.push_back(&shard);
+      }
     }
   }
   return hosted;
+}
+
+const ShardPlan& StrategyPlan::Shard(const std::string& name) const {
+  const auto it = shard_index.find(name);
+  AD_CHECK(it != shard_index.end(), kInternal, "the strategy plan has no shard '{}'", name);
+  return variables[it->second.first].shards[it->second.second];
+}
+
+std::vector<const ShardPlan*> StrategyPlan::GroupMembers(int group) const {
+  std::vector<const ShardPlan*> members;
+  for (const VariablePlan& variable : variables) {
+    for (const ShardPlan& shard : variable.shards) {
+      if (shard.kind == SyncKind::kAllReduce && shard.group == group) members.push_back(&shard);
+    }
+  }
+  return members;
 }
 
 const VariablePlan& StrategyPlan::Variable(const std::string& name) const {
@@ -110,6 +206,7 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
   std::set<std::string> known;
   StrategyPlan plan;
   std::set<std::string> ps_nodes;
+  std::set<int> groups;
   for (const graph::Variable& variable : variables) {
     if (!variable.trainable) continue;
     known.insert(variable.name);
@@ -127,9 +224,8 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
     if (config.partitioner().empty()) {
       AD_CHECK(config.part_config().empty(), kInvalidArgument,
                "strategy: {} has part_config but no partitioner", what);
-      const PSSynchronizer& ps = RequirePs(config, what);
-      out.shards.push_back(MakeShard(variable.name, variable, ShardRange::Whole(variable.shape), ps,
-                                     PsNode(ps, roles, what)));
+      out.shards.push_back(MakeShard(variable.name, variable, ShardRange::Whole(variable.shape),
+                                     config, roles, what));
     } else {
       const auto [axis, count] =
           CutAxis(strategy::ParsePartitioner(config.partitioner(), variable.shape, variable.name));
@@ -146,15 +242,20 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
                  "strategy: part {} of {} is named '{}', expected '{}'", i, what, part.var_name(),
                  name);
         const std::string part_what = fmt::format("shard '{}'", name);
-        const PSSynchronizer& ps = RequirePs(part, part_what);
         const ShardRange range{axis, offset, strategy::ShardExtent(dim, count, i)};
-        out.shards.push_back(MakeShard(name, variable, range, ps, PsNode(ps, roles, part_what)));
+        out.shards.push_back(MakeShard(name, variable, range, part, roles, part_what));
         offset += range.extent;
       }
       out.partitioned = count > 1;
     }
-    for (const ShardPlan& shard : out.shards) ps_nodes.insert(shard.ps_node);
+    for (const ShardPlan& shard : out.shards) {
+      if (shard.kind == SyncKind::kParameterServer) ps_nodes.insert(shard.ps_node);
+      if (shard.kind == SyncKind::kAllReduce) groups.insert(shard.group);
+    }
     plan.index[out.name] = plan.variables.size();
+    for (size_t i = 0; i < out.shards.size(); ++i) {
+      plan.shard_index[out.shards[i].name] = {plan.variables.size(), i};
+    }
     plan.variables.push_back(std::move(out));
   }
   for (const auto& [name, unused] : configs) {
@@ -168,6 +269,7 @@ StrategyPlan PlanStrategy(const Strategy& strategy, const std::vector<graph::Var
   for (const strategy::NodeSpec& node : resources.nodes()) {
     if (ps_nodes.contains(node.address)) plan.ps_nodes.push_back(node.address);
   }
+  plan.groups.assign(groups.begin(), groups.end());
   return plan;
 }
 

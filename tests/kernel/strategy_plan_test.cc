@@ -94,15 +94,39 @@ TEST(StrategyPlanTest, WorkersHostTheParameterServersWithoutDedicatedOnes) {
   for (const std::string& node : plan.ps_nodes) EXPECT_THAT(node, HasSubstr("worker-"));
 }
 
-TEST(StrategyPlanTest, AllReduceIsAClearErrorNamingTheVariable) {
+TEST(StrategyPlanTest, AllReduceGroupsCarryAlgorithmAndCompressor) {
   const auto resources = TwoWorkersOnePs();
-  try {
-    PlanStrategy(Compile("AllReduce", resources), Model(), resources);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    EXPECT_THAT(error.what(), HasSubstr("'embedding'"));
-    EXPECT_THAT(error.what(), HasSubstr("AllReduceSynchronizer"));
-  }
+  const StrategyPlan plan =
+      PlanStrategy(Compile("AllReduce", strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0}),
+                           {{"chunk_size", "2"},
+                            {"all_reduce_spec", "RING"},
+                            {"compressor", "PowerSGDCompressor"},
+                            {"powersgd_rank", "2"}}),
+                   Model(), strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0}));
+  EXPECT_FALSE(plan.has_parameter_servers());
+  EXPECT_EQ(plan.groups, (std::vector<int>{0, 1}));
+  const std::vector<const ShardPlan*> first = plan.GroupMembers(0);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0]->name, "embedding");
+  EXPECT_EQ(first[1]->name, "fc.weight");
+  EXPECT_EQ(first[0]->kind, SyncKind::kAllReduce);
+  EXPECT_EQ(first[0]->algorithm, comm::AllReduceAlgorithm::kRing);
+  EXPECT_EQ(first[0]->compressor.kind, compress::CompressorKind::kPowerSGD);
+  EXPECT_EQ(first[0]->compressor.rank, 2);
+  EXPECT_EQ(plan.GroupMembers(1).front()->name, "fc.bias");
+}
+
+TEST(StrategyPlanTest, ParallaxMixesAllReduceAndParameterServers) {
+  const auto resources = TwoWorkersOnePs();
+  const StrategyPlan plan = PlanStrategy(Compile("Parallax", resources), Model(), resources);
+  EXPECT_EQ(plan.Variable("embedding").shards[0].kind, SyncKind::kParameterServer);
+  EXPECT_EQ(plan.Variable("fc.weight").shards[0].kind, SyncKind::kAllReduce);
+  // AutoDist's default spec is NCCL, which runs as the ring on CPU.
+  EXPECT_TRUE(plan.Variable("fc.weight").shards[0].nccl_requested);
+  EXPECT_EQ(plan.Variable("fc.weight").shards[0].algorithm, comm::AllReduceAlgorithm::kRing);
+  EXPECT_EQ(plan.ps_nodes, std::vector<std::string>{"ps-0"});
+  EXPECT_EQ(plan.HostedBy("ps-0").size(), 1u);
+  EXPECT_EQ(&plan.Shard("fc.bias"), &plan.Variable("fc.bias").shards[0]);
 }
 
 TEST(StrategyPlanTest, StrategyForAnotherModelIsRejected) {

@@ -139,14 +139,14 @@ TEST(RunFaultsTest, DeadlineStopsTheJob) {
 
 TEST(RunFaultsTest, MemberFailingAtStartNamesItsError) {
   TempDir dir;
-  JobParams params;
-  params.model = "embedding";
-  params.builder = "AllReduce";  // not run by this runtime yet: the chief refuses the strategy
-  params.parameter_servers = 0;
-  const RunOutcome outcome =
-      RunManifest(OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt"))));
+  // The launcher does not open data files; each worker finds this one missing when it loads.
+  std::string yaml = JobYaml(JobParams{}, dir / "ckpt");
+  const std::string labels = kParityDir + "mlp/label.npy";
+  yaml.replace(yaml.find(labels), labels.size(), dir / "missing-labels.npy");
+  const RunOutcome outcome = RunManifest(OptionsFor(dir, WriteManifest(dir, yaml)));
   EXPECT_EQ(outcome.exit_code, 1);
-  EXPECT_THAT(outcome.err, HasSubstr("AllReduceSynchronizer"));
+  EXPECT_THAT(outcome.err, HasSubstr("missing-labels.npy"));
+  EXPECT_THAT(outcome.err, ::testing::ContainsRegex("worker-[01] exited with code 2"));
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
 

@@ -28,14 +28,14 @@ std::map<std::string, std::vector<float>> OneProcessReference(JobParams params,
   return CheckpointVariables(checkpoints);
 }
 
-void ExpectDistributedMatchesOneProcess(const JobParams& params) {
+void ExpectDistributedMatchesOneProcess(const JobParams& params, double relative = 1e-5) {
   TempDir dir;
   const std::string checkpoints = dir / "ckpt";
   const RunOutcome outcome =
       RunManifest(OptionsFor(dir, WriteManifest(dir, JobYaml(params, checkpoints))));
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err << outcome.out;
   EXPECT_NE(outcome.out.find("succeeded"), std::string::npos) << outcome.out;
-  ExpectSameVariables(OneProcessReference(params, dir), CheckpointVariables(checkpoints), 1e-5);
+  ExpectSameVariables(OneProcessReference(params, dir), CheckpointVariables(checkpoints), relative);
 }
 
 struct Case {
@@ -66,6 +66,71 @@ INSTANTIATE_TEST_SUITE_P(Builders, PsBuilderParity,
                            return std::string(param.param.builder) + "_" + param.param.model + "_" +
                                   std::to_string(param.param.parameter_servers) + "ps";
                          });
+
+class AllReduceBuilderParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllReduceBuilderParity, TwoWorkersMatchOneProcessWithTheGlobalBatch) {
+  JobParams params;
+  params.builder = GetParam().builder;
+  params.model = GetParam().model;
+  params.parameter_servers = GetParam().parameter_servers;
+  ExpectDistributedMatchesOneProcess(params);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Builders, AllReduceBuilderParity,
+    ::testing::Values(Case{"AllReduce", "mlp", 0}, Case{"AllReduce", "embedding", 0},
+                      Case{"PartitionedAR", "mlp", 0}, Case{"PartitionedAR", "embedding", 0},
+                      Case{"RandomAxisPartitionAR", "mlp", 0}, Case{"Parallax", "embedding", 1}),
+    [](const ::testing::TestParamInfo<Case>& param) {
+      return std::string(param.param.builder) + "_" + param.param.model;
+    });
+
+// AutoDist's integration suite's strategy list, end to end: the uncompressed ones to 1e-5, the
+// float16 ones within float16 rounding.
+struct IntegrationCase {
+  const char* name;
+  const char* builder;
+  const char* options;
+  int parameter_servers;
+  double relative;
+};
+
+class AutoDistIntegrationList : public ::testing::TestWithParam<IntegrationCase> {};
+
+TEST_P(AutoDistIntegrationList, RunsAndMatchesOneProcess) {
+  const IntegrationCase& c = GetParam();
+  JobParams params;
+  params.model = "embedding";
+  params.builder = c.builder;
+  params.strategy_options = c.options;
+  params.parameter_servers = c.parameter_servers;
+  params.replicas_per_worker = 2;
+  params.batch = 4;
+  ExpectDistributedMatchesOneProcess(params, c.relative);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, AutoDistIntegrationList,
+    ::testing::Values(IntegrationCase{"PS", "PS", "", 1, 1e-5},
+                      IntegrationCase{"PartitionedPS_proxy", "PartitionedPS",
+                                      "      localProxyVariable: true\n", 2, 1e-5},
+                      IntegrationCase{"AllReduce_None", "AllReduce",
+                                      "      compressor: NoneCompressor\n", 0, 1e-5},
+                      IntegrationCase{"AllReduce_Horovod", "AllReduce",
+                                      "      compressor: HorovodCompressor\n", 0, 1e-3},
+                      IntegrationCase{"AllReduce_HorovodEF", "AllReduce",
+                                      "      compressor: HorovodCompressorEF\n", 0, 1e-3},
+                      IntegrationCase{"PSLoadBalancing_proxy", "PSLoadBalancing",
+                                      "      localProxyVariable: true\n", 2, 1e-5},
+                      IntegrationCase{"Parallax_proxy", "Parallax",
+                                      "      localProxyVariable: true\n", 1, 1e-5},
+                      IntegrationCase{"PartitionedAR", "PartitionedAR", "", 0, 1e-5},
+                      IntegrationCase{"UnevenPartitionedPS_proxy", "UnevenPartitionedPS",
+                                      "      localProxyVariable: true\n", 1, 1e-5},
+                      IntegrationCase{"RandomAxisPartitionAR_chunk4", "RandomAxisPartitionAR",
+                                      "      chunkSize: 4\n", 0, 1e-5}),
+    [](const ::testing::TestParamInfo<IntegrationCase>& param) { return param.param.name; });
 
 TEST(RunParityTest, InGraphReplicasWithLocalProxyMatch) {
   JobParams params;
