@@ -1,0 +1,321 @@
+// Parameter-server push+pull throughput against raw loopback TCP, measured in the same run.
+//
+// One process hosts a ParameterServerService on 127.0.0.1 with one float32 tensor of N bytes
+// (sync, 1 worker, 1 replica, SGD with lr 0, so values do not drift) and a PsClient times Step
+// with a dense gradient of N bytes and pull=true: N bytes pushed and N bytes pulled per step.
+// The raw reference is a plain TCP connection over 127.0.0.1 on which a server thread reads N
+// bytes and echoes them back, the same 2N bytes per round trip and the same store-and-forward
+// shape (the PS also receives the whole gradient before it replies). Rounds of the two
+// alternate, so both see the same machine load; figures are medians.
+// Target (issue): PS >= 70 % of raw TCP for 1 MiB, 16 MiB and 128 MiB.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/ps_client.h"
+#include "runtime/comm/ps_service.h"
+#include "runtime/comm/rpc.h"
+#include "runtime/common/error.h"
+
+namespace {
+
+using autodist::ErrorCode;
+using autodist::Fail;
+using autodist::tensor::DType;
+using autodist::tensor::Tensor;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU time of the whole process (all threads: client, server, gRPC's pollers, the echo thread).
+// Less sensitive than wall time to other work on a shared machine, so it shows what a change
+// to the PS path saves even when the wall-clock figures are noisy.
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// Minor page faults of the process so far: first touches of freshly mapped memory, expensive on
+// a VM. Pages mapped in advance with madvise(MADV_POPULATE_WRITE) (tensor_wire.cc) count too,
+// though they cost much less than one fault each.
+double MinorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_minflt);
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+[[noreturn]] void FailErrno(const char* what) {
+  Fail(ErrorCode::kUnavailable, "raw TCP: {}: {}", what, std::strerror(errno));
+}
+
+// Large socket buffers, as a tuned bulk-transfer peer would set them; the kernel caps them at
+// net.core.{w,r}mem_max. TCP_NODELAY so the last partial segment of a round is not held back.
+void TuneSocket(int fd, int buffer_bytes) {
+  const int one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof buffer_bytes) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    FailErrno("setsockopt");
+  }
+}
+
+void SendAll(int fd, const char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t sent = ::send(fd, data, bytes, MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent <= 0) FailErrno("send");
+    data += sent;
+    bytes -= static_cast<size_t>(sent);
+  }
+}
+
+// False when the peer closed the connection before the first byte.
+bool RecvAll(int fd, char* data, size_t bytes) {
+  const size_t wanted = bytes;
+  while (bytes > 0) {
+    const ssize_t got = ::recv(fd, data, bytes, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 && bytes == wanted) return false;
+    if (got <= 0) FailErrno("recv");
+    data += got;
+    bytes -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// A connected pair over 127.0.0.1 and an echo thread on the accepting side: per round it reads
+// `bytes` and writes them back.
+class RawEcho {
+ public:
+  RawEcho(size_t bytes, int buffer_bytes) : bytes_(bytes) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (listener < 0) FailErrno("socket");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener, 1) != 0 ||
+        ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      FailErrno("bind/listen on 127.0.0.1:0");
+    }
+    client_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (client_ < 0) FailErrno("socket");
+    // Buffer sizes are set before connect so that the window scale is negotiated for them.
+    TuneSocket(client_, buffer_bytes);
+    TuneSocket(listener, buffer_bytes);
+    if (::connect(client_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      FailErrno("connect");
+    }
+    server_ = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    if (server_ < 0) FailErrno("accept");
+    echo_ = std::thread([this] {
+      std::vector<char> buffer(bytes_);
+      // Errors end the thread quietly; the client's side of the round reports them.
+      try {
+        while (RecvAll(server_, buffer.data(), bytes_)) SendAll(server_, buffer.data(), bytes_);
+      } catch (const autodist::Error&) {
+      }
+    });
+    payload_.assign(bytes_, 1);
+    reply_.resize(bytes_);
+  }
+  ~RawEcho() {
+    ::shutdown(client_, SHUT_WR);
+    echo_.join();
+    ::close(client_);
+    ::close(server_);
+  }
+  RawEcho(const RawEcho&) = delete;
+  RawEcho& operator=(const RawEcho&) = delete;
+
+  // One round trip: N bytes out, N bytes back. Returns seconds.
+  double Round() {
+    const auto start = Clock::now();
+    SendAll(client_, payload_.data(), bytes_);
+    AD_CHECK(RecvAll(client_, reply_.data(), bytes_), kUnavailable,
+             "raw TCP: the echo thread closed the connection");
+    return SecondsSince(start);
+  }
+
+ private:
+  size_t bytes_;
+  int client_ = -1;
+  int server_ = -1;
+  std::thread echo_;
+  std::vector<char> payload_;
+  std::vector<char> reply_;
+};
+
+// A parameter server hosting one float32 tensor of `bytes` bytes and a client pushing dense
+// gradients of that size with pull=true.
+class PsLoop {
+ public:
+  explicit PsLoop(int64_t bytes)
+      : server_("127.0.0.1:0", {&service_}), client_("ps-0", server_.endpoint()) {
+    const int64_t elements = bytes / 4;
+    Tensor value(DType::kFloat32, {elements});
+    std::fill_n(value.data<float>(), elements, 0.5F);
+    gradient_ = Tensor(DType::kFloat32, {elements});
+    std::fill_n(gradient_.data<float>(), elements, 1.0F);
+    autodist::comm::PsInitRequest init;
+    init.tensors = {{"w", true, 0, false}};
+    // lr 0: the update still runs (its cost is part of a step) but the value stays put.
+    init.optimizer = "sgd";
+    init.optimizer_options = {{"lr", "0.0"}};
+    init.num_workers = 1;
+    init.total_replicas = 1;
+    init.values.emplace("w", std::move(value));
+    client_.Init(init);
+  }
+  ~PsLoop() {
+    service_.Shutdown();
+    server_.Shutdown();
+  }
+  PsLoop(const PsLoop&) = delete;
+  PsLoop& operator=(const PsLoop&) = delete;
+
+  // One Step: push N bytes, pull N bytes. Returns seconds.
+  double Round() {
+    autodist::comm::PsStepRequest request;
+    request.step = step_++;
+    request.learning_rate = 0.0;
+    request.pull = true;
+    request.gradients.emplace("w", autodist::comm::GradientRef{&gradient_, nullptr});
+    const auto start = Clock::now();
+    const autodist::comm::PsValues reply = client_.Step(request);
+    const double seconds = SecondsSince(start);
+    const auto it = reply.values.find("w");
+    AD_CHECK(it != reply.values.end() && it->second.nbytes() == gradient_.nbytes(), kInternal,
+             "PS step {}: the reply does not carry the whole value of 'w'", request.step);
+    return seconds;
+  }
+
+ private:
+  autodist::comm::ParameterServerService service_;
+  autodist::comm::RpcServer server_;
+  autodist::comm::PsClient client_;
+  Tensor gradient_;
+  int64_t step_ = 0;
+};
+
+struct Timing {
+  double wall = 0;    // seconds, median over rounds
+  double cpu = 0;     // process CPU seconds, median over rounds
+  double faults = 0;  // minor page faults, median over rounds
+};
+
+struct Result {
+  int64_t bytes = 0;
+  int rounds = 0;
+  Timing ps;
+  Timing raw;
+};
+
+// Per-round samples of one side (PS or raw).
+struct Samples {
+  std::vector<double> wall;
+  std::vector<double> cpu;
+  std::vector<double> faults;
+
+  // Runs `round` (which returns its wall time) and records it with the CPU time and the page
+  // faults of the process meanwhile.
+  template <typename Round>
+  void Record(Round&& round) {
+    const double cpu_start = ProcessCpuSeconds();
+    const double faults_start = MinorFaults();
+    wall.push_back(round());
+    cpu.push_back(ProcessCpuSeconds() - cpu_start);
+    faults.push_back(MinorFaults() - faults_start);
+  }
+  Timing Medians() const { return {Median(wall), Median(cpu), Median(faults)}; }
+};
+
+Result Measure(int64_t bytes, int min_rounds, double budget_seconds, int warmup,
+               int socket_buffer) {
+  RawEcho raw(static_cast<size_t>(bytes), socket_buffer);
+  PsLoop ps(bytes);
+  for (int i = 0; i < warmup; ++i) {
+    raw.Round();
+    ps.Round();
+  }
+  Samples raw_samples;
+  Samples ps_samples;
+  const auto start = Clock::now();
+  while (static_cast<int>(ps_samples.wall.size()) < min_rounds ||
+         SecondsSince(start) < budget_seconds) {
+    raw_samples.Record([&] { return raw.Round(); });
+    ps_samples.Record([&] { return ps.Round(); });
+  }
+  return {bytes, static_cast<int>(ps_samples.wall.size()), ps_samples.Medians(),
+          raw_samples.Medians()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Parameter-server push+pull throughput vs raw loopback TCP"};
+  std::vector<int64_t> sizes_mib = {1, 16, 128};
+  int min_rounds = 5;
+  double budget = 3.0;
+  int warmup = 2;
+  int socket_buffer = 8 << 20;
+  app.add_option("--sizes-mib", sizes_mib, "Tensor sizes in MiB")->check(CLI::PositiveNumber);
+  app.add_option("--min-rounds", min_rounds, "Timed rounds per size, at least")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seconds", budget, "Time spent per size, at least (rounds keep going)");
+  app.add_option("--warmup", warmup, "Untimed rounds first");
+  app.add_option("--socket-buffer", socket_buffer, "SO_SNDBUF/SO_RCVBUF of the raw TCP test")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    fmt::print("{:>8} {:>6} {:>10} {:>10} {:>8} {:>8} {:>7} {:>10} {:>10} {:>9}\n", "size",
+               "rounds", "PS ms", "raw ms", "PS GB/s", "raw GB/s", "PS/raw", "PS cpu ms",
+               "raw cpu ms", "PS faults");
+    for (const int64_t mib : sizes_mib) {
+      const Result r = Measure(mib << 20, min_rounds, budget, warmup, socket_buffer);
+      // GB/s = 1e9 bytes per second, counting both directions: 2N bytes per round.
+      const double moved = 2.0 * static_cast<double>(r.bytes);
+      const double ps_rate = moved / r.ps.wall / 1e9;
+      const double raw_rate = moved / r.raw.wall / 1e9;
+      fmt::print(
+          "{:>4} MiB {:>6} {:>10.2f} {:>10.2f} {:>8.3f} {:>8.3f} {:>6.1f}% {:>10.2f} {:>10.2f} "
+          "{:>9.0f}\n",
+          mib, r.rounds, r.ps.wall * 1e3, r.raw.wall * 1e3, ps_rate, raw_rate,
+          100.0 * ps_rate / raw_rate, r.ps.cpu * 1e3, r.raw.cpu * 1e3, r.ps.faults);
+      std::fflush(stdout);
+    }
+    fmt::print(
+        "medians per round; a round moves 2N bytes (PS: push N + pull N, raw: echo of N); "
+        "GB/s = 1e9 bytes/s; target PS/raw >= 70%\n");
+  } catch (const autodist::Error& error) {
+    fmt::print(stderr, "ps_throughput_bench: error: {}\n", error.what());
+    return 1;
+  }
+  return 0;
+}
