@@ -1,0 +1,104 @@
+{{/*
+Names and labels shared by every template. Kubernetes names are at most 63 characters, hence the
+truncation; a release named like the chart is not repeated ("autodist-operator", not
+"autodist-operator-autodist-operator").
+*/}}
+{{- define "autodist-operator.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "autodist-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "autodist-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels: fixed for the life of a release (a Deployment's selector is immutable). */}}
+{{- define "autodist-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "autodist-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "autodist-operator.labels" -}}
+helm.sh/chart: {{ include "autodist-operator.chart" . }}
+{{ include "autodist-operator.selectorLabels" . }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "autodist-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "autodist-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "autodist-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "autodist-operator.runtimeImage" -}}
+{{- printf "%s:%s" .Values.runtimeImage.repository (default .Chart.AppVersion .Values.runtimeImage.tag) }}
+{{- end }}
+
+{{- define "autodist-operator.leaseName" -}}
+{{- default (include "autodist-operator.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}
+
+{{- define "autodist-operator.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.namespace }}
+{{- end }}
+
+{{/*
+The operator's rules on jobs and the objects it creates for them: the same in the ClusterRole
+(all namespaces) and in each per-namespace Role. Each verb is there because the operator uses it;
+docs/operator.md has the table, and tests/deploy/check_chart.py fails on any extra verb.
+*/}}
+{{- define "autodist-operator.jobRules" -}}
+# Informers list and watch jobs; update/patch touch metadata only (the operator's finalizer and
+# annotations: the spec is the user's); delete is ttlSecondsAfterFinished removing a finished job.
+- apiGroups: ["autodist.io"]
+  resources: ["autodistjobs"]
+  verbs: ["get", "list", "watch", "update", "patch", "delete"]
+# Conditions, replica counts and progress go through the status subresource only.
+- apiGroups: ["autodist.io"]
+  resources: ["autodistjobs/status"]
+  verbs: ["get", "update", "patch"]
+# Pods, Services and ConfigMaps carry an ownerReference to their job with blockOwnerDeletion, so
+# a foreground delete of the job waits for them; the OwnerReferencesPermissionEnforcement
+# admission plugin allows setting that only with update on the owner's finalizers.
+- apiGroups: ["autodist.io"]
+  resources: ["autodistjobs/finalizers"]
+  verbs: ["update"]
+# PS and worker pods: created per job, deleted for gang restarts, suspend and cleanPodPolicy.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+# The headless Service pods find each other through, the <job>-autodist ConfigMap holding the
+# compiled Strategy, and reading the ConfigMap that holds a job's model.
+- apiGroups: [""]
+  resources: ["services", "configmaps"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+# An Event for every transition (kubectl describe adj); patch aggregates repeated ones.
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- if .Values.gangScheduling.enabled }}
+# Gang scheduling: one PodGroup per job, minMember = all of its pods.
+- apiGroups: [{{ include "autodist-operator.podGroupApiGroup" . | quote }}]
+  resources: ["podgroups"]
+  verbs: ["create", "get", "delete"]
+{{- end }}
+{{- end }}
+
+{{- define "autodist-operator.podGroupApiGroup" -}}
+{{- if eq .Values.gangScheduling.provider "volcano" }}scheduling.volcano.sh{{ else }}scheduling.x-k8s.io{{ end }}
+{{- end }}
