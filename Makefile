@@ -22,10 +22,13 @@ run: build
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
-# The training comparison needs PyTorch: `scripts/setup.sh fixtures` installs it.
+# The training comparison needs PyTorch (`scripts/setup.sh fixtures`); the collectives comparison
+# needs Open MPI (`scripts/setup.sh bench`, which bench-allreduce.sh runs itself).
 bench: build
 	scripts/bench-compile.sh $(BUILD_DIR)
 	scripts/bench-train.sh $(BUILD_DIR)
+	scripts/bench-ps.sh $(BUILD_DIR)
+	scripts/bench-allreduce.sh $(BUILD_DIR)
 
 format:
 	scripts/format.sh
