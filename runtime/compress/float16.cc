@@ -1,5 +1,7 @@
 #include "runtime/compress/float16.h"
 
+#include <immintrin.h>
+
 #include <bit>
 
 namespace autodist::compress {
@@ -61,12 +63,47 @@ float HalfToFloat(uint16_t half) {
   return std::bit_cast<float>(sign | (float_exponent << 23) | ((mantissa & 0x03ffU) << 13));
 }
 
+namespace {
+
+// F16C converts 8 values per instruction with IEEE round-to-nearest-even, overflow to infinity
+// and quiet NaNs — the same results as FloatToHalf/HalfToFloat (tests/compress/float16_test.cc
+// compares them bit for bit), at a fraction of the cost. Chosen at run time, so binaries still
+// run on CPUs without it.
+bool HasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c") != 0 && __builtin_cpu_supports("avx") != 0;
+  return has;
+}
+
+__attribute__((target("avx,f16c"))) size_t FloatsToHalvesF16c(const float* in, size_t count,
+                                                              uint16_t* out) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), halves);
+  }
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) size_t HalvesToFloatsF16c(const uint16_t* in, size_t count,
+                                                              float* out) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
+  }
+  return i;
+}
+
+}  // namespace
+
 void FloatsToHalves(const float* in, size_t count, uint16_t* out) {
-  for (size_t i = 0; i < count; ++i) out[i] = FloatToHalf(in[i]);
+  size_t i = HasF16c() ? FloatsToHalvesF16c(in, count, out) : 0;
+  for (; i < count; ++i) out[i] = FloatToHalf(in[i]);
 }
 
 void HalvesToFloats(const uint16_t* in, size_t count, float* out) {
-  for (size_t i = 0; i < count; ++i) out[i] = HalfToFloat(in[i]);
+  size_t i = HasF16c() ? HalvesToFloatsF16c(in, count, out) : 0;
+  for (; i < count; ++i) out[i] = HalfToFloat(in[i]);
 }
 
 void AddHalves(uint16_t* sum, const uint16_t* addend, size_t count) {

@@ -1,6 +1,7 @@
 // IEEE 754 binary16 ("half", float16) conversions for the float16 compressors and the
-// communicators that sum float16 buffers. Bit manipulation rather than _Float16 or F16C so the
-// result is the same on every compiler and CPU the ranks of one job may run on.
+// communicators that sum float16 buffers. The scalar conversions are bit manipulation, so the
+// result is the same on every compiler and CPU; the bulk ones use F16C where present, which
+// gives the same bits.
 #pragma once
 
 #include <cstddef>

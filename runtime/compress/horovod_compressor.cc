@@ -41,12 +41,15 @@ void HorovodCompressor::ApplyErrorFeedback(const std::string& group,
     std::vector<float>& residual = residuals_.Get(group, named.name, count);
     float* corrected = fused_.data() + offset;
     uint16_t* half = halves_.data() + offset;
+    float* error = residual.data();
+    for (size_t i = 0; i < count; ++i) corrected[i] += error[i];
+    // Converted in bulk (vectorized), then the error of what is sent becomes the new residual.
+    FloatsToHalves(corrected, count, half);
+    HalvesToFloats(half, count, error);
     for (size_t i = 0; i < count; ++i) {
-      corrected[i] += residual[i];
-      half[i] = FloatToHalf(corrected[i]);
-      const float sent = HalfToFloat(half[i]);
+      const float sent = error[i];
       // An overflowed cast has no meaningful error to carry (see the header).
-      residual[i] = std::isinf(sent) && std::isfinite(corrected[i]) ? 0.0F : corrected[i] - sent;
+      error[i] = std::isinf(sent) && std::isfinite(corrected[i]) ? 0.0F : corrected[i] - sent;
     }
     offset += count;
   }

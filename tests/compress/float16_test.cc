@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace autodist::compress {
 namespace {
@@ -91,6 +92,33 @@ TEST(Float16Test, AgreesWithTheCompilersCast) {
   }
 }
 #endif
+
+// The bulk conversions (F16C where the CPU has it) give the scalar conversions' bits.
+TEST(Float16Test, BulkConversionsMatchTheScalarOnes) {
+  std::vector<float> floats;
+  for (uint64_t bits = 0; bits <= 0xffffffffULL; bits += 65521) {
+    const auto value = std::bit_cast<float>(static_cast<uint32_t>(bits));
+    if (!std::isnan(value)) floats.push_back(value);
+  }
+  floats.insert(floats.end(), {65519.0F, 65520.0F, -65520.0F, 1e-8F, -0.0F});
+  std::vector<uint16_t> halves(floats.size());
+  FloatsToHalves(floats.data(), floats.size(), halves.data());
+  for (size_t i = 0; i < floats.size(); ++i) {
+    ASSERT_EQ(halves[i], FloatToHalf(floats[i])) << floats[i];
+  }
+  std::vector<uint16_t> every(65536);
+  for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
+  std::vector<float> back(every.size());
+  HalvesToFloats(every.data(), every.size(), back.data());
+  for (size_t i = 0; i < every.size(); ++i) {
+    const float expected = HalfToFloat(every[i]);
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(back[i])) << i;
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(back[i]), std::bit_cast<uint32_t>(expected)) << i;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace autodist::compress
