@@ -81,9 +81,16 @@ TEST(RunFaultsTest, KilledWorkerStopsTheJobNamingItAndLeavesNothingBehind) {
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
 
-TEST(RunFaultsTest, HungWorkerFailsTheJobWithinTheHeartbeatDeadline) {
+// A worker that hangs (alive, silent) under a parameter-server and under an all-reduce strategy:
+// the others block in a push or a collective, and the heartbeat deadline ends the job.
+class HungWorker : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(HungWorker, FailsTheJobWithinTheHeartbeatDeadline) {
   TempDir dir;
-  const std::string manifest = WriteManifest(dir, JobYaml(LongRun(), dir / "ckpt"));
+  JobParams params = LongRun();
+  params.builder = GetParam();
+  params.parameter_servers = params.builder == "PS" ? 1 : 0;
+  const std::string manifest = WriteManifest(dir, JobYaml(params, dir / "ckpt"));
   const cli::RunOptions options = OptionsFor(dir, manifest);
   auto run = std::async(std::launch::async, [&] { return RunManifest(options); });
   const pid_t victim = WaitForMember(manifest, "worker-1");
@@ -102,6 +109,8 @@ TEST(RunFaultsTest, HungWorkerFailsTheJobWithinTheHeartbeatDeadline) {
   EXPECT_THAT(outcome.err, HasSubstr("sent no heartbeat"));
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Strategies, HungWorker, ::testing::Values("PS", "AllReduce"));
 
 // Ctrl-C at the terminal: the launcher binary stops every member and exits 128 + SIGINT.
 TEST(RunFaultsTest, InterruptStopsEveryProcess) {

@@ -72,11 +72,12 @@ bool HaveFashionMnist() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
 }
 
-// The example job-ps.yaml, shortened to `steps` synchronous steps of 2 x 32 samples, without
-// checkpoints or export; `options` replaces its strategy options.
-std::string ShortFashionMnistJob(int steps, const std::string& options = "") {
+// An example job (job-ps.yaml or job-allreduce.yaml), shortened to `steps` synchronous steps of
+// 2 x 32 samples, without checkpoints or export; `options` replaces its strategy options.
+std::string ShortFashionMnistJob(int steps, const std::string& options = "",
+                                 const std::string& example = "job-ps.yaml") {
   std::string yaml =
-      ReadText(std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/job-ps.yaml");
+      ReadText(std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/" + example);
   yaml = std::regex_replace(yaml, std::regex("epochs: 2"), "steps: " + std::to_string(steps));
   yaml = std::regex_replace(
       yaml, std::regex("path: fmnist_mlp.onnx"),
@@ -116,6 +117,24 @@ TEST(RunTrainingTest, AsynchronousTrainingConverges) {
   ASSERT_TRUE(chief.accuracy.has_value());
   // Chance is 0.10; stale gradients cost a little against the synchronous run above.
   EXPECT_GT(*chief.accuracy, 0.70);
+}
+
+// The lossy compressors beyond AutoDist's reach the uncompressed accuracy (the full-length
+// comparison is in docs/performance.md; 400 steps here, so the margin allows for that noise).
+TEST(RunTrainingTest, PowerSgdAndTopKReachTheUncompressedAccuracy) {
+  if (!HaveFashionMnist()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  constexpr int kSteps = 400;
+  const auto accuracy = [&](const std::string& options) {
+    const job::MemberResult chief =
+        RunAndCheck(ShortFashionMnistJob(kSteps, options, "job-allreduce.yaml"), kSteps);
+    return chief.accuracy.value_or(0.0);
+  };
+  const double none = accuracy("      compressor: NoneCompressor\n");
+  const double powersgd = accuracy("      compressor: PowerSGDCompressor\n      powersgdRank: 2\n");
+  const double topk = accuracy("      compressor: TopKCompressorEF\n      topkFraction: 0.1\n");
+  EXPECT_GT(none, 0.75);
+  EXPECT_GT(powersgd, none - 0.02) << "uncompressed " << none;
+  EXPECT_GT(topk, none - 0.02) << "uncompressed " << none;
 }
 
 }  // namespace
