@@ -110,10 +110,8 @@ void PsClient::Init(const PsInitRequest& request) {
 
 PsValues PsClient::Step(const PsStepRequest& request) {
   const std::string what = What("Step");
-  for (const auto& [name, gradient] : request.gradients) {
-    AD_CHECK((gradient.dense != nullptr) != (gradient.sparse != nullptr), kInvalidArgument,
-             "{}: gradient '{}' must set exactly one of dense and sparse", what, name);
-  }
+  // Everything is checked before the call starts, so that a bad gradient sends nothing.
+  for (const auto& [name, gradient] : request.gradients) CheckGradientRef(what, name, gradient);
   grpc::ClientContext context;
   Prepare(context);
   auto stream = stub_->Step(&context);
@@ -135,11 +133,8 @@ PsValues PsClient::Step(const PsStepRequest& request) {
   };
   for (const auto& [name, gradient] : request.gradients) {
     if (!open) break;
-    if (gradient.dense != nullptr) {
-      EmitTensor(name, *gradient.dense, request.replicas, kDefaultPieceBytes, sink);
-    } else {
-      EmitSparse(name, *gradient.sparse, request.replicas, kDefaultPieceBytes, sink);
-    }
+    encoder_.Emit(what, request.first_replica, name, gradient, request.replicas, kDefaultPieceBytes,
+                  sink);
   }
   if (open) stream->WritesDone();
 

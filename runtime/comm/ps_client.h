@@ -3,15 +3,19 @@
 // (tensor_wire.h). Semantics: docs/parameter-servers.md.
 //
 // Thread-safe: calls may run concurrently, on one PsClient or on several (one per PS and per
-// replica stream); each call is its own RPC.
+// replica stream); each call is its own RPC. A client keeps the error-feedback residuals of the
+// compressed pushes made through it (ps_push_encoder.h), so a worker keeps one client per server
+// for the whole run.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "proto/ps_service.grpc.pb.h"
+#include "runtime/comm/ps_push_encoder.h"
 #include "runtime/comm/ps_types.h"
 #include "runtime/comm/rpc.h"
 #include "runtime/comm/tensor_wire.h"
@@ -33,8 +37,10 @@ class PsClient {
   void Init(const PsInitRequest& request);
 
   // Pushes the gradients of one step and waits for the reply: the versions of the tensors
-  // pushed to and, with `pull`, their values. Throws InvalidArgument for a gradient that sets
-  // neither or both of dense and sparse, and the server's error otherwise.
+  // pushed to and, with `pull`, their values. Dense gradients are compressed as their
+  // GradientRef asks, with error feedback per (request.first_replica, tensor name). Throws
+  // InvalidArgument for a gradient that sets neither or both of dense and sparse or that cannot
+  // be compressed as asked (CheckGradientRef), and the server's error otherwise.
   PsValues Step(const PsStepRequest& request);
 
   // Values and versions of `names` (every hosted tensor when empty), one consistent snapshot;
@@ -43,6 +49,13 @@ class PsClient {
   PsValues Pull(const std::vector<std::string>& names, bool optimizer_state, int worker = 0);
 
   PsStats Stats();
+
+  // The error-feedback residual of the pushes of `tensor` by the stream starting at
+  // `first_replica`; nullopt before its first error-feedback push. For tests and diagnostics.
+  std::optional<std::vector<float>> PushResidual(int first_replica,
+                                                 const std::string& tensor) const {
+    return encoder_.Residual(first_replica, tensor);
+  }
 
   const std::string& name() const { return name_; }
   const std::string& endpoint() const { return endpoint_; }
@@ -56,6 +69,7 @@ class PsClient {
   std::string endpoint_;
   std::chrono::milliseconds call_deadline_;
   std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;
+  PushEncoder encoder_;
 };
 
 }  // namespace autodist::comm

@@ -157,6 +157,7 @@ grpc::Status ParameterServerService::Step(
     push.learning_rate = header.learning_rate();
     int64_t bytes = 0;
     for (auto& [name, received] : assembler.Finish()) {
+      bytes += received.wire_bytes;  // as sent: compressed pushes count what they saved
       PsGradient gradient;
       if (received.is_sparse()) {
         gradient.sparse =
@@ -164,7 +165,6 @@ grpc::Status ParameterServerService::Step(
       } else {
         gradient.dense = std::move(received.dense);
       }
-      bytes += GradientBytes(gradient);
       push.gradients.emplace(name, std::move(gradient));
     }
     bytes_pushed_.fetch_add(bytes);

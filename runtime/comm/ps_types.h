@@ -39,10 +39,23 @@ struct PsInitRequest {
   std::map<std::string, tensor::Tensor> optimizer_state;
 };
 
-// A gradient to push, not owned: exactly one of the two is set.
+// How a dense gradient travels to its server (the Strategy's PSSynchronizer.compressor); the
+// server decodes it back to float32, so nothing after the wire changes. docs/compression.md.
+enum class PushCompression {
+  kNone,       // float32
+  kFloat16,    // HorovodCompressor: each element as float16, half the bytes
+  kFloat16EF,  // HorovodCompressorEF: float16, the rounding error added to the next step's push
+  kTopKEF,     // TopKCompressorEF: the ceil(fraction n) entries largest in magnitude as
+               // (int64 index, float32 value) pairs; the rest is added to the next step's push
+};
+
+// A gradient to push, not owned: exactly one of dense and sparse is set. Row-sparse gradients
+// always travel as rows: `compression` applies to dense ones only.
 struct GradientRef {
   const tensor::Tensor* dense = nullptr;
   const ops::SparseGradient* sparse = nullptr;
+  PushCompression compression = PushCompression::kNone;
+  double topk_fraction = 0.01;  // kTopKEF; in (0, 1]
 };
 
 // One worker's push to one PS for one step.
@@ -64,7 +77,7 @@ struct PsValues {
 };
 
 struct PsStats {
-  int64_t bytes_pushed = 0;  // gradient bytes received (values, rows and sparse indices)
+  int64_t bytes_pushed = 0;  // gradient bytes received as sent (values, rows, indices)
   int64_t bytes_pulled = 0;  // value bytes sent (Step replies and Pull)
   int64_t version = 0;       // the lowest version among the hosted tensors
   int64_t steps = 0;         // updates every hosted tensor has received: version - start_step

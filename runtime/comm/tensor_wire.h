@@ -1,8 +1,10 @@
 // Tensors on the wire (proto/tensor_wire.proto): a tensor is sent as pieces of at most
-// `piece_bytes` raw bytes each, so a message never holds a whole large tensor and the receiver
-// can check every piece before it allocates. PieceAssembler is the receiving side: it validates
-// each piece against what was announced (type, dims, a byte limit, contiguous offsets) and
-// rebuilds dense tensors and row-sparse gradients.
+// `piece_bytes` bytes each, so a message never holds a whole large tensor and the receiver can
+// check every piece before it allocates. PieceAssembler is the receiving side: it validates each
+// piece against what was announced (type, dims, encoding, a byte limit, contiguous offsets) and
+// rebuilds dense tensors and row-sparse gradients. Compressed pushes encode a dense float32
+// tensor as float16 halves or as its top-k (index, value) pairs; the assembler decodes them piece
+// by piece into the float32 tensor, so the receiver never holds the encoded tensor whole.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "proto/tensor_wire.pb.h"
 #include "runtime/ops/kernel.h"
@@ -34,11 +37,27 @@ void EmitTensor(const std::string& name, const tensor::Tensor& value, int32_t re
 void EmitSparse(const std::string& name, const ops::SparseGradient& gradient, int32_t replicas,
                 int64_t piece_bytes, const PieceSink& sink);
 
+// Emits the float32 tensor of `shape` whose elements are `halves` (FLOAT16: one IEEE float16
+// per element, row-major): half the bytes of EmitTensor. Pieces hold whole halves.
+void EmitHalves(const std::string& name, const tensor::Shape& shape,
+                const std::vector<uint16_t>& halves, int32_t replicas, int64_t piece_bytes,
+                const PieceSink& sink);
+
+// Emits the float32 tensor of `shape` that is zero except at `indices` (TOPK: positions in the
+// flattened tensor, strictly ascending), where it holds `values`: the indices go in the first
+// piece, the values follow as data, 12 bytes per element sent. Pieces hold whole values.
+void EmitTopK(const std::string& name, const tensor::Shape& shape,
+              const std::vector<int64_t>& indices, const std::vector<float>& values,
+              int32_t replicas, int64_t piece_bytes, const PieceSink& sink);
+
 // A tensor rebuilt from pieces.
 struct ReceivedTensor {
-  tensor::Tensor dense;  // dense tensors; for sparse ones the rows ([n, row dims...])
+  tensor::Tensor dense;  // dense tensors (decoded to float32); for sparse ones the rows
   std::optional<tensor::Tensor> indices;  // int64 [n] for row-sparse gradients
   int32_t replicas = 1;                   // how many replicas' gradients it sums
+  // What arrived for it on the wire: data bytes as sent (encoded) plus 8 per index (row or
+  // TOPK), so that traffic statistics show what compression saved.
+  int64_t wire_bytes = 0;
   bool is_sparse() const { return indices.has_value(); }
 };
 
@@ -50,7 +69,10 @@ class PieceAssembler {
 
   // Adds one piece. Throws InvalidArgument naming the peer and the tensor for an unknown data
   // type, negative or overflowing dims, a piece out of order or past the end, a repeated name, a
-  // sparse header whose index count does not match its rows, or the byte limit.
+  // sparse header whose index count does not match its rows, the byte limit, an unknown
+  // encoding, an encoding on anything but a dense float32 tensor, a FLOAT16 piece of an odd byte
+  // count, and TOPK indices out of range, not strictly ascending (duplicates) or more than the
+  // tensor has elements.
   void Add(const autodist::proto::TensorPiece& piece);
 
   // Every tensor received, by name. Throws InvalidArgument naming the first incomplete one.
@@ -61,9 +83,18 @@ class PieceAssembler {
  private:
   struct Pending {
     ReceivedTensor tensor;
-    int64_t expected_bytes = 0;
+    autodist::proto::TensorPiece::Encoding encoding = autodist::proto::TensorPiece::RAW;
+    int64_t expected_bytes = 0;  // of data, as sent
     int64_t received_bytes = 0;
+    std::vector<int64_t> positions;  // TOPK: where each value goes
   };
+
+  // Checks the first piece of a tensor and allocates it.
+  Pending Start(const autodist::proto::TensorPiece& piece);
+  // Checks and keeps the TOPK positions of `piece` (its first) in `pending`.
+  void StartTopK(const autodist::proto::TensorPiece& piece, Pending& pending);
+  // Decodes `piece`'s data into the tensor.
+  void Store(const autodist::proto::TensorPiece& piece, Pending& pending) const;
 
   std::string peer_;
   int64_t max_total_bytes_;

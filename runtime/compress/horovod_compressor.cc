@@ -1,9 +1,7 @@
 #include "runtime/compress/horovod_compressor.h"
 
-#include <cmath>
-
 #include "runtime/common/error.h"
-#include "runtime/compress/float16.h"
+#include "runtime/tensor/float16.h"
 
 namespace autodist::compress {
 
@@ -23,11 +21,11 @@ void HorovodCompressor::Reduce(const std::string& group,
   if (options_.kind == CompressorKind::kHorovodEF) {
     ApplyErrorFeedback(group, gradients);
   } else {
-    FloatsToHalves(fused_.data(), fused_.size(), halves_.data());
+    tensor::FloatsToHalves(fused_.data(), fused_.size(), halves_.data());
   }
   communicator.AllReduceSum(halves_.data(), halves_.size(), comm::ElementType::kFloat16,
                             options_.algorithm, group);
-  HalvesToFloats(halves_.data(), halves_.size(), fused_.data());
+  tensor::HalvesToFloats(halves_.data(), halves_.size(), fused_.data());
   Unfuse(fused_, gradients);
   stats_.raw_bytes += static_cast<int64_t>(fused_.size() * sizeof(float));
   stats_.wire_bytes += static_cast<int64_t>(halves_.size() * sizeof(uint16_t));
@@ -39,18 +37,9 @@ void HorovodCompressor::ApplyErrorFeedback(const std::string& group,
   for (const NamedGradient& named : gradients) {
     const auto count = static_cast<size_t>(named.gradient->numel());
     std::vector<float>& residual = residuals_.Get(group, named.name, count);
-    float* corrected = fused_.data() + offset;
-    uint16_t* half = halves_.data() + offset;
-    float* error = residual.data();
-    for (size_t i = 0; i < count; ++i) corrected[i] += error[i];
-    // Converted in bulk (vectorized), then the error of what is sent becomes the new residual.
-    FloatsToHalves(corrected, count, half);
-    HalvesToFloats(half, count, error);
-    for (size_t i = 0; i < count; ++i) {
-      const float sent = error[i];
-      // An overflowed cast has no meaningful error to carry (see the header).
-      error[i] = std::isinf(sent) && std::isfinite(corrected[i]) ? 0.0F : corrected[i] - sent;
-    }
+    // Overflow keeps no residual (see the header); the shared routine does that.
+    tensor::FloatsToHalvesWithFeedback(fused_.data() + offset, count, residual.data(),
+                                       halves_.data() + offset);
     offset += count;
   }
 }

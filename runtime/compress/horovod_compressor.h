@@ -38,8 +38,8 @@ class HorovodCompressor : public Compressor {
   }
 
  private:
-  // Adds each tensor's residual into the fused buffer and replaces the residual by this step's
-  // rounding error; writes the halves to send.
+  // Writes half(g + residual) of each tensor into the halves to send and replaces the residual
+  // by this step's rounding error (tensor::FloatsToHalvesWithFeedback).
   void ApplyErrorFeedback(const std::string& group, const std::vector<NamedGradient>& gradients);
 
   CompressorOptions options_;

@@ -1,22 +1,14 @@
 #include "runtime/compress/topk_compressor.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <numeric>
 
 #include "runtime/common/error.h"
+#include "runtime/tensor/top_k.h"
 
 namespace autodist::compress {
 namespace {
 
 constexpr const char* kName = "TopKCompressorEF";
-
-// The magnitude an element is ranked by; NaN ranks highest so that a broken gradient is sent and
-// reported by the trainer rather than breaking the ordering (NaN compares false with everything).
-float Magnitude(float value) {
-  return std::isnan(value) ? std::numeric_limits<float>::infinity() : std::fabs(value);
-}
 
 }  // namespace
 
@@ -27,11 +19,7 @@ TopKCompressorEF::TopKCompressorEF(const CompressorOptions& options)
 }
 
 int64_t TopKCompressorEF::PickCount(int64_t elements) const {
-  // The relative tolerance keeps a product that is an integer in exact arithmetic from rounding
-  // up past it (0.1 * 320 must give 32).
-  const double exact = options_.fraction * static_cast<double>(elements);
-  const auto k = static_cast<int64_t>(std::ceil(exact * (1.0 - 1e-12)));
-  return std::clamp<int64_t>(k, 0, elements);
+  return tensor::TopKCount(options_.fraction, elements);
 }
 
 void TopKCompressorEF::Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
@@ -79,19 +67,7 @@ void TopKCompressorEF::AddResiduals(const std::string& group,
 }
 
 void TopKCompressorEF::PickLargest(int64_t k) {
-  indices_.resize(fused_.size());
-  std::iota(indices_.begin(), indices_.end(), int64_t{0});
-  // A strict total order (magnitude, then index) so that every rank's choice is reproducible.
-  const auto larger = [this](int64_t a, int64_t b) {
-    const float magnitude_a = Magnitude(fused_[static_cast<size_t>(a)]);
-    const float magnitude_b = Magnitude(fused_[static_cast<size_t>(b)]);
-    return magnitude_a != magnitude_b ? magnitude_a > magnitude_b : a < b;
-  };
-  if (k < static_cast<int64_t>(indices_.size())) {
-    std::nth_element(indices_.begin(), indices_.begin() + k, indices_.end(), larger);
-  }
-  indices_.resize(static_cast<size_t>(k));
-  std::sort(indices_.begin(), indices_.end());
+  tensor::SelectLargest(fused_.data(), static_cast<int64_t>(fused_.size()), k, indices_);
   values_.resize(indices_.size());
   for (size_t i = 0; i < indices_.size(); ++i)
     values_[i] = fused_[static_cast<size_t>(indices_[i])];

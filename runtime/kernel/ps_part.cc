@@ -24,6 +24,26 @@ bool HasParameterServerShard(const VariablePlan& variable) {
                      [](const ShardPlan& s) { return s.kind == SyncKind::kParameterServer; });
 }
 
+// The wire form of a shard's push compressor. The plan refuses PowerSGD for pushes (it needs an
+// all-reduce), so meeting it here is a bug.
+comm::PushCompression PushCompressionOf(const ShardPlan& shard) {
+  switch (shard.push_compressor) {
+    case compress::CompressorKind::kNone:
+      return comm::PushCompression::kNone;
+    case compress::CompressorKind::kHorovod:
+      return comm::PushCompression::kFloat16;
+    case compress::CompressorKind::kHorovodEF:
+      return comm::PushCompression::kFloat16EF;
+    case compress::CompressorKind::kTopKEF:
+      return comm::PushCompression::kTopKEF;
+    case compress::CompressorKind::kPowerSGD:
+      break;
+  }
+  Fail(ErrorCode::kInternal,
+       "strategy: '{}' compresses its pushes with {}, which needs an all-reduce", shard.name,
+       compress::CompressorName(shard.push_compressor));
+}
+
 }  // namespace
 
 // One Step RPC: the gradients of some shards hosted by one server, summed over `replicas`
@@ -40,16 +60,6 @@ struct ParameterServerPart::Push {
 ParameterServerPart::ParameterServerPart(const StrategyPlan& plan,
                                          ParameterServerPartOptions options)
     : plan_(plan), options_(std::move(options)) {
-  for (const VariablePlan& variable : plan_.variables) {
-    for (const ShardPlan& shard : variable.shards) {
-      AD_CHECK(shard.kind != SyncKind::kParameterServer ||
-                   shard.push_compressor == compress::CompressorKind::kNone,
-               kInvalidArgument,
-               "strategy: '{}' compresses its pushes with {}; the parameter servers of this "
-               "runtime take uncompressed pushes only",
-               shard.name, compress::CompressorName(shard.push_compressor));
-    }
-  }
   for (const std::string& node : plan_.ps_nodes) {
     const auto it = options_.endpoints.find(node);
     AD_CHECK(it != options_.endpoints.end(), kInvalidArgument,
@@ -143,6 +153,10 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
     }
     push.shards.push_back(&shard);
     comm::GradientRef ref;
+    // Error feedback is kept by the server's client per (first_replica, shard name): one
+    // residual per replica stream (a replica, or this process's proxy sum) and shard.
+    ref.compression = PushCompressionOf(shard);
+    ref.topk_fraction = shard.push_topk_fraction;
     if (g.is_sparse()) {
       ref.sparse = variable.partitioned
                        ? &sparse_parts.emplace_back(SliceSparse(*g.sparse, shard.range))

@@ -33,8 +33,9 @@ struct ParameterServerPartOptions {
 
 class ParameterServerPart {
  public:
-  // `plan` must outlive the part. Throws InvalidArgument for a server without endpoint and for
-  // compressed pushes, which the parameter servers do not decode yet.
+  // `plan` must outlive the part. Throws InvalidArgument for a server without endpoint. Dense
+  // gradients are pushed compressed as each shard's push_compressor says (row-sparse ones as
+  // rows); the error-feedback residuals live in the part's clients, so one part serves a run.
   ParameterServerPart(const StrategyPlan& plan, ParameterServerPartOptions options);
   ~ParameterServerPart();
 

@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/tensor/float16.h"
 
 namespace autodist::comm {
 namespace {
@@ -145,6 +147,135 @@ TEST(TensorWire, RejectsMalformedPieces) {
     for (size_t i = 0; i < 3; ++i) assembler.Add(pieces[i]);
     EXPECT_THAT(ErrorOf([&] { assembler.Add(long_tail); }), HasSubstr("8 bytes past its end"));
   }
+}
+
+// Compressed encodings: what the pieces of EmitHalves / EmitTopK decode to.
+std::vector<TensorPiece> HalfPieces(const std::string& name, const Tensor& value, int64_t bytes) {
+  std::vector<uint16_t> halves(static_cast<size_t>(value.numel()));
+  tensor::FloatsToHalves(value.data<float>(), halves.size(), halves.data());
+  std::vector<TensorPiece> pieces;
+  EmitHalves(name, value.shape(), halves, 2, bytes, [&](TensorPiece&& p) { pieces.push_back(p); });
+  return pieces;
+}
+
+std::vector<TensorPiece> TopKPieces(const std::string& name, tensor::Shape shape,
+                                    const std::vector<int64_t>& indices,
+                                    const std::vector<float>& values, int64_t bytes) {
+  std::vector<TensorPiece> pieces;
+  EmitTopK(name, shape, indices, values, 0, bytes, [&](TensorPiece&& p) { pieces.push_back(p); });
+  return pieces;
+}
+
+ReceivedTensor Assemble(const std::vector<TensorPiece>& pieces) {
+  PieceAssembler assembler("peer", 1 << 20);
+  for (const auto& piece : pieces) assembler.Add(piece);
+  auto received = assembler.Finish();
+  EXPECT_EQ(received.size(), 1U);
+  return std::move(received.begin()->second);
+}
+
+TEST(TensorWire, Float16IsExactForHalvesAndRoundedOtherwise) {
+  // Representable: 0.5 steps, small integers, a subnormal half, the largest half.
+  const Tensor exact =
+      Tensor::FromVector<float>({2, 4}, {0.5F, -3.0F, 1.0F + 0x1p-10F, 0x1p-24F, 65504.0F, 0.0F,
+                                         -0.0F, 1024.0F});
+  // 25 bytes per piece: cut at 24, so no half straddles two pieces.
+  const auto pieces = HalfPieces("w", exact, 25);
+  ASSERT_EQ(pieces.size(), 1U);
+  EXPECT_EQ(pieces[0].encoding(), TensorPiece::FLOAT16);
+  EXPECT_EQ(pieces[0].data().size(), 16U);  // half of the 32 float32 bytes
+  const ReceivedTensor got = Assemble(pieces);
+  EXPECT_EQ(got.dense.dtype(), DType::kFloat32);
+  EXPECT_EQ(got.dense.shape(), exact.shape());
+  EXPECT_EQ(got.replicas, 2);
+  EXPECT_EQ(got.wire_bytes, 16);
+  for (int64_t i = 0; i < exact.numel(); ++i) {
+    EXPECT_EQ(std::signbit(got.dense.data<float>()[i]), std::signbit(exact.data<float>()[i]));
+    EXPECT_EQ(got.dense.data<float>()[i], exact.data<float>()[i]) << i;
+  }
+
+  // Not representable: within float16's rounding (relative 2^-11), over several pieces.
+  Tensor value = Iota({3, 11});
+  for (int64_t i = 0; i < value.numel(); ++i) value.data<float>()[i] = 0.1F * float(i) - 1.3F;
+  const auto many = HalfPieces("v", value, 7);  // cut at 6 bytes: 3 halves per piece
+  EXPECT_EQ(many.size(), 11U);
+  const ReceivedTensor rounded = Assemble(many);
+  EXPECT_EQ(rounded.wire_bytes, 66);
+  for (int64_t i = 0; i < value.numel(); ++i) {
+    const float original = value.data<float>()[i];
+    EXPECT_EQ(rounded.dense.data<float>()[i], tensor::HalfToFloat(tensor::FloatToHalf(original)));
+    EXPECT_NEAR(rounded.dense.data<float>()[i], original, std::fabs(original) * 0x1p-11F) << i;
+  }
+}
+
+TEST(TensorWire, TopKScattersIntoZeros) {
+  const std::vector<int64_t> indices = {0, 3, 4, 9, 11};
+  const std::vector<float> values = {1.5F, -2.0F, 0.25F, 8.0F, -0.5F};
+  const auto pieces = TopKPieces("w", {3, 4}, indices, values, 9);  // cut at 8: 2 values each
+  ASSERT_EQ(pieces.size(), 3U);
+  EXPECT_EQ(pieces[0].encoding(), TensorPiece::TOPK);
+  EXPECT_EQ(pieces[0].indices_size(), 5);
+  EXPECT_EQ(pieces[1].indices_size(), 0);
+  const ReceivedTensor got = Assemble(pieces);
+  EXPECT_FALSE(got.is_sparse());
+  EXPECT_EQ(got.dense.shape(), (tensor::Shape{3, 4}));
+  EXPECT_EQ(got.wire_bytes, 5 * 12);
+  std::vector<float> expected(12, 0.0F);
+  for (size_t i = 0; i < indices.size(); ++i) expected[size_t(indices[i])] = values[i];
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(got.dense.data<float>()[i], expected[size_t(i)]) << i;
+
+  // Nothing picked: a zero tensor in one piece.
+  const ReceivedTensor none = Assemble(TopKPieces("z", {2}, {}, {}, 8));
+  EXPECT_EQ(none.dense.data<float>()[0], 0.0F);
+  EXPECT_EQ(none.dense.data<float>()[1], 0.0F);
+}
+
+TEST(TensorWire, RejectsMalformedEncodings) {
+  const auto reject = [](const std::vector<TensorPiece>& pieces, const std::string& message) {
+    PieceAssembler assembler("worker 1 step 2", 1 << 20);
+    const std::string error = ErrorOf([&] {
+      for (const auto& piece : pieces) assembler.Add(piece);
+      (void)assembler.Finish();
+    });
+    EXPECT_THAT(error, HasSubstr("worker 1 step 2: "));
+    EXPECT_THAT(error, HasSubstr(message));
+  };
+  const auto halves = HalfPieces("w", Iota({4}), 4);  // 2 halves per piece
+  TensorPiece unknown = halves[0];
+  unknown.set_encoding(static_cast<TensorPiece::Encoding>(7));
+  reject({unknown}, "tensor 'w' has unknown encoding 7; expected RAW (0), FLOAT16 (1) or TOPK (2)");
+  TensorPiece odd = halves[0];
+  odd.mutable_data()->pop_back();
+  reject({odd}, "FLOAT16 tensor 'w': a piece of 3 bytes, not a whole number of halves");
+  TensorPiece wrong_type = halves[0];
+  wrong_type.set_data_type(static_cast<int32_t>(DType::kInt64));
+  reject({wrong_type}, "tensor 'w' is encoded as FLOAT16, which only dense float32 tensors may be");
+  TensorPiece sparse = halves[0];
+  sparse.set_sparse(true);
+  reject({sparse}, "tensor 'w' is encoded as FLOAT16, which only dense float32 tensors may be");
+  TensorPiece late_header = halves[1];
+  late_header.set_encoding(TensorPiece::FLOAT16);
+  reject({halves[0], late_header}, "only the first piece of tensor 'w' may carry its header");
+  reject({halves[0]}, "tensor 'w' is incomplete: 4 of 8 bytes arrived");
+
+  reject(TopKPieces("t", {2, 3}, {1, 6}, {1.0F, 2.0F}, 64),
+         "TOPK tensor 't': index 6 is outside its 6 elements");
+  reject(TopKPieces("t", {2, 3}, {-1}, {1.0F}, 64),
+         "TOPK tensor 't': index -1 is outside its 6 elements");
+  reject(TopKPieces("t", {2, 3}, {2, 2}, {1.0F, 2.0F}, 64),
+         "TOPK tensor 't': index 2 follows 2; indices must be strictly ascending");
+  reject(TopKPieces("t", {2, 3}, {4, 1}, {1.0F, 2.0F}, 64), "index 1 follows 4");
+  reject(TopKPieces("t", {2}, {0, 1, 2}, {1.0F, 2.0F, 3.0F}, 64),
+         "TOPK tensor 't' sends 3 elements of a tensor of 2");
+  auto missing = TopKPieces("t", {2, 3}, {1, 4}, {1.0F, 2.0F}, 64);
+  missing[0].mutable_data()->resize(4);  // one value for two indices
+  reject(missing, "tensor 't' is incomplete: 4 of 8 bytes arrived");
+  auto extra = TopKPieces("t", {2, 3}, {1, 4}, {1.0F, 2.0F}, 64);
+  extra[0].mutable_data()->append(4, '\0');
+  reject(extra, "tensor 't': 4 bytes past its end");
+  auto ragged = TopKPieces("t", {2, 3}, {1, 4}, {1.0F, 2.0F}, 64);
+  ragged[0].mutable_data()->resize(6);
+  reject(ragged, "TOPK tensor 't': a piece of 6 bytes, not a whole number of float32 values");
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/compress/float16.h"
+#include "runtime/tensor/float16.h"
 #include "tests/compress/compress_test_util.h"
 #include "tests/compress/thread_communicator.h"
 
@@ -22,7 +22,8 @@ float HalfSum(float a, float b) {
   return static_cast<float>(static_cast<_Float16>(static_cast<float>(static_cast<_Float16>(a)) +
                                                   static_cast<float>(static_cast<_Float16>(b))));
 #else
-  return HalfToFloat(FloatToHalf(HalfToFloat(FloatToHalf(a)) + HalfToFloat(FloatToHalf(b))));
+  return tensor::HalfToFloat(tensor::FloatToHalf(tensor::HalfToFloat(tensor::FloatToHalf(a)) +
+                                                 tensor::HalfToFloat(tensor::FloatToHalf(b))));
 #endif
 }
 

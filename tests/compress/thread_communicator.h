@@ -23,7 +23,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/common/error.h"
-#include "runtime/compress/float16.h"
+#include "runtime/tensor/float16.h"
 
 namespace autodist::compress::testing {
 
@@ -189,7 +189,8 @@ class ThreadCommunicator : public comm::Communicator {
         break;
       }
       case comm::ElementType::kFloat16:
-        AddHalves(reinterpret_cast<uint16_t*>(sum), static_cast<const uint16_t*>(addend), count);
+        tensor::AddHalves(reinterpret_cast<uint16_t*>(sum), static_cast<const uint16_t*>(addend),
+                          count);
         break;
       case comm::ElementType::kInt64: {
         auto* s = reinterpret_cast<int64_t*>(sum);

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "runtime/common/error.h"
-#include "runtime/compress/float16.h"
+#include "runtime/tensor/float16.h"
 
 namespace autodist::compress::testing {
 namespace {
@@ -24,10 +24,10 @@ TEST(ThreadCommunicatorTest, AllReduceSumsEveryType) {
     EXPECT_EQ(ints[0], (int64_t{1} << 40) + (int64_t{1} << 41) + (int64_t{1} << 42));
     // float16, rounded after each addition in rank order: 2048 + 1 rounds to 2048 (ulp 2 there),
     // and again, so 2048 and not 2050.
-    std::vector<uint16_t> halves = {FloatToHalf(r == 0 ? 2048.0F : 1.0F)};
+    std::vector<uint16_t> halves = {tensor::FloatToHalf(r == 0 ? 2048.0F : 1.0F)};
     comm.AllReduceSum(halves.data(), 1, comm::ElementType::kFloat16,
                       comm::AllReduceAlgorithm::kAuto, "f16");
-    EXPECT_EQ(HalfToFloat(halves[0]), 2048.0F);
+    EXPECT_EQ(tensor::HalfToFloat(halves[0]), 2048.0F);
   });
 }
 

@@ -1,10 +1,13 @@
-#include "runtime/compress/float16.h"
+#include "runtime/tensor/float16.h"
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 
-namespace autodist::compress {
+namespace autodist::tensor {
 namespace {
 
 constexpr uint32_t kFloatAbsMask = 0x7fffffffU;
@@ -66,7 +69,7 @@ float HalfToFloat(uint16_t half) {
 namespace {
 
 // F16C converts 8 values per instruction with IEEE round-to-nearest-even, overflow to infinity
-// and quiet NaNs — the same results as FloatToHalf/HalfToFloat (tests/compress/float16_test.cc
+// and quiet NaNs — the same results as FloatToHalf/HalfToFloat (tests/tensor/float16_test.cc
 // compares them bit for bit), at a fraction of the cost. Chosen at run time, so binaries still
 // run on CPUs without it.
 bool HasF16c() {
@@ -114,4 +117,22 @@ void AddHalves(uint16_t* sum, const uint16_t* addend, size_t count) {
     sum[i] = FloatToHalf(HalfToFloat(sum[i]) + HalfToFloat(addend[i]));
 }
 
-}  // namespace autodist::compress
+void FloatsToHalvesWithFeedback(const float* gradient, size_t count, float* residual,
+                                uint16_t* out) {
+  for (size_t i = 0; i < count; ++i) residual[i] += gradient[i];
+  // Converted in bulk (vectorized); what was sent comes back through a small block buffer, so
+  // the only full-size buffers are the caller's.
+  FloatsToHalves(residual, count, out);
+  constexpr size_t kBlock = 1024;
+  std::array<float, kBlock> sent{};
+  for (size_t start = 0; start < count; start += kBlock) {
+    const size_t length = std::min(kBlock, count - start);
+    HalvesToFloats(out + start, length, sent.data());
+    float* error = residual + start;
+    for (size_t i = 0; i < length; ++i) {
+      error[i] = std::isinf(sent[i]) && std::isfinite(error[i]) ? 0.0F : error[i] - sent[i];
+    }
+  }
+}
+
+}  // namespace autodist::tensor
