@@ -81,6 +81,9 @@ struct Session::Impl {
   std::vector<std::string> trainable;
   std::vector<std::string> states;
   std::mt19937_64 rng;
+  // Each trainable variable with the node position whose backward is the last to add to its
+  // gradient (the earliest reader), latest position first: the order gradients become final.
+  std::vector<std::pair<int, std::string>> gradient_final_at;
 
   int IdOf(const std::string& name) {
     const auto [it, inserted] = value_ids.emplace(name, static_cast<int>(values.size()));
@@ -102,7 +105,8 @@ struct Session::Impl {
   std::vector<Tensor> Forward(const Feeds& feeds, bool training, bool keep_for_backward,
                               std::vector<std::unique_ptr<ops::KernelState>>* kernel_states);
   std::map<std::string, Gradient> Backward(std::vector<Tensor>& live,
-                                           std::vector<std::unique_ptr<ops::KernelState>>& states);
+                                           std::vector<std::unique_ptr<ops::KernelState>>& states,
+                                           const GradientReadyFn& on_ready);
   void BindFeeds(const Feeds& feeds, std::vector<Tensor>& live) const;
 };
 
@@ -302,6 +306,20 @@ void Session::Impl::PlanGradients() {
 }
 
 void Session::Impl::PlanLifetimes() {
+  std::map<int, int> earliest_reader;  // trainable value id -> position
+  for (const std::string& name : trainable) earliest_reader[value_ids.at(name)] = -1;
+  for (size_t p = 0; p < nodes.size(); ++p) {
+    if (!nodes[p].in_backward) continue;
+    for (const int id : nodes[p].inputs) {
+      const auto it = earliest_reader.find(id);
+      if (it != earliest_reader.end() && it->second < 0) it->second = static_cast<int>(p);
+    }
+  }
+  for (const std::string& name : trainable) {
+    gradient_final_at.emplace_back(earliest_reader.at(value_ids.at(name)), name);
+  }
+  std::stable_sort(gradient_final_at.begin(), gradient_final_at.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t p = 0; p < nodes.size(); ++p) {
     const Node& node = nodes[p];
     for (const int id : node.inputs) {
@@ -405,7 +423,8 @@ std::vector<Tensor> Session::Impl::Forward(
 }
 
 std::map<std::string, Gradient> Session::Impl::Backward(
-    std::vector<Tensor>& live, std::vector<std::unique_ptr<ops::KernelState>>& kernel_states) {
+    std::vector<Tensor>& live, std::vector<std::unique_ptr<ops::KernelState>>& kernel_states,
+    const GradientReadyFn& on_ready) {
   const Tensor& loss = live[static_cast<size_t>(loss_id)];
   AD_CHECK(loss.dtype() == DType::kFloat32 && loss.numel() == 1, kInvalidArgument,
            "model '{}': the loss '{}' must be a float scalar, got {} {}", source,
@@ -421,7 +440,32 @@ std::map<std::string, Gradient> Session::Impl::Backward(
                           : std::move(grad);
   };
 
+  std::map<std::string, Gradient> gradients;
+  // Gradients become final in the order of gradient_final_at; each is handed out as soon as the
+  // backward pass has left its earliest reader, so a synchronizer can start sending it.
+  size_t next_final = 0;
+  const auto finalize_down_to = [&](int position) {
+    for (; next_final < gradient_final_at.size() && gradient_final_at[next_final].first >= position;
+         ++next_final) {
+      const std::string& name = gradient_final_at[next_final].second;
+      const auto id = static_cast<size_t>(value_ids.at(name));
+      Gradient gradient;
+      if (!sparse[id].empty() && !dense[id].defined()) {
+        gradient.sparse = ops::MergeSparse(sparse[id]);
+      } else if (!sparse[id].empty()) {
+        gradient.dense = AddTensors(dense[id], ops::Densify(ops::MergeSparse(sparse[id])), name);
+      } else if (dense[id].defined()) {
+        gradient.dense = std::move(dense[id]);
+      } else {
+        continue;  // the loss does not depend on it
+      }
+      const auto [it, inserted] = gradients.emplace(name, std::move(gradient));
+      if (on_ready) on_ready(name, it->second);
+    }
+  };
+
   for (size_t p = nodes.size(); p-- > 0;) {
+    finalize_down_to(static_cast<int>(p) + 1);
     Node& node = nodes[p];
     if (!node.in_backward) continue;
     // A sparse gradient reaching a pass-through node (Identity) moves on unchanged.
@@ -497,21 +541,7 @@ std::map<std::string, Gradient> Session::Impl::Backward(
     }
   }
 
-  std::map<std::string, Gradient> gradients;
-  for (const std::string& name : trainable) {
-    const auto id = static_cast<size_t>(value_ids.at(name));
-    Gradient gradient;
-    if (!sparse[id].empty() && !dense[id].defined()) {
-      gradient.sparse = ops::MergeSparse(sparse[id]);
-    } else if (!sparse[id].empty()) {
-      gradient.dense = AddTensors(dense[id], ops::Densify(ops::MergeSparse(sparse[id])), name);
-    } else if (dense[id].defined()) {
-      gradient.dense = std::move(dense[id]);
-    } else {
-      continue;  // the loss does not depend on it
-    }
-    gradients.emplace(name, std::move(gradient));
-  }
+  finalize_down_to(-1);
   return gradients;
 }
 
@@ -551,14 +581,14 @@ std::map<std::string, Tensor> Session::Run(const Feeds& feeds, bool training,
   return out;
 }
 
-Session::StepResult Session::ForwardBackward(const Feeds& feeds) {
+Session::StepResult Session::ForwardBackward(const Feeds& feeds, const GradientReadyFn& on_ready) {
   std::vector<std::unique_ptr<ops::KernelState>> kernel_states(impl_->nodes.size());
   std::vector<Tensor> live = impl_->Forward(feeds, true, true, &kernel_states);
   StepResult result;
   for (const int id : impl_->output_ids) {
     result.outputs[impl_->values[static_cast<size_t>(id)].name] = live[static_cast<size_t>(id)];
   }
-  result.gradients = impl_->Backward(live, kernel_states);
+  result.gradients = impl_->Backward(live, kernel_states, on_ready);
   result.loss = static_cast<float>(live[static_cast<size_t>(impl_->loss_id)].GetAsDouble(0));
   return result;
 }

@@ -4,6 +4,7 @@
 // inference) and backward (gradients of the loss for every trainable variable).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,11 @@ struct Gradient {
 
 using Feeds = std::map<std::string, Tensor>;
 
+// Told each variable's gradient as soon as the backward pass has finished it (before backward
+// ends), e.g. to start its all-reduce. The reference stays valid until the step's result is
+// destroyed (it points into StepResult::gradients).
+using GradientReadyFn = std::function<void(const std::string& variable, const Gradient& gradient)>;
+
 class Session {
  public:
   Session(const onnx::ModelProto& model, const std::string& source, SessionOptions options);
@@ -64,8 +70,9 @@ class Session {
     std::map<std::string, Tensor> outputs;      // every graph output of the forward pass
     std::map<std::string, Gradient> gradients;  // by trainable variable name
   };
-  // Forward in training mode and backward from the loss.
-  StepResult ForwardBackward(const Feeds& feeds);
+  // Forward in training mode and backward from the loss; `on_ready` (optional) hears each
+  // gradient as it becomes final, in the order backward finishes them.
+  StepResult ForwardBackward(const Feeds& feeds, const GradientReadyFn& on_ready = nullptr);
 
   const std::vector<InputSpec>& inputs() const;
   const std::string& loss_name() const;

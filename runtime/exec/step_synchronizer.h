@@ -54,6 +54,18 @@ class StepSynchronizer {
   virtual std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<Session*>& replicas) = 0;
 
+  // Whether the synchronizer wants each gradient of the step's last replica as soon as backward
+  // finishes it (GradientReady), to start communicating while backward goes on.
+  virtual bool overlaps_backward() const { return false; }
+
+  // During the backward pass of this process's last replica (`replica`) of step `step`:
+  // `variable`'s gradient on that replica just became final; earlier[r] for r < replica holds
+  // the other replicas' complete gradients of this step. Synchronize(step, ...) still follows.
+  // Implementations must copy what they keep: nothing passed here outlives the call for sure.
+  virtual void GradientReady(int64_t /*step*/, int /*replica*/, const std::string& /*variable*/,
+                             const Gradient& /*gradient*/,
+                             const std::vector<std::map<std::string, Gradient>>& /*earlier*/) {}
+
   // Whether this process evaluates, checkpoints and exports (the chief; the only process).
   virtual bool is_chief() const { return true; }
 

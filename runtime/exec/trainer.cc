@@ -168,7 +168,13 @@ class Run {
       int64_t epoch = 0;
       for (size_t r = 0; r < replicas_.size(); ++r) {
         data::Batch batch = replicas_[r].loader->Next();
-        Session::StepResult step = replicas_[r].session->ForwardBackward(batch.feeds);
+        GradientReadyFn on_ready;
+        if (r + 1 == replicas_.size() && synchronizer_.overlaps_backward()) {
+          on_ready = [&, r](const std::string& name, const Gradient& gradient) {
+            synchronizer_.GradientReady(step_, static_cast<int>(r), name, gradient, gradients);
+          };
+        }
+        Session::StepResult step = replicas_[r].session->ForwardBackward(batch.feeds, on_ready);
         CheckFinite(step_ + 1, step.loss, *replicas_[r].session, step.gradients);
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;

@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <deque>
+#include <set>
+#include <utility>
 
 #include "runtime/common/error.h"
 #include "runtime/kernel/gradient_sum.h"
@@ -56,10 +58,21 @@ AllReducePart::AllReducePart(const StrategyPlan& plan, comm::Communicator* commu
                members.front()->name, member->name, group);
     }
     compressors_[group] = compress::MakeCompressor(members.front()->compressor);
+    std::set<std::string> variables;
+    for (const ShardPlan* member : members) variables.insert(member->variable);
+    group_variables_[group] = static_cast<int>(variables.size());
   }
+  thread_ = std::thread([this] { CommunicationLoop(); });
 }
 
-AllReducePart::~AllReducePart() = default;
+AllReducePart::~AllReducePart() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
 
 void AllReducePart::LoadOptimizerState(const TensorMap& shard_slots) {
   if (!shard_slots.empty()) optimizer_->LoadState(shard_slots);
@@ -127,50 +140,157 @@ void AllReducePart::Apply(const ShardPlan& shard, const Gradient& mean,
   }
 }
 
+exec::Gradient AllReducePart::OwnedSum(const std::vector<const Gradient*>& parts) {
+  Gradient sum = SumGradients(parts);
+  if (parts.size() > 1) return sum;  // already a fresh tensor
+  // One replica: SumGradients hands back the replica's own tensors, which the collectives would
+  // overwrite in place while the trainer still reads them.
+  if (sum.is_sparse()) {
+    sum.sparse->indices = sum.sparse->indices.Clone();
+    sum.sparse->values = sum.sparse->values.Clone();
+  } else {
+    sum.dense = sum.dense.Clone();
+  }
+  return sum;
+}
+
+void AllReducePart::GradientReady(int64_t step, int replica, const std::string& variable,
+                                  const Gradient& gradient,
+                                  const std::vector<std::map<std::string, Gradient>>& earlier) {
+  if (plan_.groups.empty() || !plan_.index.contains(variable)) return;
+  std::vector<const Gradient*> parts;
+  for (int r = 0; r < replica; ++r) {
+    const auto it = earlier[static_cast<size_t>(r)].find(variable);
+    if (it == earlier[static_cast<size_t>(r)].end()) return;  // no gradient this step
+    parts.push_back(&it->second);
+  }
+  parts.push_back(&gradient);
+  std::lock_guard lock(mutex_);
+  if (overlap_step_ != step) {
+    overlap_step_ = step;
+    summed_.clear();
+    missing_ = group_variables_;
+  }
+  Gradient& sum = summed_[variable];
+  sum = OwnedSum(parts);
+  std::set<int> groups;
+  for (const ShardPlan& shard : plan_.Variable(variable).shards) {
+    if (shard.kind == SyncKind::kAllReduce) groups.insert(shard.group);
+  }
+  for (const int group : groups) {
+    if (--missing_.at(group) == 0) queued_.push_back(WorkFor(group));
+  }
+  changed_.notify_all();
+}
+
+void AllReducePart::CommunicationLoop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    if (stopping_) return;
+    const GroupWork work = std::move(queued_.front());
+    queued_.pop_front();
+    const int64_t step = overlap_step_;
+    busy_ = true;
+    lock.unlock();
+    ReducedGroup reduced;
+    std::exception_ptr error;
+    try {
+      reduced = ReduceGroup(work, step);
+    } catch (...) {
+      error = std::current_exception();  // rethrown by Synchronize on the training thread
+    }
+    lock.lock();
+    busy_ = false;
+    if (error) {
+      if (!error_) error_ = error;
+      queued_.clear();
+    } else {
+      done_[work.group] = std::move(reduced);
+    }
+    changed_.notify_all();
+  }
+}
+
+std::map<int, AllReducePart::ReducedGroup> AllReducePart::TakeOverlapped() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return queued_.empty() && !busy_; });
+  if (error_) {
+    std::exception_ptr error = error_;
+    error_ = nullptr;
+    done_.clear();
+    std::rethrow_exception(error);
+  }
+  return std::exchange(done_, {});
+}
+
+AllReducePart::GroupWork AllReducePart::WorkFor(int group) {
+  GroupWork work;
+  work.group = group;
+  for (const ShardPlan* shard : plan_.GroupMembers(group)) {
+    const auto it = summed_.find(shard->variable);
+    if (it != summed_.end()) work.members.emplace_back(shard, &it->second);
+  }
+  return work;
+}
+
+AllReducePart::ReducedGroup AllReducePart::ReduceGroup(const GroupWork& work, int64_t step) {
+  const int group = work.group;
+  const std::string name = GroupName(group);
+  ReducedGroup reduced;
+  std::vector<compress::NamedGradient> dense;
+  for (const auto& [shard, sum_pointer] : work.members) {
+    const Gradient& sum = *sum_pointer;
+    const bool partitioned = plan_.Variable(shard->variable).partitioned;
+    Gradient& g = reduced.gradients.emplace_back();
+    if (sum.is_sparse()) {
+      g.sparse = partitioned ? SliceSparse(*sum.sparse, shard->range) : *sum.sparse;
+    } else {
+      // Unpartitioned dense sums are reduced in place: each belongs to this group alone.
+      g.dense = partitioned ? Slice(sum.dense, shard->range) : sum.dense;
+      dense.push_back(compress::NamedGradient{shard->name, &g.dense});
+    }
+    reduced.shards.push_back(shard);
+  }
+  if (!dense.empty()) compressors_.at(group)->Reduce(name, dense, *communicator_, step);
+  for (size_t i = 0; i < reduced.shards.size(); ++i) {
+    Gradient& g = reduced.gradients[i];
+    if (g.is_sparse()) g.sparse = AllGatherSparse(*g.sparse, name + "/" + reduced.shards[i]->name);
+  }
+  return reduced;
+}
+
 void AllReducePart::Synchronize(int64_t step, double lr,
                                 const std::vector<std::map<std::string, Gradient>>& gradients,
                                 const std::vector<Session*>& replicas) {
   if (plan_.groups.empty()) return;
-  optimizer_->set_learning_rate(lr);
-  // This process's replicas summed once per variable; shards slice the sum.
-  std::map<std::string, Gradient> summed;
-  const auto local_sum = [&](const std::string& variable) -> const Gradient* {
-    if (!gradients[0].contains(variable)) return nullptr;  // the loss does not reach it
-    auto it = summed.find(variable);
-    if (it == summed.end()) {
+  std::map<int, ReducedGroup> reduced = TakeOverlapped();
+  {
+    // The communication thread is idle now; the groups backward did not complete (or a run
+    // without overlap) are summed and reduced here, in group order.
+    std::lock_guard lock(mutex_);
+    if (overlap_step_ != step) summed_.clear();
+    overlap_step_ = -1;
+    for (const VariablePlan& variable : plan_.variables) {
+      if (summed_.contains(variable.name) || !gradients[0].contains(variable.name)) continue;
       std::vector<const Gradient*> parts;
-      for (const auto& replica : gradients) parts.push_back(&replica.at(variable));
-      it = summed.emplace(variable, SumGradients(parts)).first;
-    }
-    return &it->second;
-  };
-  for (const int group : plan_.groups) {
-    const std::string name = GroupName(group);
-    std::deque<Gradient> shard_gradients;
-    std::vector<const ShardPlan*> shards;
-    std::vector<compress::NamedGradient> dense;
-    for (const ShardPlan* shard : plan_.GroupMembers(group)) {
-      const Gradient* sum = local_sum(shard->variable);
-      if (sum == nullptr) continue;
-      const bool partitioned = plan_.Variable(shard->variable).partitioned;
-      Gradient& g = shard_gradients.emplace_back();
-      if (sum->is_sparse()) {
-        g.sparse = partitioned ? SliceSparse(*sum->sparse, shard->range) : *sum->sparse;
-      } else {
-        // Unpartitioned dense sums are reduced in place: nothing else reads them this step.
-        g.dense = partitioned ? Slice(sum->dense, shard->range) : sum->dense;
-        dense.push_back(compress::NamedGradient{shard->name, &g.dense});
-      }
-      shards.push_back(shard);
-    }
-    if (!dense.empty()) compressors_.at(group)->Reduce(name, dense, *communicator_, step);
-    for (size_t i = 0; i < shards.size(); ++i) {
-      Gradient& g = shard_gradients[i];
-      if (g.is_sparse()) g.sparse = AllGatherSparse(*g.sparse, name + "/" + shards[i]->name);
-      ScaleGradient(g, inverse_replicas_);
-      Apply(*shards[i], g, replicas);
+      for (const auto& replica : gradients) parts.push_back(&replica.at(variable.name));
+      summed_.emplace(variable.name, OwnedSum(parts));
     }
   }
+  for (const int group : plan_.groups) {
+    if (!reduced.contains(group)) reduced[group] = ReduceGroup(WorkFor(group), step);
+  }
+  optimizer_->set_learning_rate(lr);
+  for (const int group : plan_.groups) {
+    ReducedGroup& members = reduced.at(group);
+    for (size_t i = 0; i < members.shards.size(); ++i) {
+      ScaleGradient(members.gradients[i], inverse_replicas_);
+      Apply(*members.shards[i], members.gradients[i], replicas);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  summed_.clear();
 }
 
 void AllReducePart::CurrentState(Session& replica, TensorMap& shard_values,

@@ -58,6 +58,12 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<exec::Session*>& replicas) override;
   bool is_chief() const override { return options_.worker_rank == 0; }
+  bool overlaps_backward() const override { return !all_reduce_.empty(); }
+  void GradientReady(int64_t step, int replica, const std::string& variable,
+                     const exec::Gradient& gradient,
+                     const std::vector<std::map<std::string, exec::Gradient>>& earlier) override {
+    all_reduce_.GradientReady(step, replica, variable, gradient, earlier);
+  }
   void ReportProgress(int64_t step, int64_t total, double loss, double samples_per_second) override;
 
   SynchronizerTraffic Traffic();

@@ -85,6 +85,33 @@ TEST(SessionTest, MlpGradientsMatchFiniteDifferencesOfTheLoss) {
   }
 }
 
+// Gradients are handed out as backward finishes them: the last layer's first, each exactly once,
+// each the same tensor the step returns.
+TEST(SessionTest, GradientsAreReportedAsSoonAsBackwardFinishesThem) {
+  Session session(LoadModel("mlp.onnx"), "mlp.onnx", {});
+  std::vector<std::string> order;
+  std::vector<const Gradient*> seen;
+  const Session::StepResult step =
+      session.ForwardBackward(ImageBatch(4, 3), [&](const std::string& name, const Gradient& g) {
+        order.push_back(name);
+        seen.push_back(&g);
+      });
+  ASSERT_EQ(order.size(), step.gradients.size());
+  EXPECT_EQ(order.front().substr(0, 3), "fc3");
+  EXPECT_EQ(order.back().substr(0, 3), "fc1");
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(seen[i], &step.gradients.at(order[i])) << order[i];
+  }
+  // The same values as a step without the callback.
+  const Session::StepResult plain = session.ForwardBackward(ImageBatch(4, 3));
+  for (const auto& [name, gradient] : plain.gradients) {
+    const Tensor& other = step.gradients.at(name).dense;
+    for (int64_t i = 0; i < other.numel(); ++i) {
+      ASSERT_EQ(other.data<float>()[i], gradient.dense.data<float>()[i]) << name;
+    }
+  }
+}
+
 TEST(SessionTest, RunReturnsEveryOutputAndHonoursFetch) {
   Session session(LoadModel("mlp.onnx"), "mlp.onnx", {});
   const auto outputs = session.Run(ImageBatch(3, 2), false);
