@@ -29,6 +29,7 @@ bench: build
 	scripts/bench-train.sh $(BUILD_DIR)
 	scripts/bench-ps.sh $(BUILD_DIR)
 	scripts/bench-allreduce.sh $(BUILD_DIR)
+	scripts/bench-allreduce-train.sh $(BUILD_DIR)
 
 format:
 	scripts/format.sh
