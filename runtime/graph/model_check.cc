@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "runtime/common/error.h"
+#include "runtime/graph/one_line.h"
+#include "runtime/graph/shape_check.h"
 #include "runtime/graph/weight_stripping.h"
 
 namespace autodist::graph {
@@ -64,17 +66,10 @@ void CheckModel(const onnx::ModelProto& model, const std::string& source) {
       onnx::checker::check_model(model);
     }
   } catch (const std::exception& e) {
-    // The checker's text embeds node dumps across lines; one line reads better in a terminal
-    // and in a Kubernetes condition message.
-    std::string reason;
-    for (const char c : std::string(e.what())) {
-      const bool space = c == '\n' || c == '\t' || c == ' ';
-      if (space && (reason.empty() || reason.back() == ' ')) continue;
-      reason += space ? ' ' : c;
-    }
-    while (!reason.empty() && reason.back() == ' ') reason.pop_back();
-    Fail(ErrorCode::kInvalidArgument, "model '{}' fails the ONNX checker: {}", source, reason);
+    Fail(ErrorCode::kInvalidArgument, "model '{}' fails the ONNX checker: {}", source,
+         OneLine(e.what()));
   }
+  CheckShapes(model, source);
 }
 
 }  // namespace autodist::graph

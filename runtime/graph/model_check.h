@@ -1,4 +1,5 @@
-// Validation of an ONNX model before anything reads it: supported opset and the ONNX checker.
+// Validation of an ONNX model before anything reads it: supported opset, the ONNX checker and
+// ONNX shape inference (shape_check.h).
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -11,8 +12,9 @@ namespace autodist::graph {
 inline constexpr int64_t kMaxDefaultOpset = 17;
 
 // Throws InvalidArgument naming `source` when the model imports a default-domain opset newer
-// than kMaxDefaultOpset or fails the ONNX checker. Weight-stripped models are checked without
-// their (absent) tensor data; see the comment in model_check.cc.
+// than kMaxDefaultOpset, fails the ONNX checker or fails shape inference (CheckShapes).
+// Weight-stripped models are checked without their (absent) tensor data; see the comment in
+// model_check.cc.
 void CheckModel(const onnx::ModelProto& model, const std::string& source);
 
 }  // namespace autodist::graph

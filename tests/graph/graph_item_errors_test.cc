@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
@@ -84,6 +85,49 @@ TEST(GraphItemErrorsTest, StrippedInitializersWithoutTheMarkerFailTheChecker) {
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(error.what(), HasSubstr("model 'unmarked.onnx' fails the ONNX checker"));
   EXPECT_THAT(error.what(), HasSubstr("fc1.weight"));
+}
+
+// A weight whose shape cannot meet its input passes the checker (which looks at nodes, names and
+// types) but not shape inference, which names the op and node at load time.
+TEST(GraphItemErrorsTest, ShapesThatDoNotFitFailShapeInferenceNamingTheNode) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("narrow");
+  const auto declare = [](onnx::ValueInfoProto* value, const std::string& name,
+                          std::vector<int64_t> dims) {
+    value->set_name(name);
+    onnx::TypeProto_Tensor* type = value->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const int64_t dim : dims) {
+      if (dim < 0) {
+        type->mutable_shape()->add_dim()->set_dim_param("batch");
+      } else {
+        type->mutable_shape()->add_dim()->set_dim_value(dim);
+      }
+    }
+  };
+  declare(graph->add_input(), "x", {-1, 4});
+  declare(graph->add_output(), "y", {-1, 3});
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("proj.weight");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(5);  // x has 4 features, not 5
+  weight->add_dims(3);
+  weight->set_raw_data(std::string(5 * 3 * sizeof(float), '\0'));
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("MatMul");
+  node->set_name("proj");
+  node->add_input("x");
+  node->add_input("proj.weight");
+  node->add_output("y");
+  const Error error = ErrorOf([&] { GraphItem::FromOnnx(model, "narrow.onnx"); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr("model 'narrow.onnx' fails ONNX shape inference"));
+  EXPECT_THAT(error.what(), HasSubstr("MatMul"));
+  EXPECT_THAT(error.what(), HasSubstr("proj"));
+  EXPECT_THAT(std::string(error.what()), ::testing::Not(HasSubstr("\n")));
 }
 
 TEST(GraphItemErrorsTest, GraphItemWithCorruptModelIsRejected) {
