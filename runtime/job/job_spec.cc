@@ -67,4 +67,16 @@ const char* CleanPodPolicyName(CleanPodPolicy policy) {
   return "unknown";
 }
 
+const char* RestartPolicyName(RestartPolicy policy) {
+  switch (policy) {
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
+  }
+  return "unknown";
+}
+
 }  // namespace autodist::job

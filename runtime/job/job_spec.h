@@ -123,13 +123,33 @@ struct ResourcesSpec {
 // Kubeflow training operator's CleanPodPolicy: which pods are deleted when the job finishes.
 enum class CleanPodPolicy { kNone, kRunning, kAll };
 
+// What a failed PS or worker pod leads to (Kubeflow's replica RestartPolicy). The operator
+// restarts jobs as a gang: a retryable failure of any pod restarts all of the job's pods.
+//   kNever:     every failure fails the job.
+//   kOnFailure: every failure is retried (PyTorchJob's default, and ours).
+//   kExitCode:  exit codes 1-127 fail the job, 128-255 (signals, OOM kills) are retried.
+enum class RestartPolicy { kNever, kOnFailure, kExitCode };
+
+// Gang scheduling (Kubeflow's SchedulingPolicy, with the scheduler named here): the operator gives
+// the job a PodGroup whose minMember is all of its pods and schedules them with scheduler_name.
+struct SchedulingPolicy {
+  std::string scheduler_name;  // a DNS-1123 subdomain, e.g. "scheduler-plugins-scheduler"
+  std::string queue;           // empty: the scheduler's default queue (Volcano)
+  std::string priority_class;  // empty: none; a DNS-1123 subdomain
+  std::optional<int32_t> schedule_timeout_seconds;
+
+  bool operator==(const SchedulingPolicy&) const = default;
+};
+
 // Kubeflow training operator's RunPolicy; an unset value means "no limit".
 struct RunPolicy {
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   std::optional<int32_t> backoff_limit;
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int32_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kNone;
   bool suspend = false;
+  std::optional<SchedulingPolicy> scheduling_policy;  // unset: no gang scheduling
 
   bool operator==(const RunPolicy&) const = default;
 };
@@ -150,9 +170,10 @@ struct JobSpec {
   bool operator==(const JobSpec&) const = default;
 };
 
-// Names as the manifest spells them ("fashion-mnist", "Sum", "Running").
+// Names as the manifest spells them ("fashion-mnist", "Sum", "Running", "ExitCode").
 const char* DataFormatName(DataFormat format);
 const char* StateReductionName(StateReduction reduction);
 const char* CleanPodPolicyName(CleanPodPolicy policy);
+const char* RestartPolicyName(RestartPolicy policy);
 
 }  // namespace autodist::job

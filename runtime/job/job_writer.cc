@@ -165,6 +165,7 @@ void EmitResources(YAML::Emitter& out, const ResourcesSpec& resources) {
 
 void EmitRunPolicy(YAML::Emitter& out, const RunPolicy& policy) {
   out << YAML::Key << "runPolicy" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "restartPolicy" << YAML::Value << RestartPolicyName(policy.restart_policy);
   if (policy.backoff_limit.has_value()) {
     out << YAML::Key << "backoffLimit" << YAML::Value << *policy.backoff_limit;
   }
@@ -178,6 +179,20 @@ void EmitRunPolicy(YAML::Emitter& out, const RunPolicy& policy) {
   out << YAML::Key << "cleanPodPolicy" << YAML::Value
       << CleanPodPolicyName(policy.clean_pod_policy);
   out << YAML::Key << "suspend" << YAML::Value << policy.suspend;
+  if (policy.scheduling_policy.has_value()) {
+    const SchedulingPolicy& scheduling = *policy.scheduling_policy;
+    out << YAML::Key << "schedulingPolicy" << YAML::Value << YAML::BeginMap;
+    EmitStringField(out, "schedulerName", scheduling.scheduler_name);
+    if (!scheduling.queue.empty()) EmitStringField(out, "queue", scheduling.queue);
+    if (!scheduling.priority_class.empty()) {
+      EmitStringField(out, "priorityClass", scheduling.priority_class);
+    }
+    if (scheduling.schedule_timeout_seconds.has_value()) {
+      out << YAML::Key << "scheduleTimeoutSeconds" << YAML::Value
+          << *scheduling.schedule_timeout_seconds;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -1,4 +1,5 @@
 // metadata, spec.resources, spec.runPolicy and spec.template: what the cluster needs.
+#include <array>
 #include <limits>
 #include <string>
 #include <vector>
@@ -87,6 +88,51 @@ std::string ReadQuantity(const ParseContext& context, const YAML::Node& node,
   return text;
 }
 
+// One of `candidates` (by the manifest's spelling, case-sensitive as the CRD's enums are).
+template <typename Enum, size_t N>
+Enum ReadEnum(const ParseContext& context, const std::string& text, const std::string& path,
+              const std::array<Enum, N>& candidates, const char* (*name_of)(Enum)) {
+  std::string names;
+  for (const Enum candidate : candidates) {
+    if (text == name_of(candidate)) return candidate;
+    names += names.empty() ? name_of(candidate) : std::string(", ") + name_of(candidate);
+  }
+  context.Fail(path, "expected one of: {}; got \"{}\"", names, text);
+}
+
+// A DNS-1123 subdomain, as Kubernetes requires of scheduler and priority class names.
+std::string ReadSubdomain(const ParseContext& context, const YAML::Node& node,
+                          const std::string& path, const char* what) {
+  std::string text = ReadString(context, node, path);
+  if (!IsDns1123Subdomain(text)) {
+    context.Fail(path,
+                 "expected a {} name (a DNS-1123 subdomain: lowercase letters, digits, '-' and "
+                 "'.', at most 253 characters), got \"{}\"",
+                 what, text);
+  }
+  return text;
+}
+
+SchedulingPolicy ReadSchedulingPolicy(ParseContext& context, const YAML::Node& node,
+                                      const std::string& path) {
+  const MapReader map(context, node, path,
+                      {"schedulerName", "queue", "priorityClass", "scheduleTimeoutSeconds"});
+  SchedulingPolicy policy;
+  policy.scheduler_name = ReadSubdomain(context, map.Require("schedulerName"),
+                                        map.PathOf("schedulerName"), "scheduler");
+  if (const YAML::Node* queue = map.Find("queue")) {
+    policy.queue = ReadNonEmptyString(context, *queue, map.PathOf("queue"));
+  }
+  if (const YAML::Node* priority = map.Find("priorityClass")) {
+    policy.priority_class =
+        ReadSubdomain(context, *priority, map.PathOf("priorityClass"), "PriorityClass");
+  }
+  if (const auto timeout = map.Int("scheduleTimeoutSeconds", 1, kMaxInt32)) {
+    policy.schedule_timeout_seconds = static_cast<int32_t>(*timeout);
+  }
+  return policy;
+}
+
 }  // namespace
 
 JobMetadata ReadMetadata(ParseContext& context, const YAML::Node& node, const std::string& path) {
@@ -153,9 +199,15 @@ ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
 
 RunPolicy ReadRunPolicy(ParseContext& context, const YAML::Node& node, const std::string& path) {
   const MapReader map(context, node, path,
-                      {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished",
-                       "cleanPodPolicy", "suspend"});
+                      {"restartPolicy", "backoffLimit", "activeDeadlineSeconds",
+                       "ttlSecondsAfterFinished", "cleanPodPolicy", "suspend", "schedulingPolicy"});
   RunPolicy policy;
+  if (const auto restart = map.String("restartPolicy")) {
+    policy.restart_policy = ReadEnum(
+        context, *restart, map.PathOf("restartPolicy"),
+        std::array{RestartPolicy::kNever, RestartPolicy::kOnFailure, RestartPolicy::kExitCode},
+        RestartPolicyName);
+  }
   if (const auto limit = map.Int("backoffLimit", 0, kMaxInt32)) {
     policy.backoff_limit = static_cast<int32_t>(*limit);
   }
@@ -165,20 +217,16 @@ RunPolicy ReadRunPolicy(ParseContext& context, const YAML::Node& node, const std
     policy.ttl_seconds_after_finished = static_cast<int32_t>(*ttl);
   }
   if (const auto clean = map.String("cleanPodPolicy")) {
-    bool known = false;
-    for (const CleanPodPolicy candidate :
-         {CleanPodPolicy::kNone, CleanPodPolicy::kRunning, CleanPodPolicy::kAll}) {
-      if (*clean == CleanPodPolicyName(candidate)) {
-        policy.clean_pod_policy = candidate;
-        known = true;
-      }
-    }
-    if (!known) {
-      context.Fail(map.PathOf("cleanPodPolicy"), "expected one of: None, Running, All; got \"{}\"",
-                   *clean);
-    }
+    policy.clean_pod_policy =
+        ReadEnum(context, *clean, map.PathOf("cleanPodPolicy"),
+                 std::array{CleanPodPolicy::kNone, CleanPodPolicy::kRunning, CleanPodPolicy::kAll},
+                 CleanPodPolicyName);
   }
   policy.suspend = map.Bool("suspend").value_or(false);
+  if (const YAML::Node* scheduling = map.Find("schedulingPolicy")) {
+    policy.scheduling_policy =
+        ReadSchedulingPolicy(context, *scheduling, map.PathOf("schedulingPolicy"));
+  }
   return policy;
 }
 

@@ -148,13 +148,44 @@ TEST(JobParserTest, MinimalManifestTakesTheDefaults) {
   EXPECT_EQ(job.resources.parameter_servers, 0);
   EXPECT_EQ(job.resources.cpu, "");
 
-  // Kubeflow's RunPolicy defaults: no limits, cleanPodPolicy None, not suspended.
+  // Kubeflow's RunPolicy defaults: PyTorchJob's restart policy OnFailure, no limits,
+  // cleanPodPolicy None, not suspended, no gang scheduling.
+  EXPECT_EQ(job.run_policy.restart_policy, RestartPolicy::kOnFailure);
+  EXPECT_FALSE(job.run_policy.scheduling_policy.has_value());
   EXPECT_FALSE(job.run_policy.backoff_limit.has_value());
   EXPECT_FALSE(job.run_policy.active_deadline_seconds.has_value());
   EXPECT_FALSE(job.run_policy.ttl_seconds_after_finished.has_value());
   EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kNone);
   EXPECT_FALSE(job.run_policy.suspend);
   EXPECT_EQ(job.pod_template, "");
+}
+
+TEST(JobParserTest, RestartAndSchedulingPolicies) {
+  const std::string base = ReadText(kJobFixtures + "/minimal.yaml");
+  for (const auto& [text, expected] : {std::pair{"Never", RestartPolicy::kNever},
+                                       std::pair{"OnFailure", RestartPolicy::kOnFailure},
+                                       std::pair{"ExitCode", RestartPolicy::kExitCode}}) {
+    const JobSpec job =
+        ParseJob(base + "  runPolicy:\n    restartPolicy: " + text + "\n", "job.yaml", "");
+    EXPECT_EQ(job.run_policy.restart_policy, expected) << text;
+    EXPECT_STREQ(RestartPolicyName(expected), text);
+  }
+
+  const JobSpec gang = ParseJob(base +
+                                    "  runPolicy:\n    schedulingPolicy:\n"
+                                    "      schedulerName: volcano\n      queue: research\n"
+                                    "      priorityClass: high-priority\n"
+                                    "      scheduleTimeoutSeconds: 600\n",
+                                "job.yaml", "");
+  ASSERT_TRUE(gang.run_policy.scheduling_policy.has_value());
+  EXPECT_EQ(*gang.run_policy.scheduling_policy,
+            (SchedulingPolicy{"volcano", "research", "high-priority", 600}));
+
+  const JobSpec scheduler_only =
+      ParseJob(base + "  runPolicy:\n    schedulingPolicy: {schedulerName: scheduler-plugins}\n",
+               "job.yaml", "");
+  EXPECT_EQ(*scheduler_only.run_policy.scheduling_policy,
+            (SchedulingPolicy{"scheduler-plugins", "", "", std::nullopt}));
 }
 
 TEST(JobParserTest, CheckpointDefaultsToResumingAtTheEnd) {

@@ -428,12 +428,46 @@ const Rule kRules[] = {
      "PSLoadBalancing, PartitionedPS, UnevenPartitionedPS, Parallax)"},
     // spec.runPolicy (parse_cluster.cc).
     {"RunPolicyNotAMapping", Resources(""), Resources("  runPolicy: Never\n"), "spec.runPolicy",
-     "expected a mapping with fields backoffLimit, activeDeadlineSeconds, "
-     "ttlSecondsAfterFinished, cleanPodPolicy, suspend, got \"Never\""},
-    {"RunPolicyUnknownField", Resources(""), Resources("  runPolicy: {restartPolicy: Never}\n"),
-     "spec.runPolicy.restartPolicy",
-     "unknown field (expected one of: backoffLimit, activeDeadlineSeconds, "
-     "ttlSecondsAfterFinished, cleanPodPolicy, suspend)"},
+     "expected a mapping with fields restartPolicy, backoffLimit, activeDeadlineSeconds, "
+     "ttlSecondsAfterFinished, cleanPodPolicy, suspend, schedulingPolicy, got \"Never\""},
+    {"RunPolicyUnknownField", Resources(""), Resources("  runPolicy: {restartPolicies: Never}\n"),
+     "spec.runPolicy.restartPolicies",
+     "unknown field (expected one of: restartPolicy, backoffLimit, activeDeadlineSeconds, "
+     "ttlSecondsAfterFinished, cleanPodPolicy, suspend, schedulingPolicy)"},
+    {"RestartPolicyAlways", Resources(""), Resources("  runPolicy: {restartPolicy: Always}\n"),
+     "spec.runPolicy.restartPolicy", "expected one of: Never, OnFailure, ExitCode; got \"Always\""},
+    {"RestartPolicyLowercase", Resources(""), Resources("  runPolicy: {restartPolicy: never}\n"),
+     "spec.runPolicy.restartPolicy", "expected one of: Never, OnFailure, ExitCode; got \"never\""},
+    {"SchedulingPolicyNotAMapping", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: volcano}\n"), "spec.runPolicy.schedulingPolicy",
+     "expected a mapping with fields schedulerName, queue, priorityClass, "
+     "scheduleTimeoutSeconds, got \"volcano\""},
+    {"SchedulingPolicyWithoutScheduler", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {queue: research}}\n"),
+     "spec.runPolicy.schedulingPolicy.schedulerName", "required field is missing"},
+    {"SchedulingPolicyUnknownField", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {schedulerName: volcano, minAvailable: 3}}\n"),
+     "spec.runPolicy.schedulingPolicy.minAvailable",
+     "unknown field (expected one of: schedulerName, queue, priorityClass, "
+     "scheduleTimeoutSeconds)"},
+    {"SchedulerNameNotASubdomain", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {schedulerName: Volcano_Scheduler}}\n"),
+     "spec.runPolicy.schedulingPolicy.schedulerName",
+     "expected a scheduler name (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', "
+     "at most 253 characters), got \"Volcano_Scheduler\""},
+    {"PriorityClassNotASubdomain", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {schedulerName: volcano, priorityClass: High}}\n"),
+     "spec.runPolicy.schedulingPolicy.priorityClass",
+     "expected a PriorityClass name (a DNS-1123 subdomain: lowercase letters, digits, '-' and "
+     "'.', at most 253 characters), got \"High\""},
+    {"QueueEmpty", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {schedulerName: volcano, queue: \"\"}}\n"),
+     "spec.runPolicy.schedulingPolicy.queue", "must not be empty"},
+    {"ScheduleTimeoutZero", Resources(""),
+     Resources("  runPolicy: {schedulingPolicy: {schedulerName: volcano, "
+               "scheduleTimeoutSeconds: 0}}\n"),
+     "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+     "expected an integer >= 1, got \"0\""},
     {"BackoffLimitTooLarge", Resources(""), Resources("  runPolicy: {backoffLimit: 2147483648}\n"),
      "spec.runPolicy.backoffLimit",
      "expected an integer between 0 and 2147483647, got \"2147483648\""},

@@ -57,6 +57,29 @@ TEST(JobWriterTest, EqualityNoticesEveryPart) {
   changed = job;
   changed.run_policy.backoff_limit.reset();
   EXPECT_FALSE(changed == job);
+  changed = job;
+  changed.run_policy.restart_policy = RestartPolicy::kExitCode;
+  EXPECT_FALSE(changed == job);
+  changed = job;
+  changed.run_policy.scheduling_policy = SchedulingPolicy{"volcano", "", "", std::nullopt};
+  EXPECT_FALSE(changed == job);
+}
+
+TEST(JobWriterTest, RoundTripsRestartAndSchedulingPolicies) {
+  JobSpec job = ParseJob(ReadText(kJobFixtures + "/minimal.yaml"), "minimal.yaml", "/m");
+  for (const RestartPolicy policy :
+       {RestartPolicy::kNever, RestartPolicy::kOnFailure, RestartPolicy::kExitCode}) {
+    job.run_policy.restart_policy = policy;
+    ExpectRoundTrip(job);
+  }
+  job.run_policy.scheduling_policy = SchedulingPolicy{"volcano", "research", "high", 30};
+  ExpectRoundTrip(job);
+  job.run_policy.scheduling_policy = SchedulingPolicy{"scheduler-plugins", "", "", std::nullopt};
+  ExpectRoundTrip(job);
+  const std::string text = JobToYaml(job);
+  EXPECT_NE(text.find("    restartPolicy: ExitCode\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("      schedulerName: scheduler-plugins\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("queue"), std::string::npos) << text;
 }
 
 TEST(JobWriterTest, EmitsDefaultsExplicitly) {
@@ -67,13 +90,15 @@ TEST(JobWriterTest, EmitsDefaultsExplicitly) {
         "    path: /m/model.onnx", "    logits: logits", "    format: fashion-mnist",
         "    dir: /usr/share/datasets/fashion-mnist", "    evalBatchSize: 1000",
         "    shuffle: true", "    builder: Auto", "    workers: 1", "    parameterServers: 0",
-        "    cleanPodPolicy: None", "    suspend: false", "    logIntervalSteps: 100"}) {
+        "    cleanPodPolicy: None", "    suspend: false", "    logIntervalSteps: 100",
+        "    restartPolicy: OnFailure"}) {
     EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
   }
   // Unset optional values are left out rather than written as null.
   EXPECT_EQ(text.find("backoffLimit"), std::string::npos) << text;
   EXPECT_EQ(text.find("checkpoint"), std::string::npos) << text;
   EXPECT_EQ(text.find("template"), std::string::npos) << text;
+  EXPECT_EQ(text.find("schedulingPolicy"), std::string::npos) << text;
   EXPECT_EQ(text.find("~"), std::string::npos) << text;
 }
 
