@@ -1,0 +1,133 @@
+// The test stack's node: a small kubelet that runs pods of the API-server test double as local
+// processes (docs/testing.md, "The node agent").
+//
+// It works in-process against the double's Store (a watch on pods) and Rest (status writes), not
+// over HTTP: the node is not what the tests examine, so injected faults and latency — meant for
+// the operator under test — never hit it, and it needs no client. It plays the scheduler too:
+// an unbound pod is bound to the agent's node (spec.nodeName) before its container starts.
+//
+// Per pod it runs one container (the one named `autodist-runtime`, else the first) as
+// container.command + container.args with the container's env, reports status.phase
+// Pending -> Running -> Succeeded/Failed with podIP 127.0.0.1 and containerStatuses, restarts per
+// the pod's restartPolicy (Always, OnFailure, Never) with a back-off, and on deletion sends
+// SIGTERM, then SIGKILL after the grace period. Env references (configMapKeyRef, secretKeyRef,
+// envFrom) read the store; configMap, secret and emptyDir volumes are written at their literal
+// mountPath under `host_volume_root` (volumes.h) before each start of the container.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/k8s/api_server.h"
+#include "tests/k8s/launch_spec.h"
+
+namespace autodist::k8s {
+
+class PodLogIndex;
+class WatchQueue;
+
+struct NodeAgentOptions {
+  std::string node_name = "fake-node";
+  // Where containers' stdout+stderr go: <log_dir>/<namespace>_<pod>_<uid>/<container>.log.
+  // "" = a fresh temporary directory, removed with the agent.
+  std::string log_dir;
+  // image repository -> entrypoint argv, for containers without `command` (see LaunchContext).
+  std::map<std::string, std::vector<std::string>> image_entrypoints;
+  // Containers start from the agent's environment (PATH, HOME, LD_LIBRARY_PATH, ...) with the
+  // pod's env on top; false gives them the pod's env only (plus the agent's variables below).
+  bool inherit_environment = true;
+  // The double's HTTP port, when served: containers get KUBERNETES_SERVICE_HOST=127.0.0.1 and
+  // KUBERNETES_SERVICE_PORT=<port> (plain HTTP, unlike a cluster's HTTPS).
+  int api_port = 0;
+  // First restart delay; doubles with every restart up to max_restart_backoff (the kubelet:
+  // 10 s up to 5 min, far too slow for tests).
+  std::chrono::milliseconds restart_backoff{200};
+  std::chrono::milliseconds max_restart_backoff{5000};
+  // Caps the pod's terminationGracePeriodSeconds (default 30 s) between SIGTERM and SIGKILL.
+  std::chrono::milliseconds max_grace{30000};
+  // Creates the Node object (Ready, 127.0.0.1) so `kubectl get nodes` shows the agent.
+  bool register_node = true;
+  // Where configMap, secret and emptyDir volumes may be materialized: at the container's literal
+  // mountPath, which must lie under this directory (made absolute; created as needed). "" = none:
+  // a container with such a mount stays waiting in CreateContainerConfigError. Pods mounting at
+  // the same path share the files: the operator under test should put the job in the path, e.g.
+  // <root>/<namespace>/<job>.
+  std::string host_volume_root;
+  // How often a container waiting in CreateContainerConfigError (e.g. for a ConfigMap not created
+  // yet) is tried again, as a kubelet re-syncs the pod.
+  std::chrono::milliseconds config_retry{100};
+};
+
+class NodeAgent {
+ public:
+  // Starts watching pods of `api` at once. `api` must outlive the agent.
+  NodeAgent(ApiServer& api, NodeAgentOptions options = {});
+  // Stops every container (SIGTERM, then SIGKILL after at most a second) and the agent's thread.
+  ~NodeAgent();
+  NodeAgent(const NodeAgent&) = delete;
+  NodeAgent& operator=(const NodeAgent&) = delete;
+
+  // Rethrows what stopped the agent's thread (a bug of the double, e.g. a status write the
+  // double rejected), so a test or fake-apiserver surfaces it instead of hanging.
+  void CheckHealthy() const;
+  size_t running_containers() const;
+  const std::string& log_dir() const { return log_dir_; }
+
+ private:
+  struct Run;
+
+  void Loop();
+  void Watch();
+  void HandleEvent(const nlohmann::json& event);
+  void Admit(const nlohmann::json& pod);
+  void StartContainer(Run& run);
+  // Writes the launch's volumes to the host; false (with the container waiting in
+  // CreateContainerConfigError) when that fails.
+  bool MaterializeVolumes(Run& run, const LaunchSpec& spec);
+  // The kubelet's CreateContainerConfigError: waiting, `message` says why; tried again later.
+  void ConfigError(Run& run, const std::string& message);
+  void OnExit(Run& run, int exit_code, int signal, const std::string& reason,
+              const std::string& message);
+  // The pod is gone (or going): SIGTERM now, SIGKILL after its grace period, then forget it.
+  void Terminate(Run& run);
+  void PollProcesses();
+  // Read-modify-write of the pod through the store, only while it is still this run's pod (same
+  // uid: a pod deleted and re-created under its name is another pod). False when it is gone.
+  bool UpdatePod(Run& run, const std::function<void(nlohmann::json& pod)>& change);
+  void WriteStatus(Run& run);
+  void RegisterNode();
+  void StopAll();
+  std::chrono::milliseconds Backoff(int restarts) const;
+
+  ApiServer& api_;
+  Store& store_;
+  ResourceInfo pods_;
+  NodeAgentOptions options_;
+  LaunchContext launch_;
+  std::string log_dir_;
+  bool owns_log_dir_ = false;
+  std::shared_ptr<WatchQueue> queue_;
+  std::shared_ptr<Watcher> watcher_;
+  std::map<std::string, std::unique_ptr<Run>> runs_;  // by pod uid; agent thread only
+  // Filled while a re-watch replays the current pods, to find pods deleted while not watching.
+  std::optional<std::set<std::string>> relisted_;
+  std::shared_ptr<PodLogIndex> logs_;
+  // mountPath -> the files a configMap or secret volume last wrote there (to remove stale keys).
+  std::map<std::string, std::set<std::string>> volume_files_;
+
+  mutable std::mutex mutex_;  // guards running_ and error_, read by other threads
+  size_t running_ = 0;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace autodist::k8s
