@@ -1,0 +1,57 @@
+// Creating what a running job lacks, in the order the pods need it: ConfigMap, Service,
+// PodGroup, then the pods of the current restart generation.
+#include "operator/reconcile/config_map.h"
+#include "operator/reconcile/pod.h"
+#include "operator/reconcile/pod_group.h"
+#include "operator/reconcile/reconcile_steps.h"
+#include "operator/reconcile/service.h"
+
+namespace autodist::reconcile::detail {
+namespace {
+
+const nlohmann::json& PodTemplateOf(const nlohmann::json& job) {
+  static const nlohmann::json kNone;
+  const auto spec = job.find("spec");
+  if (spec == job.end() || !spec->is_object()) return kNone;
+  const auto found = spec->find("template");
+  return found == spec->end() ? kNone : *found;
+}
+
+}  // namespace
+
+void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& members,
+                  const std::optional<CompiledJob>& compiled, const std::vector<ObservedPod>& pods,
+                  int generation, bool continuing) {
+  const Observed& observed = context.observed;
+  const ReconcilerOptions& options = context.options;
+  std::vector<nlohmann::json>& creates = context.plan.creates;
+  // EnsureCompiled compiles whenever the ConfigMap is missing, so `compiled` is set here.
+  if (!observed.config_map.has_value() && compiled.has_value()) {
+    creates.push_back(BuildConfigMap(context.ref, job, *compiled, members, options));
+  }
+  if (!observed.service.has_value()) creates.push_back(BuildService(context.ref, members));
+  if (UsesPodGroup(job, options.gang_scheduler) && !observed.pod_group.has_value()) {
+    creates.push_back(BuildPodGroup(context.ref, job, options.gang_scheduler));
+  }
+
+  // The pods of an earlier generation hold the names the new ones take: they go first, and the
+  // new pods follow once the deletions are observed (a pod deletion requeues the job).
+  bool earlier_generation = false;
+  for (const ObservedPod& pod : pods) {
+    if (pod.generation == generation) continue;
+    earlier_generation = true;
+    DeletePod(context, pod);
+  }
+  if (earlier_generation) return;
+
+  const nlohmann::json& pod_template = PodTemplateOf(observed.job);
+  for (const Member& member : members.members) {
+    bool exists = false;
+    for (const ObservedPod& pod : pods) exists = exists || pod.name == member.pod;
+    if (exists) continue;
+    creates.push_back(BuildPod(PodRequest{context.ref, job, pod_template, members, member,
+                                          generation, continuing, options}));
+  }
+}
+
+}  // namespace autodist::reconcile::detail

@@ -1,0 +1,42 @@
+// Compiling a job's Strategy as the chief will (same variables, same ResourceSpec from the
+// job's replica counts, same builder and options), and summarizing it for the job's status.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/graph/variable.h"
+#include "runtime/job/job_spec.h"
+#include "runtime/strategy/summary.h"
+
+namespace autodist::reconcile {
+
+struct CompiledJob {
+  std::string builder;  // the builder that ran (Auto resolved)
+  std::string note;     // why Auto chose it, ignored settings
+  strategy::StrategySummary summary;
+  std::string strategy_text;       // protobuf text format (the ConfigMap's strategy.pbtxt)
+  std::string resource_spec_yaml;  // the ResourceSpec compiled against (resource_spec.yml)
+  int workers = 0;
+  int parameter_servers = 0;
+};
+
+// The trainable variables of the model bytes (ONNX or a serialized GraphItem); `source` names
+// them in errors. Throws InvalidArgument for bytes that are no valid model.
+std::vector<graph::Variable> ModelVariables(const std::string& bytes, const std::string& source);
+
+// Throws InvalidArgument when the compiler rejects the job (no variables, colocation groups
+// naming unknown variables, ...).
+CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables);
+
+// status.strategy: builder, workers, parameterServers, replicas, variables, partitioned,
+// bytesPerPs (parameter-server node -> bytes; only when a parameter server holds anything) and
+// allReduceGroups.
+nlohmann::json StrategyStatus(const CompiledJob& compiled);
+
+// One line for the Compiled condition: "PSLoadBalancing: 6 variables (0 partitioned), 2 replicas,
+// 1 parameter server(s) holding 794.4 KiB".
+std::string CompiledMessage(const CompiledJob& compiled);
+
+}  // namespace autodist::reconcile

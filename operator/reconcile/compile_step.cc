@@ -1,0 +1,73 @@
+// Compiling the job's Strategy when its ConfigMap or status still needs it; model and compile
+// errors become conditions.
+#include <fmt/format.h>
+
+#include "operator/reconcile/reconcile_steps.h"
+#include "runtime/common/error.h"
+
+namespace autodist::reconcile::detail {
+namespace {
+
+std::string ModelName(const job::JobSpec& job, const std::string& namespace_name) {
+  if (!job.model.config_map.has_value()) return fmt::format("model '{}'", job.model.path);
+  return fmt::format("model in ConfigMap {}/{} key '{}'", namespace_name,
+                     job.model.config_map->name, job.model.config_map->key);
+}
+
+// Runs `body`; a user error it throws fails the job with `reason` (Compiled False, Failed) and
+// returns false. Other errors (unreachable API, bugs) go up to be retried.
+template <typename Body>
+bool Attempt(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods,
+             const char* reason, Body body) {
+  try {
+    body();
+    return true;
+  } catch (const Error& error) {
+    if (!error.IsUserError()) throw;
+    context.record.NotCompiled(reason, error.what(), false);
+    Finish(context, job, pods, reason, error.what());
+    return false;
+  }
+}
+
+}  // namespace
+
+CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
+                              const std::vector<ObservedPod>& pods, ModelSource& models,
+                              std::optional<CompiledJob>& compiled) {
+  // The ConfigMap holds the compiled Strategy and the status its summary: with both in place
+  // there is nothing to compile (and no model to fetch) on every later reconcile.
+  if (context.observed.config_map.has_value() && !context.status.strategy.is_null()) {
+    return CompileOutcome::kReady;
+  }
+  std::string bytes;
+  try {
+    bytes = FetchModel(job, context.ref.namespace_name, models);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::kNotFound) {
+      if (!error.IsUserError()) throw;
+      context.record.NotCompiled(kReasonInvalidModel, error.what(), false);
+      Finish(context, job, pods, kReasonInvalidModel, error.what());
+      return CompileOutcome::kFailed;
+    }
+    // The user may create the model's ConfigMap after the job: wait for it.
+    context.record.NotCompiled(kReasonModelNotFound, error.what(), true);
+    context.plan.RequeueAfter(context.options.model_retry_interval);
+    return CompileOutcome::kWaiting;
+  }
+  std::vector<graph::Variable> variables;
+  if (!Attempt(context, job, pods, kReasonInvalidModel, [&] {
+        variables = ModelVariables(bytes, ModelName(job, context.ref.namespace_name));
+      })) {
+    return CompileOutcome::kFailed;
+  }
+  if (!Attempt(context, job, pods, kReasonCompileFailed,
+               [&] { compiled = CompileJob(job, variables); })) {
+    return CompileOutcome::kFailed;
+  }
+  context.status.strategy = StrategyStatus(*compiled);
+  context.record.Compiled(CompiledMessage(*compiled));
+  return CompileOutcome::kReady;
+}
+
+}  // namespace autodist::reconcile::detail

@@ -1,0 +1,35 @@
+// The condition types and reasons of an AutoDistJob's status (Kubeflow's job conditions plus
+// Compiled); docs/operator-reconcile.md says when each is set.
+#pragma once
+
+namespace autodist::reconcile {
+
+// Condition types.
+inline constexpr char kCreated[] = "Created";
+inline constexpr char kCompiled[] = "Compiled";
+inline constexpr char kRunning[] = "Running";
+inline constexpr char kRestarting[] = "Restarting";
+inline constexpr char kSucceeded[] = "Succeeded";
+inline constexpr char kFailed[] = "Failed";
+inline constexpr char kSuspended[] = "Suspended";
+
+// Reasons (CamelCase, as metav1.Condition requires).
+inline constexpr char kReasonJobCreated[] = "JobCreated";
+inline constexpr char kReasonStrategyCompiled[] = "StrategyCompiled";
+inline constexpr char kReasonModelNotFound[] = "ModelNotFound";  // waiting; retried
+inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
+inline constexpr char kReasonInvalidModel[] = "InvalidModel";
+inline constexpr char kReasonCompileFailed[] = "CompileFailed";
+inline constexpr char kReasonPodsPending[] = "PodsPending";
+inline constexpr char kReasonAllPodsRunning[] = "AllPodsRunning";
+inline constexpr char kReasonGangRestart[] = "GangRestart";
+inline constexpr char kReasonJobSucceeded[] = "JobSucceeded";
+inline constexpr char kReasonPodFailed[] = "PodFailed";
+inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
+inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
+inline constexpr char kReasonJobSuspended[] = "JobSuspended";
+inline constexpr char kReasonJobResumed[] = "JobResumed";
+// Event only: the job is deleted ttlSecondsAfterFinished after it finished.
+inline constexpr char kReasonTtlExpired[] = "TTLExpired";
+
+}  // namespace autodist::reconcile

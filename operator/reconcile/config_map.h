@@ -1,0 +1,33 @@
+// The job's ConfigMap <job>-autodist, mounted in every pod: the manifest the runtime reads
+// (job.yaml), the compiled Strategy, the ResourceSpec it was compiled against, the members'
+// addresses and a human summary.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "operator/reconcile/compile.h"
+#include "operator/reconcile/job_object.h"
+#include "operator/reconcile/members.h"
+#include "operator/reconcile/options.h"
+#include "runtime/job/job_spec.h"
+
+namespace autodist::reconcile {
+
+// The manifest as the pods read it: the parsed job written back by job::JobToYaml (defaults
+// spelled out, so the runtime and the operator cannot disagree; relative paths resolved against
+// the working directory), a ConfigMap model replaced by the file where the pod mounts it, and
+// with `resume` the checkpoint's resume switched on.
+std::string PodManifest(const job::JobSpec& job, const ReconcilerOptions& options, bool resume);
+
+// The ConfigMap key of the manifest a pod runs with. Pods that start from where earlier pods of
+// the job stopped (after a gang restart or a resume) must continue from the latest checkpoint,
+// even when spec.training.checkpoint.resume is false (which only keeps the *first* start from
+// picking up older checkpoints): they read job-restart.yaml.
+const char* ManifestKey(const job::JobSpec& job, bool continuing);
+
+nlohmann::json BuildConfigMap(const JobRef& ref, const job::JobSpec& job,
+                              const CompiledJob& compiled, const JobMembers& members,
+                              const ReconcilerOptions& options);
+
+}  // namespace autodist::reconcile

@@ -1,0 +1,23 @@
+#include "operator/reconcile/names.h"
+
+#include <fmt/format.h>
+
+namespace autodist::reconcile {
+
+const char* RoleLabel(Role role) { return role == Role::kWorker ? "worker" : "ps"; }
+
+const char* RoleStatusKey(Role role) { return role == Role::kWorker ? "Worker" : "PS"; }
+
+std::string ConfigMapName(const std::string& job) { return job + "-autodist"; }
+
+std::string ServiceName(const std::string& job) { return job; }
+
+std::string PodGroupName(const std::string& job) { return job; }
+
+std::string NodeName(Role role, int index) { return fmt::format("{}-{}", RoleLabel(role), index); }
+
+std::string PodName(const std::string& job, Role role, int index) {
+  return fmt::format("{}-{}", job, NodeName(role, index));
+}
+
+}  // namespace autodist::reconcile

@@ -1,0 +1,49 @@
+// The deterministic names and labels of a job's children. Every name derives from the job's name
+// alone, so any reconcile (after an operator restart too) finds what an earlier one created
+// instead of creating it twice.
+#pragma once
+
+#include <string>
+
+namespace autodist::reconcile {
+
+// Labels on every child; the Service selects pods by the job-name label.
+inline constexpr char kJobNameLabel[] = "autodist.io/job-name";
+inline constexpr char kReplicaTypeLabel[] = "autodist.io/replica-type";    // worker | ps
+inline constexpr char kReplicaIndexLabel[] = "autodist.io/replica-index";  // 0, 1, ...
+// The gang restart a pod belongs to (status.restartCount when it was created).
+inline constexpr char kRestartGenerationLabel[] = "autodist.io/restart-generation";
+inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
+inline constexpr char kManagedByValue[] = "autodist-operator";
+
+inline constexpr char kJobApiVersion[] = "autodist.io/v1alpha1";
+inline constexpr char kJobKind[] = "AutoDistJob";
+
+// The container the operator runs in every pod (injected as a sidecar into a pod template).
+inline constexpr char kRuntimeContainer[] = "autodist-runtime";
+inline constexpr char kConfigVolume[] = "autodist-config";
+inline constexpr char kModelVolume[] = "autodist-model";
+inline constexpr char kPortName[] = "autodist";
+
+// Keys of the job's ConfigMap.
+inline constexpr char kManifestKey[] = "job.yaml";
+inline constexpr char kRestartManifestKey[] = "job-restart.yaml";  // resume forced on
+inline constexpr char kStrategyKey[] = "strategy.pbtxt";
+inline constexpr char kResourceSpecKey[] = "resource_spec.yml";
+inline constexpr char kClusterKey[] = "cluster.json";
+inline constexpr char kSummaryKey[] = "summary.txt";
+
+enum class Role { kWorker, kParameterServer };
+
+// "worker" / "ps": the replica-type label and the runtime's node names.
+const char* RoleLabel(Role role);
+// "Worker" / "PS": the keys of status.replicaStatuses.
+const char* RoleStatusKey(Role role);
+
+std::string ConfigMapName(const std::string& job);  // <job>-autodist
+std::string ServiceName(const std::string& job);    // <job>
+std::string PodGroupName(const std::string& job);   // <job>
+std::string NodeName(Role role, int index);         // worker-<i> | ps-<i> (the runtime's --node)
+std::string PodName(const std::string& job, Role role, int index);  // <job>-worker-<i>
+
+}  // namespace autodist::reconcile

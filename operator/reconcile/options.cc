@@ -1,0 +1,70 @@
+#include "operator/reconcile/options.h"
+
+#include "runtime/common/error.h"
+
+namespace autodist::reconcile {
+
+AddressPolicy AddressPolicy::Cluster() { return AddressPolicy{}; }
+
+AddressPolicy AddressPolicy::LocalProcesses() {
+  AddressPolicy policy;
+  policy.host_template = "127.0.0.1";
+  policy.listen_host = "127.0.0.1";
+  policy.ports = Ports::kPerMember;
+  return policy;
+}
+
+GangScheduler ParseGangScheduler(const std::string& name) {
+  for (const GangScheduler scheduler :
+       {GangScheduler::kNone, GangScheduler::kSchedulerPlugins, GangScheduler::kVolcano}) {
+    if (name == GangSchedulerName(scheduler)) return scheduler;
+  }
+  Fail(ErrorCode::kInvalidArgument,
+       "--gang-scheduling: expected one of: none, scheduler-plugins, volcano; got '{}'", name);
+}
+
+const char* GangSchedulerName(GangScheduler scheduler) {
+  switch (scheduler) {
+    case GangScheduler::kNone:
+      return "none";
+    case GangScheduler::kSchedulerPlugins:
+      return "scheduler-plugins";
+    case GangScheduler::kVolcano:
+      return "volcano";
+  }
+  return "unknown";
+}
+
+void ValidateOptions(const ReconcilerOptions& options) {
+  AD_CHECK(!options.runtime_image.empty(), kInvalidArgument, "runtime image: must not be empty");
+  const AddressPolicy& addresses = options.addresses;
+  AD_CHECK(!addresses.host_template.empty(), kInvalidArgument,
+           "address policy: the host template must not be empty");
+  const auto valid_port = [](int port) { return port >= 1 && port <= 65535; };
+  if (addresses.ports == AddressPolicy::Ports::kFixed) {
+    AD_CHECK(valid_port(addresses.port), kInvalidArgument,
+             "address policy: port must be in [1, 65535], got {}", addresses.port);
+  } else {
+    AD_CHECK(addresses.port_slot_size >= 1, kInvalidArgument,
+             "address policy: the port slot size must be >= 1, got {}", addresses.port_slot_size);
+    AD_CHECK(valid_port(addresses.port_range_begin) && valid_port(addresses.port_range_end - 1) &&
+                 addresses.port_range_end - addresses.port_range_begin >= addresses.port_slot_size,
+             kInvalidArgument,
+             "address policy: the port range [{}, {}) must lie in [1, 65536) and hold at least one "
+             "slot of {} ports",
+             addresses.port_range_begin, addresses.port_range_end, addresses.port_slot_size);
+  }
+  AD_CHECK(!options.config_mount_path.empty() && options.config_mount_path.front() == '/',
+           kInvalidArgument, "config mount path: expected an absolute path, got '{}'",
+           options.config_mount_path);
+  AD_CHECK(!options.model_mount_path.empty() && options.model_mount_path.front() == '/',
+           kInvalidArgument, "model mount path: expected an absolute path, got '{}'",
+           options.model_mount_path);
+  AD_CHECK(options.working_dir.empty() || options.working_dir.front() == '/', kInvalidArgument,
+           "working directory: expected an absolute path or nothing, got '{}'",
+           options.working_dir);
+  AD_CHECK(options.model_retry_interval.count() > 0, kInvalidArgument,
+           "model retry interval: must be positive");
+}
+
+}  // namespace autodist::reconcile

@@ -1,0 +1,67 @@
+// What the operator's flags decide about the objects the reconciler builds: the runtime image,
+// how the members of a job address each other, gang scheduling and where things are mounted.
+// docs/operator-reconcile.md describes every option; the controller parses its flags into these
+// once, and the reconcile functions never read flags or the environment themselves.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace autodist::reconcile {
+
+// Where a member listens and how the others reach it.
+struct AddressPolicy {
+  enum class Ports {
+    kFixed,      // every member on `port` (each pod has its own IP address)
+    kPerMember,  // member i on base + i, so that members sharing one host do not collide
+  };
+
+  // Host at which the others reach a member; "{pod}", "{service}", "{namespace}" and "{job}" are
+  // replaced. The default is the DNS name the headless Service gives each pod.
+  std::string host_template = "{pod}.{service}.{namespace}.svc";
+  std::string listen_host = "0.0.0.0";
+  Ports ports = Ports::kFixed;
+  int port = 29500;
+  // kPerMember: base = port_range_begin + slot * port_slot_size, where the slot is a hash of the
+  // job's namespace and name (deterministic, so every reconcile derives the same ports); member i
+  // (workers first, then parameter servers) listens on base + i.
+  int port_range_begin = 30000;
+  int port_range_end = 40000;  // exclusive
+  int port_slot_size = 64;     // the most members a job may have
+
+  // Pods on a cluster: DNS names through the headless Service, one fixed port.
+  static AddressPolicy Cluster();
+  // Every pod a local process on 127.0.0.1 (the end-to-end tests' node agent): distinct ports.
+  static AddressPolicy LocalProcesses();
+};
+
+// Who schedules a job's pods as a gang (the chart's gangScheduling.provider).
+enum class GangScheduler { kNone, kSchedulerPlugins, kVolcano };
+
+// "none", "scheduler-plugins", "volcano" (the operator's --gang-scheduling values).
+GangScheduler ParseGangScheduler(const std::string& name);
+const char* GangSchedulerName(GangScheduler scheduler);
+
+struct ReconcilerOptions {
+  std::string runtime_image = "autodist/autodist-runtime:0.1.0";  // --runtime-image
+  std::string runtime_image_pull_policy = "IfNotPresent";         // --runtime-image-pull-policy
+  AddressPolicy addresses = AddressPolicy::Cluster();
+  GangScheduler gang_scheduler = GangScheduler::kNone;  // --gang-scheduling
+  // The job's ConfigMap (manifest, Strategy, cluster spec) is mounted here in every pod.
+  std::string config_mount_path = "/etc/autodist";
+  // A model from spec.model.configMap is mounted here; the pods' manifest points at it.
+  std::string model_mount_path = "/etc/autodist-model";
+  // The runtime container's working directory (the runtime image's WORKDIR); relative paths of
+  // the manifest are resolved against it. Empty: no workingDir, relative paths kept as written.
+  std::string working_dir = "/workspace";
+  std::string nccl_socket_ifname = "eth0";
+  std::string nccl_debug = "WARN";
+  // How long to wait before looking for a missing model ConfigMap again.
+  std::chrono::seconds model_retry_interval{30};
+};
+
+// Throws InvalidArgument naming the option when the options cannot work (an empty image, a port
+// range smaller than one slot, ...).
+void ValidateOptions(const ReconcilerOptions& options);
+
+}  // namespace autodist::reconcile

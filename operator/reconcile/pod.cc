@@ -1,0 +1,149 @@
+#include "operator/reconcile/pod.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "operator/reconcile/config_map.h"
+#include "operator/reconcile/names.h"
+#include "operator/reconcile/object_meta.h"
+#include "operator/reconcile/pod_group.h"
+#include "operator/reconcile/pod_template.h"
+
+namespace autodist::reconcile {
+namespace {
+
+constexpr char kGpuResource[] = "nvidia.com/gpu";
+
+nlohmann::json Env(const char* name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+nlohmann::json Resources(const job::JobSpec& job, const Member& member) {
+  nlohmann::json requests = nlohmann::json::object();
+  nlohmann::json limits = nlohmann::json::object();
+  if (!job.resources.cpu.empty()) requests["cpu"] = job.resources.cpu;
+  if (!job.resources.memory.empty()) requests["memory"] = job.resources.memory;
+  // GPUs are extended resources: the limit is what the device plugin allocates, and a request,
+  // when given, must equal it. Parameter servers run no replica and get none.
+  if (member.role == Role::kWorker && job.resources.gpus_per_worker > 0) {
+    const std::string gpus = std::to_string(job.resources.gpus_per_worker);
+    requests[kGpuResource] = gpus;
+    limits[kGpuResource] = gpus;
+  }
+  nlohmann::json resources = nlohmann::json::object();
+  if (!requests.empty()) resources["requests"] = std::move(requests);
+  if (!limits.empty()) resources["limits"] = std::move(limits);
+  return resources;
+}
+
+nlohmann::json Volumes(const PodRequest& request) {
+  nlohmann::json volumes = nlohmann::json::array(
+      {{{"name", kConfigVolume}, {"configMap", {{"name", ConfigMapName(request.ref.name)}}}}});
+  if (const auto& model = request.job.model.config_map) {
+    volumes.push_back(
+        {{"name", kModelVolume},
+         {"configMap",
+          {{"name", model->name},
+           {"items", nlohmann::json::array({{{"key", model->key}, {"path", model->key}}})}}}});
+  }
+  return volumes;
+}
+
+nlohmann::json VolumeMounts(const PodRequest& request) {
+  nlohmann::json mounts = nlohmann::json::array({{{"name", kConfigVolume},
+                                                  {"mountPath", request.options.config_mount_path},
+                                                  {"readOnly", true}}});
+  if (request.job.model.config_map.has_value()) {
+    mounts.push_back({{"name", kModelVolume},
+                      {"mountPath", request.options.model_mount_path},
+                      {"readOnly", true}});
+  }
+  return mounts;
+}
+
+nlohmann::json TemplatePart(const nlohmann::json& pod_template, const char* part) {
+  if (!pod_template.is_object()) return nlohmann::json();
+  const auto found = pod_template.find(part);
+  return found != pod_template.end() && found->is_object() ? *found : nlohmann::json();
+}
+
+}  // namespace
+
+nlohmann::json RuntimeContainer(const PodRequest& request) {
+  const Member& member = request.member;
+  const ReconcilerOptions& options = request.options;
+  const std::string manifest =
+      options.config_mount_path + "/" + ManifestKey(request.job, request.continuing);
+  nlohmann::json container = {
+      {"name", kRuntimeContainer},
+      {"image", options.runtime_image},
+      {"imagePullPolicy", options.runtime_image_pull_policy},
+      {"command", nlohmann::json::array({"autodist-runtime"})},
+      {"args",
+       nlohmann::json::array({"--job", manifest, "--node", member.node, "--coordinator",
+                              request.members.Coordinator(), "--listen",
+                              fmt::format("{}:{}", options.addresses.listen_host, member.port),
+                              "--advertise-host", member.host})},
+      {"env", nlohmann::json::array({
+                  Env("AUTODIST_ROLE", RoleLabel(member.role)),
+                  Env("AUTODIST_RANK", std::to_string(member.index)),
+                  Env("AUTODIST_WORLD_SIZE", std::to_string(request.members.workers)),
+                  Env("AUTODIST_NODE", member.node),
+                  Env("AUTODIST_COORDINATOR", request.members.Coordinator()),
+                  Env("NCCL_SOCKET_IFNAME", options.nccl_socket_ifname),
+                  Env("NCCL_DEBUG", options.nccl_debug),
+              })},
+      {"ports", nlohmann::json::array(
+                    {{{"name", kPortName}, {"containerPort", member.port}, {"protocol", "TCP"}}})},
+      {"volumeMounts", VolumeMounts(request)},
+  };
+  if (!options.working_dir.empty()) container["workingDir"] = options.working_dir;
+  nlohmann::json resources = Resources(request.job, member);
+  if (!resources.empty()) container["resources"] = std::move(resources);
+  return container;
+}
+
+nlohmann::json BuildPod(const PodRequest& request) {
+  const Member& member = request.member;
+  const nlohmann::json template_metadata = TemplatePart(request.pod_template, "metadata");
+
+  // The template's labels and annotations, then ours (ours win: the operator finds its pods by
+  // them).
+  nlohmann::json labels = nlohmann::json::object();
+  if (template_metadata.is_object() && template_metadata.contains("labels")) {
+    labels = template_metadata["labels"];
+  }
+  labels[kReplicaTypeLabel] = RoleLabel(member.role);
+  labels[kReplicaIndexLabel] = std::to_string(member.index);
+  labels[kRestartGenerationLabel] = std::to_string(request.generation);
+  nlohmann::json metadata = ChildMetadata(request.ref, member.pod, labels);
+  if (template_metadata.is_object() && template_metadata.contains("annotations")) {
+    metadata["annotations"] = template_metadata["annotations"];
+  }
+
+  nlohmann::json spec = InjectRuntime(TemplatePart(request.pod_template, "spec"),
+                                      RuntimeContainer(request), Volumes(request));
+  // The operator restarts the whole gang; a kubelet restarting one container in place would
+  // bring back a member the others no longer wait for.
+  spec["restartPolicy"] = "Never";
+  // <pod>.<service>.<namespace>.svc resolves only with hostname and subdomain set.
+  spec["hostname"] = member.pod;
+  spec["subdomain"] = ServiceName(request.ref.name);
+  if (const auto& scheduling = request.job.run_policy.scheduling_policy) {
+    spec["schedulerName"] = scheduling->scheduler_name;
+    if (!scheduling->priority_class.empty()) {
+      spec["priorityClassName"] = scheduling->priority_class;
+    }
+    if (UsesPodGroup(request.job, request.options.gang_scheduler)) {
+      AddPodGroupMembership(metadata, PodGroupName(request.ref.name),
+                            request.options.gang_scheduler);
+    }
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", std::move(metadata)},
+          {"spec", std::move(spec)}};
+}
+
+}  // namespace autodist::reconcile

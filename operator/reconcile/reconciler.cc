@@ -1,0 +1,244 @@
+// The order of the decisions of one reconcile; each step is in its own file (reconcile_steps.h).
+#include "operator/reconcile/reconciler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+#include "operator/reconcile/config_map.h"
+#include "operator/reconcile/reconcile_steps.h"
+#include "operator/reconcile/verdict.h"
+#include "runtime/common/error.h"
+
+namespace autodist::reconcile {
+namespace {
+
+using detail::Context;
+
+// A Failed InvalidSpec from an earlier generation: the user edited the spec since, so it is
+// judged afresh.
+bool FailedForAnEarlierSpec(const Context& context) {
+  const Condition* failed = context.status.Find(kFailed);
+  return failed != nullptr && failed->status == "True" && failed->reason == kReasonInvalidSpec &&
+         failed->observed_generation.value_or(-1) != context.ref.generation;
+}
+
+void FailInvalidSpec(Context& context, const std::string& message,
+                     const std::vector<ObservedPod>& pods) {
+  const bool fresh = FailedForAnEarlierSpec(context);
+  if (context.status.Finished() && !fresh) return;  // a finished job stays finished
+  if (fresh) {
+    context.record.Remove(kFailed);
+    context.status.completion_time.clear();
+  }
+  context.record.Failed(kReasonInvalidSpec, message);
+  if (context.status.completion_time.empty()) context.status.completion_time = context.record.now();
+  // Without a readable spec there is no cleanPodPolicy to follow: pods still running stop.
+  for (const ObservedPod& pod : pods) {
+    if (pod.Active()) detail::DeletePod(context, pod);
+  }
+}
+
+void Suspend(Context& context, const job::JobSpec& job, const JobMembers& members,
+             const std::optional<CompiledJob>& compiled, const std::vector<ObservedPod>& pods) {
+  for (const ObservedPod& pod : pods) detail::DeletePod(context, pod);
+  // The ConfigMap costs nothing to keep and spares compiling on every reconcile until resumed.
+  if (!context.observed.config_map.has_value() && compiled.has_value()) {
+    context.plan.creates.push_back(
+        BuildConfigMap(context.ref, job, *compiled, members, context.options));
+  }
+  context.record.Suspended(
+      "spec.runPolicy.suspend is true: the job's pods are deleted until it is resumed");
+  // As Kubernetes Jobs do, the deadline counts active time only: it restarts on resume.
+  context.status.start_time.clear();
+  for (auto& [role, counts] : context.status.replica_statuses) counts = ReplicaStatus{};
+}
+
+// A status write lost after the pods of a gang restart were created would otherwise make their
+// generation look stale: the newest generation among the pods is the current one.
+void AdoptGeneration(Context& context, const std::vector<ObservedPod>& pods) {
+  int newest = context.status.restart_count;
+  for (const ObservedPod& pod : pods) newest = std::max(newest, pod.generation);
+  if (newest == context.status.restart_count) return;
+  context.status.restart_count = newest;
+  // Whatever Running said was about an older generation.
+  context.record.Restarting(
+      fmt::format("found the pods of restart {}; continuing with them", newest));
+}
+
+std::map<std::string, ReplicaStatus> CountReplicas(const std::vector<ObservedPod>& current,
+                                                   const JobMembers& members) {
+  std::map<std::string, ReplicaStatus> counts;
+  counts[RoleStatusKey(Role::kWorker)] = ReplicaStatus{};
+  if (members.parameter_servers > 0) counts[RoleStatusKey(Role::kParameterServer)] = {};
+  for (const ObservedPod& pod : current) {
+    ReplicaStatus& role = counts[RoleStatusKey(pod.role)];
+    if (pod.Active()) ++role.active;
+    if (pod.phase == MemberPhase::kPodSucceeded) ++role.succeeded;
+    if (pod.phase == MemberPhase::kPodFailed) ++role.failed;
+  }
+  return counts;
+}
+
+// True (and the job Failed) once activeDeadlineSeconds ran out; otherwise requeues for it.
+bool DeadlineExceeded(Context& context, const job::JobSpec& job, std::string& message) {
+  const std::optional<int64_t> seconds = job.run_policy.active_deadline_seconds;
+  const std::optional<TimePoint> start = ParseTime(context.status.start_time);
+  if (!seconds.has_value() || !start.has_value()) return false;
+  const TimePoint deadline = *start + std::chrono::seconds(*seconds);
+  if (context.observed.now < deadline) {
+    context.plan.RequeueAfter(SecondsUntil(context.observed.now, deadline));
+    return false;
+  }
+  message = fmt::format(
+      "the job was active longer than spec.runPolicy.activeDeadlineSeconds ({} s) since {}",
+      *seconds, context.status.start_time);
+  return true;
+}
+
+void GangRestart(Context& context, const job::JobSpec& job, const JobMembers& members,
+                 const std::vector<ObservedPod>& pods, const std::string& cause) {
+  JobStatus& status = context.status;
+  ++status.restart_count;
+  const std::optional<int32_t> limit = job.run_policy.backoff_limit;
+  const std::string resume =
+      job.training.checkpoint.has_value()
+          ? fmt::format("resuming from the latest checkpoint in {}", job.training.checkpoint->path)
+          : std::string("starting over: the job has no spec.training.checkpoint");
+  context.record.Restarting(
+      fmt::format("{}; restarting all {} pods (restart {}{}), {}", cause, members.members.size(),
+                  status.restart_count,
+                  limit.has_value() ? fmt::format(" of at most {}", *limit) : "", resume));
+  for (const ObservedPod& pod : pods) detail::DeletePod(context, pod);
+}
+
+void MarkRunningOrPending(Context& context, const JobMembers& members,
+                          const std::vector<ObservedPod>& current) {
+  const size_t started =
+      static_cast<size_t>(std::count_if(current.begin(), current.end(), [](const ObservedPod& pod) {
+        return !pod.terminating &&
+               (pod.phase == MemberPhase::kPodRunning || pod.phase == MemberPhase::kPodSucceeded);
+      }));
+  const size_t total = members.members.size();
+  if (started == total) {
+    const int restarts = context.status.restart_count;
+    context.record.Running(
+        fmt::format("all {} pods are running{}", total,
+                    restarts > 0 ? fmt::format(" (after restart {})", restarts) : std::string()));
+  } else if (!context.status.IsTrue(kRunning) && !context.status.IsTrue(kRestarting)) {
+    context.record.Pending(fmt::format("{} of {} pods are running", started, total));
+  }
+}
+
+void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelSource& models) {
+  JobStatus& status = context.status;
+  std::optional<job::JobSpec> parsed;
+  try {
+    parsed = ParseJobObject(context.observed.job, context.options);
+  } catch (const Error& error) {
+    if (!error.IsUserError()) throw;
+    FailInvalidSpec(context, error.what(), pods);
+    return;
+  }
+  const job::JobSpec& job = *parsed;
+  if (FailedForAnEarlierSpec(context)) {
+    context.record.Remove(kFailed);
+    status.completion_time.clear();
+  }
+  if (status.Finished()) {
+    detail::TidyFinished(context, job, pods);
+    return;
+  }
+  context.record.Created(fmt::format("{} worker(s) and {} parameter server(s), builder {}",
+                                     job.resources.workers, job.resources.parameter_servers,
+                                     job.strategy.builder));
+  const JobMembers members =
+      ListMembers(context.ref.name, context.ref.namespace_name, job.resources.workers,
+                  job.resources.parameter_servers, context.options.addresses);
+  std::optional<CompiledJob> compiled;
+  if (detail::EnsureCompiled(context, job, pods, models, compiled) !=
+      detail::CompileOutcome::kReady) {
+    return;
+  }
+
+  if (job.run_policy.suspend) {
+    Suspend(context, job, members, compiled, pods);
+    return;
+  }
+  if (status.IsTrue(kSuspended)) {
+    context.record.Resumed(
+        "spec.runPolicy.suspend is false: the job's pods are created again and continue from "
+        "the latest checkpoint");
+  }
+  if (status.start_time.empty()) status.start_time = context.record.now();
+
+  AdoptGeneration(context, pods);
+  const int generation = status.restart_count;
+  std::vector<ObservedPod> current;
+  std::copy_if(pods.begin(), pods.end(), std::back_inserter(current),
+               [&](const ObservedPod& pod) { return pod.generation == generation; });
+  status.replica_statuses = CountReplicas(current, members);
+
+  const Verdict verdict =
+      JudgeMembers(current, members, job.run_policy.restart_policy, status.IsTrue(kRunning));
+  if (verdict.kind == Verdict::Kind::kChiefSucceeded) {
+    detail::Finish(context, job, pods, "", verdict.message);
+    return;
+  }
+  // The deadline before failures: a job past it is not worth another restart.
+  if (std::string message; DeadlineExceeded(context, job, message)) {
+    detail::Finish(context, job, pods, kReasonDeadlineExceeded, message);
+    return;
+  }
+  if (verdict.kind == Verdict::Kind::kPermanentFailure) {
+    detail::Finish(context, job, pods, kReasonPodFailed, verdict.message);
+    return;
+  }
+  if (verdict.kind == Verdict::Kind::kRetryableFailure) {
+    const std::optional<int32_t> limit = job.run_policy.backoff_limit;
+    if (limit.has_value() && status.restart_count >= *limit) {
+      detail::Finish(context, job, pods, kReasonBackoffLimitExceeded,
+                     fmt::format("{}; the job was restarted {} time(s), as many as "
+                                 "spec.runPolicy.backoffLimit ({}) allows",
+                                 verdict.message, status.restart_count, *limit));
+    } else {
+      GangRestart(context, job, members, pods, verdict.message);
+    }
+    return;
+  }
+
+  // Pods that start after a gang restart or a resume continue from the checkpoint.
+  const bool continuing = generation > 0 || status.Find(kSuspended) != nullptr;
+  detail::PlanChildren(context, job, members, compiled, pods, generation, continuing);
+  MarkRunningOrPending(context, members, current);
+}
+
+}  // namespace
+
+Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, ModelSource& models) {
+  const JobRef ref = ReadJobRef(observed.job);
+  Plan plan;
+  if (ref.deleting) return plan;  // garbage collection removes the children with the job
+  JobStatus status = JobStatus::FromJson(observed.job.value("status", nlohmann::json()));
+  const nlohmann::json before = status.ToJson();
+  StatusRecorder record(status, FormatTime(observed.now), ref.generation, plan.events);
+  Context context{observed, options, ref, status, record, plan};
+
+  ReconcileJob(context, ObservePods(observed.pods, ref), models);
+
+  if (observed.progress.has_value()) {
+    status.progress = ProgressStatus(*observed.progress, status.progress, record.now());
+    if (observed.progress->resumed_from_step.has_value()) {
+      status.resumed_from_step = observed.progress->resumed_from_step;
+    }
+  }
+  status.observed_generation = ref.generation;
+  status.state = DeriveState(status);
+  nlohmann::json after = status.ToJson();
+  if (after != before) plan.status = std::move(after);
+  return plan;
+}
+
+}  // namespace autodist::reconcile

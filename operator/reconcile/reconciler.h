@@ -1,0 +1,35 @@
+// Reconciling one AutoDistJob: from the job object, the children the controller observed, the
+// coordinator's progress and the time, the plan that converges the cluster to the job (children
+// to create or delete, the next status, events, when to look again). Pure and deterministic: the
+// only input it fetches is the model, through ModelSource, and only while the job's Strategy
+// still has to be compiled. docs/operator-reconcile.md describes the behaviour in full.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "operator/reconcile/model_source.h"
+#include "operator/reconcile/options.h"
+#include "operator/reconcile/plan.h"
+#include "operator/reconcile/progress.h"
+#include "operator/reconcile/time_format.h"
+
+namespace autodist::reconcile {
+
+// What the controller observed, from its informer caches.
+struct Observed {
+  nlohmann::json job;                        // the AutoDistJob, with its status
+  std::vector<nlohmann::json> pods;          // pods labelled autodist.io/job-name=<job>
+  std::optional<nlohmann::json> config_map;  // ConfigMap <job>-autodist, if it exists
+  std::optional<nlohmann::json> service;     // Service <job>, if it exists
+  std::optional<nlohmann::json> pod_group;   // PodGroup <job>, if it exists
+  std::optional<Progress> progress;          // from the chief's coordinator, when reachable
+  TimePoint now;
+};
+
+// Throws autodist::Error only for what a retry may fix (kUnavailable from ModelSource, or
+// kInternal); everything the user can fix ends in a condition instead.
+Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, ModelSource& models);
+
+}  // namespace autodist::reconcile

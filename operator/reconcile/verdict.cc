@@ -1,0 +1,86 @@
+#include "operator/reconcile/verdict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "operator/reconcile/restart_policy.h"
+#include "runtime/cli/job_member.h"
+
+namespace autodist::reconcile {
+namespace {
+
+constexpr size_t kMaxNamed = 3;  // failures named in a message; the rest are counted
+
+struct Failure {
+  const Member* member;
+  std::string what;  // "failed with exit code 137 (OOMKilled)"
+  std::optional<int> exit_code;
+};
+
+std::string Describe(const std::vector<Failure>& failures) {
+  std::string text;
+  for (size_t i = 0; i < failures.size() && i < kMaxNamed; ++i) {
+    if (i > 0) text += "; ";
+    text += fmt::format("pod {} ({}) {}", failures[i].member->pod, failures[i].member->node,
+                        failures[i].what);
+  }
+  if (failures.size() > kMaxNamed) {
+    text += fmt::format("; and {} more", failures.size() - kMaxNamed);
+  }
+  return text;
+}
+
+}  // namespace
+
+Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& members,
+                     job::RestartPolicy policy, bool was_running) {
+  const auto pod_of = [&](const Member& member) -> const ObservedPod* {
+    for (const ObservedPod& pod : current) {
+      if (pod.role == member.role && pod.index == member.index) return &pod;
+    }
+    return nullptr;
+  };
+  const Member& chief = members.chief();
+  if (const ObservedPod* pod = pod_of(chief); pod && pod->phase == MemberPhase::kPodSucceeded) {
+    return {Verdict::Kind::kChiefSucceeded,
+            fmt::format("pod {} ({}, the chief) completed training", chief.pod, chief.node)};
+  }
+
+  std::vector<Failure> failures;
+  for (const Member& member : members.members) {
+    const ObservedPod* pod = pod_of(member);
+    if (pod != nullptr && pod->phase == MemberPhase::kPodFailed) {
+      failures.push_back({&member, "failed with " + DescribeEnd(*pod), pod->exit_code});
+    } else if (pod == nullptr && was_running) {
+      failures.push_back({&member, "disappeared while the job was running", std::nullopt});
+    }
+  }
+  if (failures.empty()) return {};
+
+  // A member stopped because another failed (exit 3) reflects that failure; only when nothing
+  // else is seen does it stand for the cause.
+  std::vector<Failure> causes;
+  std::copy_if(failures.begin(), failures.end(), std::back_inserter(causes),
+               [](const Failure& f) { return f.exit_code != cli::kMemberExitJobFailed; });
+  if (causes.empty()) causes = failures;
+
+  std::vector<Failure> permanent;
+  for (const Failure& failure : causes) {
+    // Exit 3 alone carries no verdict of its own: it is retried like a signal.
+    const std::optional<int> code =
+        failure.exit_code == cli::kMemberExitJobFailed ? std::nullopt : failure.exit_code;
+    if (ClassifyFailure(policy, code) == FailureClass::kPermanent) permanent.push_back(failure);
+  }
+  if (!permanent.empty()) {
+    return {Verdict::Kind::kPermanentFailure,
+            fmt::format("{} (permanent under restartPolicy {})", Describe(permanent),
+                        job::RestartPolicyName(policy))};
+  }
+  return {Verdict::Kind::kRetryableFailure,
+          fmt::format("{} (retryable under restartPolicy {})", Describe(causes),
+                      job::RestartPolicyName(policy))};
+}
+
+}  // namespace autodist::reconcile

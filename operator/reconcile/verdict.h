@@ -1,0 +1,32 @@
+// What the pods of the current restart generation say about the job: still going, succeeded
+// (the chief, worker 0, succeeded), failed for good, or worth a gang restart.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "operator/reconcile/members.h"
+#include "operator/reconcile/observed_pods.h"
+#include "runtime/job/job_spec.h"
+
+namespace autodist::reconcile {
+
+struct Verdict {
+  enum class Kind { kActive, kChiefSucceeded, kPermanentFailure, kRetryableFailure };
+  Kind kind = Kind::kActive;
+  std::string message;  // what happened, naming the pods (empty for kActive)
+};
+
+// `current`: the job's pods of the current restart generation. `was_running`: every member ran
+// in this generation, so a member without a pod has disappeared (deleted, or its node drained)
+// rather than not being created yet; a lone replacement could not rejoin a synchronous job, so
+// it counts as a failure without an exit code.
+//
+// Success wins: the chief's success means training finished. Otherwise every failed member is
+// classified by the restart policy; exit code 3 (the runtime stopped because another member
+// failed) is never a cause while any other failure is seen. One permanent failure fails the job;
+// otherwise any failure restarts it.
+Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& members,
+                     job::RestartPolicy policy, bool was_running);
+
+}  // namespace autodist::reconcile

@@ -1,0 +1,282 @@
+// The children of a job as the reconciler builds them: names, owner references, labels, the
+// runtime's args and env, resources, mounts, the ConfigMap's contents and the Service.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/reconcile/base64.h"
+#include "operator/reconcile/members.h"
+#include "operator/reconcile/names.h"
+#include "reconcile_test_support.h"
+#include "runtime/common/file_io.h"
+#include "runtime/job/job_parser.h"
+
+namespace autodist::reconcile {
+namespace {
+
+using testing::At;
+using testing::Cluster;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::JobObject;
+
+// The env of the runtime container as name -> value.
+std::map<std::string, std::string> EnvOf(const nlohmann::json& container) {
+  std::map<std::string, std::string> env;
+  for (const nlohmann::json& entry : container["env"]) env[entry["name"]] = entry["value"];
+  return env;
+}
+
+const nlohmann::json& RuntimeOf(const nlohmann::json& pod) {
+  for (const nlohmann::json& container : pod["spec"]["containers"]) {
+    if (container["name"] == kRuntimeContainer) return container;
+  }
+  static const nlohmann::json kNone;
+  ADD_FAILURE() << "no runtime container in " << pod.dump();
+  return kNone;
+}
+
+TEST(ChildrenTest, EveryChildIsControlledByTheJobAndLabelled) {
+  Cluster cluster(JobObject());
+  const Plan plan = cluster.Reconcile(At(0));
+  const nlohmann::json owner = {{"apiVersion", "autodist.io/v1alpha1"},
+                                {"kind", "AutoDistJob"},
+                                {"name", "fmnist"},
+                                {"uid", "job-uid"},
+                                {"controller", true},
+                                {"blockOwnerDeletion", true}};
+  ASSERT_EQ(plan.creates.size(), 5U);
+  for (const nlohmann::json& object : plan.creates) {
+    SCOPED_TRACE(object["metadata"]["name"]);
+    EXPECT_EQ(object["metadata"]["namespace"], "ml");
+    EXPECT_EQ(object["metadata"]["ownerReferences"], nlohmann::json::array({owner}));
+    EXPECT_EQ(object["metadata"]["labels"]["autodist.io/job-name"], "fmnist");
+    EXPECT_EQ(object["metadata"]["labels"]["app.kubernetes.io/managed-by"], "autodist-operator");
+  }
+  const nlohmann::json& ps = cluster.pod("fmnist-ps-0");
+  EXPECT_EQ(ps["metadata"]["labels"]["autodist.io/replica-type"], "ps");
+  EXPECT_EQ(ps["metadata"]["labels"]["autodist.io/replica-index"], "0");
+  EXPECT_EQ(ps["metadata"]["labels"]["autodist.io/restart-generation"], "0");
+  const nlohmann::json& worker = cluster.pod("fmnist-worker-1");
+  EXPECT_EQ(worker["metadata"]["labels"]["autodist.io/replica-type"], "worker");
+  EXPECT_EQ(worker["metadata"]["labels"]["autodist.io/replica-index"], "1");
+}
+
+TEST(ChildrenTest, NamesDeriveFromTheJobName) {
+  EXPECT_EQ(ConfigMapName("fmnist"), "fmnist-autodist");
+  EXPECT_EQ(ServiceName("fmnist"), "fmnist");
+  EXPECT_EQ(PodGroupName("fmnist"), "fmnist");
+  EXPECT_EQ(PodName("fmnist", Role::kWorker, 3), "fmnist-worker-3");
+  EXPECT_EQ(PodName("fmnist", Role::kParameterServer, 0), "fmnist-ps-0");
+  EXPECT_EQ(NodeName(Role::kParameterServer, 2), "ps-2");
+}
+
+TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  const nlohmann::json& runtime = RuntimeOf(cluster.pod("fmnist-worker-1"));
+  EXPECT_EQ(runtime["image"], "registry.test/autodist-runtime:1.0");
+  EXPECT_EQ(runtime["imagePullPolicy"], "IfNotPresent");
+  EXPECT_EQ(runtime["command"], nlohmann::json::array({"autodist-runtime"}));
+  EXPECT_EQ(runtime["args"],
+            nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "worker-1",
+                                   "--coordinator", "fmnist-worker-0.fmnist.ml.svc:29500",
+                                   "--listen", "0.0.0.0:29500", "--advertise-host",
+                                   "fmnist-worker-1.fmnist.ml.svc"}));
+  EXPECT_EQ(runtime["workingDir"], "/workspace");
+  EXPECT_EQ(runtime["ports"], nlohmann::json::parse(
+                                  R"([{"name": "autodist", "containerPort": 29500,
+                                       "protocol": "TCP"}])"));
+  EXPECT_EQ(EnvOf(runtime), (std::map<std::string, std::string>{
+                                {"AUTODIST_ROLE", "worker"},
+                                {"AUTODIST_RANK", "1"},
+                                {"AUTODIST_WORLD_SIZE", "2"},
+                                {"AUTODIST_NODE", "worker-1"},
+                                {"AUTODIST_COORDINATOR", "fmnist-worker-0.fmnist.ml.svc:29500"},
+                                {"NCCL_SOCKET_IFNAME", "eth0"},
+                                {"NCCL_DEBUG", "WARN"}}));
+  const auto ps_env = EnvOf(RuntimeOf(cluster.pod("fmnist-ps-0")));
+  EXPECT_EQ(ps_env.at("AUTODIST_ROLE"), "ps");
+  EXPECT_EQ(ps_env.at("AUTODIST_RANK"), "0");
+
+  const nlohmann::json& spec = cluster.pod("fmnist-worker-1")["spec"];
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+  EXPECT_EQ(spec["hostname"], "fmnist-worker-1");
+  EXPECT_EQ(spec["subdomain"], "fmnist");
+  EXPECT_EQ(spec["volumes"], nlohmann::json::parse(
+                                 R"([{"name": "autodist-config",
+                                      "configMap": {"name": "fmnist-autodist"}}])"));
+  EXPECT_EQ(runtime["volumeMounts"],
+            nlohmann::json::parse(R"([{"name": "autodist-config", "mountPath": "/etc/autodist",
+                                       "readOnly": true}])"));
+  EXPECT_FALSE(spec.contains("schedulerName"));
+}
+
+TEST(ChildrenTest, LocalProcessesGetDistinctPortsOnLoopback) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.addresses = AddressPolicy::LocalProcesses();
+  Cluster cluster(JobObject(), options);
+  cluster.Reconcile(At(0));
+  const JobMembers members = ListMembers("fmnist", "ml", 2, 1, options.addresses);
+  const int base = members.chief().port;
+  EXPECT_GE(base, 30000);
+  EXPECT_LT(base + 2, 40000);
+  EXPECT_EQ((base - 30000) % 64, 0);
+  EXPECT_EQ(members.members[1].port, base + 1);
+  EXPECT_EQ(members.members[2].port, base + 2);
+  const nlohmann::json& ps = RuntimeOf(cluster.pod("fmnist-ps-0"));
+  const std::string coordinator = "127.0.0.1:" + std::to_string(base);
+  EXPECT_EQ(ps["args"], nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "ps-0",
+                                               "--coordinator", coordinator, "--listen",
+                                               "127.0.0.1:" + std::to_string(base + 2),
+                                               "--advertise-host", "127.0.0.1"}));
+  EXPECT_EQ(EnvOf(ps).at("AUTODIST_COORDINATOR"), coordinator);
+  // Deterministic: every reconcile (and every operator) derives the same ports.
+  EXPECT_EQ(ListMembers("fmnist", "ml", 2, 1, options.addresses).chief().port, base);
+  // Another job most likely lands elsewhere; any job lands on a slot boundary.
+  EXPECT_EQ((ListMembers("other", "ml", 2, 1, options.addresses).chief().port - 30000) % 64, 0);
+}
+
+TEST(ChildrenTest, AJobLargerThanAPortSlotIsInvalidSpec) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.addresses = AddressPolicy::LocalProcesses();
+  options.addresses.port_slot_size = 4;
+  Cluster cluster(JobObject({{"resources", {{"workers", 4}, {"parameterServers", 1}}}}), options);
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_TRUE(plan.creates.empty());
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "InvalidSpec");
+  EXPECT_THAT(cluster.ConditionOf("Failed")["message"].get<std::string>(),
+              HasSubstr("spec.resources: the job's 5 pods need 5 ports"));
+}
+
+TEST(ChildrenTest, CustomHostTemplate) {
+  AddressPolicy policy;
+  policy.host_template = "{job}-{pod}.{namespace}.example";
+  policy.port = 7000;
+  const JobMembers members = ListMembers("j", "team", 1, 1, policy);
+  EXPECT_EQ(members.Coordinator(), "j-j-worker-0.team.example:7000");
+  EXPECT_EQ(members.members[1].Endpoint(), "j-j-ps-0.team.example:7000");
+}
+
+TEST(ChildrenTest, GpuWorkersRequestGpusAndParameterServersDoNot) {
+  Cluster cluster(JobObject({{"strategy", {{"builder", "Parallax"}}},
+                             {"resources",
+                              {{"workers", 2},
+                               {"gpusPerWorker", 4},
+                               {"parameterServers", 1},
+                               {"cpu", "4"},
+                               {"memory", "16Gi"}}}}));
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(RuntimeOf(cluster.pod("fmnist-worker-0"))["resources"],
+            nlohmann::json::parse(R"({"requests": {"cpu": "4", "memory": "16Gi",
+                                                   "nvidia.com/gpu": "4"},
+                                      "limits": {"nvidia.com/gpu": "4"}})"));
+  EXPECT_EQ(RuntimeOf(cluster.pod("fmnist-ps-0"))["resources"],
+            nlohmann::json::parse(R"({"requests": {"cpu": "4", "memory": "16Gi"}})"));
+  EXPECT_EQ(cluster.status()["strategy"]["replicas"], 8);
+}
+
+TEST(ChildrenTest, WithoutResourcesThereAreNoRequests) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  EXPECT_FALSE(RuntimeOf(cluster.pod("fmnist-worker-0")).contains("resources"));
+}
+
+TEST(ChildrenTest, ConfigMapHoldsManifestStrategyAndClusterSpec) {
+  Cluster cluster(JobObject({{"training", {{"checkpoint", {{"path", "ckpt/"}}}}}}));
+  cluster.Reconcile(At(0));
+  ASSERT_TRUE(cluster.config_map().has_value());
+  const nlohmann::json& data = (*cluster.config_map())["data"];
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : data.items()) keys.push_back(key);
+  EXPECT_THAT(keys, ElementsAre("cluster.json", "job.yaml", "resource_spec.yml", "strategy.pbtxt",
+                                "summary.txt"));
+  // The manifest the runtime reads parses to the job the operator parsed, its relative paths
+  // resolved against the runtime container's working directory.
+  const job::JobSpec manifest = job::ParseJob(data["job.yaml"], "job.yaml", "");
+  EXPECT_EQ(manifest.metadata.name, "fmnist");
+  EXPECT_EQ(manifest.metadata.uid, "job-uid");
+  EXPECT_EQ(manifest.model.path, testing::kModelPath);
+  EXPECT_EQ(manifest.training.checkpoint->path, "/workspace/ckpt/");
+  EXPECT_EQ(manifest.resources.workers, 2);
+  EXPECT_THAT(data["job.yaml"].get<std::string>(), ::testing::Not(HasSubstr("resourceVersion")));
+  EXPECT_THAT(data["strategy.pbtxt"].get<std::string>(), HasSubstr("node_config"));
+  EXPECT_THAT(data["resource_spec.yml"].get<std::string>(), HasSubstr("worker-0"));
+  EXPECT_THAT(data["summary.txt"].get<std::string>(), HasSubstr("builder: PSLoadBalancing"));
+  EXPECT_EQ(nlohmann::json::parse(data["cluster.json"].get<std::string>()),
+            nlohmann::json::parse(R"({
+              "coordinator": "fmnist-worker-0.fmnist.ml.svc:29500",
+              "members": [
+                {"node": "worker-0", "pod": "fmnist-worker-0", "role": "worker", "rank": 0,
+                 "address": "fmnist-worker-0.fmnist.ml.svc:29500"},
+                {"node": "worker-1", "pod": "fmnist-worker-1", "role": "worker", "rank": 1,
+                 "address": "fmnist-worker-1.fmnist.ml.svc:29500"},
+                {"node": "ps-0", "pod": "fmnist-ps-0", "role": "ps", "rank": 0,
+                 "address": "fmnist-ps-0.fmnist.ml.svc:29500"}]})"));
+}
+
+TEST(ChildrenTest, AModelConfigMapIsMountedAndTheManifestPointsAtIt) {
+  Cluster cluster(JobObject(
+      {{"model", {{"path", nullptr}, {"configMap", {{"name", "mlp"}, {"key", "m.onnx"}}}}}}));
+  cluster.models().AddConfigMap(
+      "ml/mlp",
+      {{"binaryData", {{"m.onnx", EncodeBase64(ReadFileBytes(testing::kModelPath, "model"))}}}});
+  cluster.Reconcile(At(0));
+  const nlohmann::json& pod = cluster.pod("fmnist-worker-0");
+  EXPECT_EQ(pod["spec"]["volumes"][1], nlohmann::json::parse(R"({"name": "autodist-model",
+                                      "configMap": {"name": "mlp",
+                                                    "items": [{"key": "m.onnx",
+                                                               "path": "m.onnx"}]}})"));
+  EXPECT_EQ(RuntimeOf(pod)["volumeMounts"][1], nlohmann::json::parse(R"({"name": "autodist-model",
+                                      "mountPath": "/etc/autodist-model", "readOnly": true})"));
+  const job::JobSpec manifest =
+      job::ParseJob((*cluster.config_map())["data"]["job.yaml"], "job.yaml", "");
+  EXPECT_EQ(manifest.model.path, "/etc/autodist-model/m.onnx");
+  EXPECT_FALSE(manifest.model.config_map.has_value());
+}
+
+TEST(ChildrenTest, HeadlessServicePublishesNotReadyPods) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  ASSERT_TRUE(cluster.service().has_value());
+  EXPECT_EQ((*cluster.service())["spec"], nlohmann::json::parse(R"({
+    "clusterIP": "None",
+    "publishNotReadyAddresses": true,
+    "selector": {"autodist.io/job-name": "fmnist"},
+    "ports": [{"name": "autodist", "port": 29500, "targetPort": 29500, "protocol": "TCP"}]})"));
+}
+
+TEST(ChildrenTest, RestartedPodsResumeFromTheCheckpointEvenWithResumeOff) {
+  Cluster cluster(
+      JobObject({{"training", {{"checkpoint", {{"path", "/ckpt"}, {"resume", false}}}}}}));
+  cluster.Reconcile(At(0));
+  const nlohmann::json& data = (*cluster.config_map())["data"];
+  ASSERT_TRUE(data.contains("job-restart.yaml"));
+  EXPECT_FALSE(job::ParseJob(data["job.yaml"], "job.yaml", "").training.checkpoint->resume);
+  EXPECT_TRUE(job::ParseJob(data["job-restart.yaml"], "job.yaml", "").training.checkpoint->resume);
+  EXPECT_EQ(RuntimeOf(cluster.pod("fmnist-worker-0"))["args"][1], "/etc/autodist/job.yaml");
+
+  cluster.SetAllPhases("Running");
+  cluster.Reconcile(At(1));
+  cluster.Exit("fmnist-ps-0", 137, "OOMKilled");
+  cluster.Reconcile(At(2));  // gang restart: every pod deleted
+  ASSERT_TRUE(cluster.pods().empty());
+  cluster.Reconcile(At(3));  // the pods of restart 1
+  const nlohmann::json& pod = cluster.pod("fmnist-worker-0");
+  EXPECT_EQ(pod["metadata"]["labels"]["autodist.io/restart-generation"], "1");
+  EXPECT_EQ(RuntimeOf(pod)["args"][1], "/etc/autodist/job-restart.yaml");
+}
+
+TEST(ChildrenTest, WithResumeOnRestartedPodsReadTheSameManifest) {
+  Cluster cluster(JobObject({{"training", {{"checkpoint", {{"path", "/ckpt"}}}}}}));
+  cluster.Reconcile(At(0));
+  EXPECT_FALSE((*cluster.config_map())["data"].contains("job-restart.yaml"));
+  cluster.SetAllPhases("Running");
+  cluster.Reconcile(At(1));
+  cluster.Exit("fmnist-worker-1", 143);
+  cluster.Reconcile(At(2));
+  cluster.Reconcile(At(3));
+  EXPECT_EQ(RuntimeOf(cluster.pod("fmnist-worker-1"))["args"][1], "/etc/autodist/job.yaml");
+}
+
+}  // namespace
+}  // namespace autodist::reconcile

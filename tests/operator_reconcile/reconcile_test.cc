@@ -1,0 +1,322 @@
+// The whole reconcile of a job: its life from creation to success, idempotency, invalid specs,
+// models that are missing or broken, progress, and objects being deleted.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/reconcile/base64.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/reconciler.h"
+#include "reconcile_test_support.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+
+namespace autodist::reconcile {
+namespace {
+
+using testing::At;
+using testing::Cluster;
+using testing::Created;
+using testing::Deleted;
+using ::testing::ElementsAre;
+using testing::EventReasons;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::JobObject;
+
+TEST(ReconcileTest, FirstReconcileCreatesEveryChildAndCompiles) {
+  Cluster cluster(JobObject());
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(Created(plan, "ConfigMap"), ElementsAre("fmnist-autodist"));
+  EXPECT_THAT(Created(plan, "Service"), ElementsAre("fmnist"));
+  EXPECT_THAT(Created(plan, "Pod"),
+              ElementsAre("fmnist-worker-0", "fmnist-worker-1", "fmnist-ps-0"));
+  EXPECT_THAT(Created(plan, "PodGroup"), IsEmpty());  // no gang scheduler configured
+  EXPECT_THAT(plan.deletes, IsEmpty());
+  // The ConfigMap comes first: the pods mount it.
+  EXPECT_EQ(plan.creates.front()["kind"], "ConfigMap");
+
+  ASSERT_TRUE(plan.status.has_value());
+  const nlohmann::json& status = *plan.status;
+  EXPECT_EQ(status["state"], "Compiled");
+  EXPECT_EQ(status["observedGeneration"], 1);
+  EXPECT_EQ(status["startTime"], "2025-01-01T10:00:00Z");
+  EXPECT_EQ(status["restartCount"], 0);
+  EXPECT_EQ(status["strategy"]["builder"], "PSLoadBalancing");
+  EXPECT_EQ(status["strategy"]["workers"], 2);
+  EXPECT_EQ(status["strategy"]["parameterServers"], 1);
+  EXPECT_EQ(status["strategy"]["replicas"], 2);
+  EXPECT_GT(status["strategy"]["variables"].get<int>(), 0);
+  EXPECT_EQ(status["strategy"]["partitioned"], 0);
+  EXPECT_GT(status["strategy"]["bytesPerPs"]["ps-0"].get<int64_t>(), 0);
+  EXPECT_EQ(status["replicaStatuses"]["Worker"],
+            (nlohmann::json{{"active", 0}, {"succeeded", 0}, {"failed", 0}}));
+  EXPECT_TRUE(status["replicaStatuses"].contains("PS"));
+  EXPECT_EQ(cluster.ConditionStatus(kCreated), "True");
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonStrategyCompiled);
+  EXPECT_THAT(cluster.ConditionOf(kCompiled)["message"].get<std::string>(),
+              HasSubstr("PSLoadBalancing: "));
+  EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonPodsPending);
+  EXPECT_EQ(cluster.ConditionOf(kRunning)["message"], "0 of 3 pods are running");
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonStrategyCompiled));
+  EXPECT_FALSE(plan.requeue_after.has_value());
+}
+
+TEST(ReconcileTest, LifeOfAJobToSuccess) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  cluster.SetAllPhases("Running");
+  Plan plan = cluster.Reconcile(At(5));
+  EXPECT_EQ(cluster.status()["state"], "Running");
+  EXPECT_EQ(cluster.ConditionStatus(kRunning), "True");
+  EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonAllPodsRunning);
+  EXPECT_EQ(cluster.ConditionOf(kRunning)["lastTransitionTime"], "2025-01-01T10:00:05Z");
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonAllPodsRunning));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["active"], 2);
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"]["active"], 1);
+
+  // A worker other than the chief finishing first changes nothing but the counts.
+  cluster.Exit("fmnist-worker-1", 0);
+  plan = cluster.Reconcile(At(8));
+  EXPECT_EQ(cluster.status()["state"], "Running");
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["succeeded"], 1);
+  EXPECT_THAT(plan.events, IsEmpty());
+
+  cluster.Exit("fmnist-worker-0", 0);
+  plan = cluster.Reconcile(At(10));
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason(kSucceeded), kReasonJobSucceeded);
+  EXPECT_THAT(cluster.ConditionOf(kSucceeded)["message"].get<std::string>(),
+              HasSubstr("fmnist-worker-0 (worker-0, the chief)"));
+  EXPECT_EQ(cluster.ConditionStatus(kRunning), "False");
+  EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonJobSucceeded);
+  EXPECT_EQ(cluster.status()["completionTime"], "2025-01-01T10:00:10Z");
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobSucceeded));
+  // cleanPodPolicy None (the default): the pods stay, for their logs.
+  EXPECT_THAT(plan.deletes, IsEmpty());
+
+  // Later reconciles of the finished job change nothing.
+  EXPECT_FALSE(cluster.Reconcile(At(100)).HasActions());
+}
+
+TEST(ReconcileTest, TheSameObservedStateGivesTheSamePlan) {
+  Cluster cluster(JobObject());
+  const Plan first = cluster.Reconcile(At(0), false);
+  const Plan second = cluster.Reconcile(At(0), false);
+  ASSERT_TRUE(first.status.has_value() && second.status.has_value());
+  EXPECT_EQ(*first.status, *second.status);
+  EXPECT_EQ(first.creates, second.creates);
+  EXPECT_EQ(first.deletes, second.deletes);
+  EXPECT_EQ(first.events, second.events);
+}
+
+TEST(ReconcileTest, ACarriedOutPlanLeavesNothingToRepeat) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  // The created children are observed now: nothing is created again and no event repeated;
+  // only the status counts the pods it now sees.
+  Plan again = cluster.Reconcile(At(1));
+  EXPECT_THAT(again.creates, IsEmpty());
+  EXPECT_THAT(again.deletes, IsEmpty());
+  EXPECT_THAT(again.events, IsEmpty());
+  ASSERT_TRUE(again.status.has_value());
+  EXPECT_EQ((*again.status)["replicaStatuses"]["Worker"]["active"], 2);
+  // Nothing observed changed since: nothing at all to do.
+  again = cluster.Reconcile(At(2));
+  EXPECT_FALSE(again.HasActions()) << again.status.value_or(nlohmann::json()).dump(2);
+  cluster.SetAllPhases("Running");
+  cluster.Reconcile(At(3));
+  EXPECT_FALSE(cluster.Reconcile(At(4)).HasActions());
+}
+
+TEST(ReconcileTest, ALaggingCacheCreatesNothingTwiceWhenObjectsShowUp) {
+  Cluster cluster(JobObject());
+  const Plan plan = cluster.Reconcile(At(0), false);
+  // The operator restarted after creating only the ConfigMap and one pod.
+  Plan partial = plan;
+  partial.creates = {plan.creates[0], plan.creates[2]};
+  partial.status.reset();
+  cluster.Apply(partial);
+  const Plan next = cluster.Reconcile(At(1));
+  EXPECT_THAT(Created(next, "ConfigMap"), IsEmpty());
+  EXPECT_THAT(Created(next, "Service"), ElementsAre("fmnist"));
+  EXPECT_THAT(Created(next, "Pod"), ElementsAre("fmnist-worker-1", "fmnist-ps-0"));
+}
+
+TEST(ReconcileTest, InvalidSpecFailsTheJobNamingTheFieldAndCreatesNothing) {
+  Cluster cluster(JobObject({{"resources", {{"workers", "two"}}}}));
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_THAT(plan.deletes, IsEmpty());
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidSpec);
+  EXPECT_EQ(cluster.ConditionOf(kFailed)["message"],
+            "spec.resources.workers: expected an integer >= 1, got \"two\"");
+  EXPECT_EQ(cluster.ConditionOf(kFailed)["observedGeneration"], 1);
+  EXPECT_EQ(cluster.status()["completionTime"], "2025-01-01T10:00:00Z");
+  ASSERT_EQ(plan.events.size(), 1U);
+  EXPECT_EQ(plan.events[0].type, kEventWarning);
+  EXPECT_EQ(plan.events[0].reason, kReasonInvalidSpec);
+  EXPECT_FALSE(cluster.Reconcile(At(5)).HasActions());
+}
+
+TEST(ReconcileTest, RulesAcrossFieldsAreInvalidSpecToo) {
+  Cluster cluster(JobObject({{"strategy", {{"builder", "AllReduce"}}}}));
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidSpec);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("spec.resources.parameterServers: builder AllReduce all-reduces"));
+}
+
+TEST(ReconcileTest, APodNameTooLongForAHostnameIsInvalidSpec) {
+  nlohmann::json job = JobObject();
+  job["metadata"]["name"] = std::string(55, 'a');
+  Cluster cluster(job);
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidSpec);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("metadata.name: \"" + std::string(55, 'a') + "\" is too long"));
+}
+
+TEST(ReconcileTest, AnInvalidSpecIsJudgedAgainAfterAnEdit) {
+  Cluster cluster(JobObject({{"training", {{"optimizer", {{"name", "sgd"}, {"lr", -1}}}}}}));
+  cluster.Reconcile(At(0));
+  ASSERT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidSpec);
+  // Still the same generation: nothing happens.
+  EXPECT_FALSE(cluster.Reconcile(At(1)).HasActions());
+  // The user fixes the spec: the API server bumps the generation.
+  cluster.job()["spec"]["training"]["optimizer"]["lr"] = 0.1;
+  cluster.job()["metadata"]["generation"] = 2;
+  const Plan plan = cluster.Reconcile(At(2));
+  EXPECT_EQ(cluster.ConditionOf(kFailed), nlohmann::json::object());
+  EXPECT_FALSE(cluster.status().contains("completionTime"));
+  EXPECT_EQ(cluster.status()["state"], "Compiled");
+  EXPECT_EQ(Created(plan, "Pod").size(), 3U);
+}
+
+TEST(ReconcileTest, AModelConfigMapThatIsNotThereYetIsWaitedFor) {
+  Cluster cluster(JobObject({{"model", {{"path", nullptr}, {"configMap", {{"name", "mlp"}}}}}}));
+  Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.status()["state"], "Created");
+  EXPECT_EQ(cluster.ConditionStatus(kCompiled), "False");
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonModelNotFound);
+  EXPECT_EQ(cluster.ConditionOf(kCompiled)["message"],
+            "spec.model.configMap: ConfigMap ml/mlp does not exist");
+  EXPECT_EQ(plan.requeue_after, std::chrono::seconds(30));
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonModelNotFound));
+  // Waiting again announces nothing new.
+  plan = cluster.Reconcile(At(30));
+  EXPECT_FALSE(plan.HasActions());
+  EXPECT_EQ(plan.requeue_after, std::chrono::seconds(30));
+
+  const std::string onnx = ReadFileBytes(testing::kModelPath, "model");
+  cluster.models().AddConfigMap("ml/mlp", {{"binaryData", {{"model.onnx", EncodeBase64(onnx)}}}});
+  plan = cluster.Reconcile(At(60));
+  EXPECT_EQ(cluster.ConditionStatus(kCompiled), "True");
+  EXPECT_EQ(Created(plan, "Pod").size(), 3U);
+  EXPECT_EQ(plan.creates[0]["data"]["job.yaml"].get<std::string>().find("configMap"),
+            std::string::npos);
+}
+
+TEST(ReconcileTest, AModelThatIsNoModelFailsTheJob) {
+  Cluster cluster(JobObject({{"model", {{"path", nullptr}, {"configMap", {{"name", "mlp"}}}}}}));
+  cluster.models().AddConfigMap("ml/mlp", {{"data", {{"model.onnx", "not a model"}}}});
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidModel);
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonInvalidModel);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("model in ConfigMap ml/mlp key 'model.onnx'"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonInvalidModel));
+}
+
+TEST(ReconcileTest, ModelBinaryDataThatIsNotBase64FailsTheJob) {
+  Cluster cluster(JobObject({{"model", {{"path", nullptr}, {"configMap", {{"name", "mlp"}}}}}}));
+  cluster.models().AddConfigMap("ml/mlp", {{"binaryData", {{"model.onnx", "***"}}}});
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonInvalidModel);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("is not base64"));
+}
+
+TEST(ReconcileTest, AMissingModelFileIsWaitedFor) {
+  Cluster cluster(JobObject({{"model", {{"path", "/nonexistent/model.onnx"}}}}));
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonModelNotFound);
+  EXPECT_THAT(cluster.ConditionOf(kCompiled)["message"].get<std::string>(),
+              HasSubstr("spec.model.path: model '/nonexistent/model.onnx' does not exist"));
+}
+
+TEST(ReconcileTest, ACompilerRejectionFailsTheJob) {
+  Cluster cluster(JobObject({{"strategy", {{"colocation", {{"no.such.variable"}}}}}}));
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonCompileFailed);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("no.such.variable"));
+}
+
+TEST(ReconcileTest, AutoReportsTheBuilderItChose) {
+  Cluster cluster(JobObject({{"strategy", nullptr}}));
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(cluster.status()["strategy"]["builder"], "PSLoadBalancing");
+}
+
+TEST(ReconcileTest, ProgressIsReportedAndOnlyRewrittenWhenItMoves) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  cluster.SetAllPhases("Running");
+  cluster.Reconcile(At(1));
+  cluster.progress() = Progress{120, 2000, 1, 0.53, 3120.5, std::nullopt};
+  Plan plan = cluster.Reconcile(At(2));
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(cluster.status()["progress"],
+            (nlohmann::json{{"step", 120},
+                            {"totalSteps", 2000},
+                            {"epoch", 1},
+                            {"loss", 0.53},
+                            {"samplesPerSecond", 3120.5},
+                            {"lastUpdateTime", "2025-01-01T10:00:02Z"}}));
+  EXPECT_FALSE(cluster.status().contains("resumedFromStep"));
+  EXPECT_FALSE(cluster.Reconcile(At(3)).HasActions());
+  cluster.progress()->step = 140;
+  cluster.progress()->resumed_from_step = 100;
+  cluster.Reconcile(At(4));
+  EXPECT_EQ(cluster.status()["progress"]["step"], 140);
+  EXPECT_EQ(cluster.status()["progress"]["lastUpdateTime"], "2025-01-01T10:00:04Z");
+  EXPECT_EQ(cluster.status()["resumedFromStep"], 100);
+}
+
+TEST(ReconcileTest, AJobBeingDeletedIsLeftToGarbageCollection) {
+  nlohmann::json job = JobObject();
+  job["metadata"]["deletionTimestamp"] = "2025-01-01T10:00:00Z";
+  Cluster cluster(job);
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_FALSE(plan.HasActions());
+  EXPECT_FALSE(plan.requeue_after.has_value());
+}
+
+TEST(ReconcileTest, PodsOfOtherOwnersAreIgnored) {
+  Cluster cluster(JobObject());
+  cluster.Settle(At(0));
+  // A pod with the job's labels but another controller (a job of the same name, deleted and
+  // re-created) counts for nothing.
+  nlohmann::json stray = cluster.pod("fmnist-worker-0");
+  stray["metadata"]["name"] = "stray";
+  stray["metadata"]["ownerReferences"][0]["uid"] = "other-uid";
+  stray["status"] = {{"phase", "Failed"}};
+  cluster.pods()["stray"] = stray;
+  const Plan plan = cluster.Reconcile(At(1));
+  EXPECT_FALSE(plan.HasActions());
+  EXPECT_EQ(cluster.status()["state"], "Compiled");
+}
+
+TEST(ReconcileTest, AnObjectWithoutANameIsAnError) {
+  Cluster cluster(nlohmann::json{{"metadata", nlohmann::json::object()}});
+  EXPECT_THROW(cluster.Reconcile(At(0)), autodist::Error);
+}
+
+}  // namespace
+}  // namespace autodist::reconcile
