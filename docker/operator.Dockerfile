@@ -22,7 +22,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 # Runtime packages of the libraries the operator links: the strategy compiler's (gRPC/protobuf
 # for the Strategy proto, ONNX for the model's variable table, OpenBLAS through the runtime
-# library), cpprestsdk for the API server, yaml-cpp for kubeconfig and manifests, spdlog/fmt for
+# library), cpprestsdk and OpenSSL (libssl3) for the API server over TLS, yaml-cpp for kubeconfig and manifests, spdlog/fmt for
 # logs. tests/deploy/check_docker.py compares this list with the binary's NEEDED entries once the
 # binary is built. libc6, libstdc++6, libgcc-s1 and zlib1g are part of bookworm-slim already.
 RUN apt-get update \
@@ -36,6 +36,7 @@ RUN apt-get update \
       libopenblas0-pthread \
       libprotobuf32 \
       libspdlog1.10 \
+      libssl3 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 # A named user for uid 65532, so tools that look the uid up find one; no home, no shell.

@@ -1,0 +1,277 @@
+#include "operator/app/job_controller.h"
+
+#include <map>
+#include <optional>
+
+#include "operator/app/log.h"
+#include "operator/controller/label_selector.h"
+#include "operator/kube/api_error.h"
+#include "operator/kube/resource.h"
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/job_status.h"
+#include "operator/reconcile/model_source.h"
+#include "operator/reconcile/names.h"
+#include "operator/reconcile/pod_group.h"
+#include "operator/reconcile/reconciler.h"
+#include "runtime/common/error.h"
+
+namespace autodist::app {
+namespace {
+
+using controller::Informer;
+using controller::InformerOptions;
+using controller::ObjectPtr;
+
+// Children are found by this label; the operator watches nothing else of these kinds.
+const std::string kManagedSelector =
+    std::string(reconcile::kManagedByLabel) + "=" + reconcile::kManagedByValue;
+
+// The model's ConfigMap is read on demand (rarely: once per compile), not through an informer,
+// which would cache every ConfigMap of the watched namespaces.
+class ApiModelSource final : public reconcile::ModelSource {
+ public:
+  explicit ApiModelSource(kube::Client& client) : client_(client) {}
+  std::optional<nlohmann::json> GetConfigMap(const std::string& ns,
+                                             const std::string& name) override {
+    try {
+      return client_.Get(kube::resources::kConfigMaps, ns, name);
+    } catch (const std::exception& e) {
+      if (kube::IsNotFound(e)) return std::nullopt;
+      throw;
+    }
+  }
+
+ private:
+  kube::Client& client_;
+};
+
+bool ChiefRunning(const std::vector<nlohmann::json>& pods) {
+  for (const nlohmann::json& pod : pods) {
+    const nlohmann::json labels = pod.at("metadata").value("labels", nlohmann::json::object());
+    if (labels.value(reconcile::kReplicaTypeLabel, "") == "worker" &&
+        labels.value(reconcile::kReplicaIndexLabel, "") == "0") {
+      return pod.value("status", nlohmann::json::object()).value("phase", "") == "Running";
+    }
+  }
+  return false;
+}
+
+// Where the job's members reach the coordinator, from the ConfigMap the reconciler wrote.
+std::optional<std::string> CoordinatorOf(const nlohmann::json& config_map) {
+  const nlohmann::json data = config_map.value("data", nlohmann::json::object());
+  const auto cluster = data.find(reconcile::kClusterKey);
+  if (cluster == data.end() || !cluster->is_string()) return std::nullopt;
+  const nlohmann::json parsed = nlohmann::json::parse(cluster->get<std::string>(), nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("coordinator")) return std::nullopt;
+  return parsed.at("coordinator").get<std::string>();
+}
+
+}  // namespace
+
+struct JobController::Scope {
+  std::string ns;  // "" = every namespace
+  std::unique_ptr<Informer> jobs;
+  std::unique_ptr<Informer> pods;
+  std::unique_ptr<Informer> config_maps;
+  std::unique_ptr<Informer> services;
+
+  std::vector<Informer*> all() const {
+    return {jobs.get(), pods.get(), config_maps.get(), services.get()};
+  }
+};
+
+JobController::JobController(kube::Client& client, const OperatorOptions& options,
+                             controller::OperatorMetrics& metrics)
+    : client_(client), options_(options), metrics_(metrics), executor_(client) {
+  controller::ControllerOptions controller_options;
+  controller_options.name = "autodistjob";
+  controller_options.workers = options_.workers;
+  controller_options.metrics = metrics_.ForController();
+  controller_ = std::make_unique<controller::Controller>(
+      controller_options, [this](const std::string& key) { return Reconcile(key); });
+  std::vector<std::string> namespaces = options_.namespaces;
+  if (namespaces.empty()) namespaces.emplace_back();
+  for (const std::string& ns : namespaces) {
+    auto scope = std::make_unique<Scope>();
+    scope->ns = ns;
+    InformerOptions jobs;
+    jobs.ns = ns;
+    InformerOptions children = jobs;
+    children.label_selector = kManagedSelector;
+    scope->jobs = std::make_unique<Informer>(client_, kube::resources::kAutoDistJobs, jobs);
+    scope->pods = std::make_unique<Informer>(client_, kube::resources::kPods, children);
+    scope->config_maps =
+        std::make_unique<Informer>(client_, kube::resources::kConfigMaps, children);
+    scope->services = std::make_unique<Informer>(client_, kube::resources::kServices, children);
+    scope->jobs->AddHandler(controller_->EnqueueObject());
+    for (Informer* informer :
+         {scope->pods.get(), scope->config_maps.get(), scope->services.get()}) {
+      informer->AddHandler(controller_->EnqueueOwner(reconcile::kJobKind));
+    }
+    scopes_.push_back(std::move(scope));
+  }
+}
+
+JobController::~JobController() { Stop(); }
+
+void JobController::Start() {
+  if (started_.exchange(true)) return;
+  for (const auto& scope : scopes_) {
+    for (Informer* informer : scope->all()) informer->Start();
+  }
+  for (const auto& scope : scopes_) {
+    for (Informer* informer : scope->all()) {
+      while (!informer->WaitForSync(std::chrono::seconds(1))) {
+        if (!started_) return;
+        Log(spdlog::level::info, "waiting for the cache to sync",
+            {{"resource", informer->resource().plural}, {"namespace", scope->ns}});
+      }
+    }
+  }
+  Log(spdlog::level::info, "caches synced; starting workers", {{"workers", options_.workers}});
+  controller_->Start();
+  gauge_thread_ = std::jthread([this](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      UpdateStateGauge();
+      std::mutex mutex;
+      std::unique_lock lock(mutex);
+      std::condition_variable_any().wait_for(lock, stop, std::chrono::seconds(2),
+                                             [] { return false; });
+    }
+  });
+}
+
+void JobController::Stop() {
+  started_ = false;
+  if (gauge_thread_.joinable()) {
+    gauge_thread_.request_stop();
+    gauge_thread_.join();
+  }
+  controller_->Stop();
+  for (const auto& scope : scopes_) {
+    for (Informer* informer : scope->all()) informer->Stop();
+  }
+}
+
+bool JobController::Synced() const {
+  for (const auto& scope : scopes_) {
+    for (Informer* informer : scope->all()) {
+      if (!informer->HasSynced()) return false;
+    }
+  }
+  return true;
+}
+
+JobController::Scope& JobController::ScopeOf(const std::string& ns) const {
+  for (const auto& scope : scopes_) {
+    if (scope->ns.empty() || scope->ns == ns) return *scope;
+  }
+  Fail(ErrorCode::kInternal, "namespace '{}' is not watched by this operator", ns);
+}
+
+void JobController::UpdateStateGauge() {
+  std::map<std::string, int> states;
+  for (const auto& scope : scopes_) {
+    for (const ObjectPtr& job : scope->jobs->cache().List()) {
+      const reconcile::JobStatus status =
+          reconcile::JobStatus::FromJson(job->value("status", nlohmann::json::object()));
+      ++states[status.state.empty() ? "Pending" : status.state];
+    }
+  }
+  for (const char* state :
+       {"Pending", "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"}) {
+    states.try_emplace(state, 0);
+  }
+  for (const auto& [state, count] : states) metrics_.jobs.With({state}).Set(count);
+}
+
+controller::Result JobController::Reconcile(const std::string& key) {
+  const auto [ns, name] = controller::SplitKey(key);
+  const Scope& scope = ScopeOf(ns);
+  const ObjectPtr job = scope.jobs->cache().Get(key);
+  if (!job) return {};  // deleted: the garbage collector removes its children
+  const std::string reconcile_id = std::to_string(++reconcile_ids_);
+  const nlohmann::json log_fields = {{"job", key}, {"reconcileID", reconcile_id}};
+
+  reconcile::Observed observed;
+  observed.job = *job;
+  const auto selector = controller::LabelSelector::FromLabels({{reconcile::kJobNameLabel, name}});
+  for (const ObjectPtr& pod : scope.pods->cache().List(ns, selector)) observed.pods.push_back(*pod);
+  if (const ObjectPtr cm = scope.config_maps->cache().Get(ns, reconcile::ConfigMapName(name))) {
+    observed.config_map = *cm;
+  }
+  if (const ObjectPtr service = scope.services->cache().Get(ns, reconcile::ServiceName(name))) {
+    observed.service = *service;
+  }
+  if (options_.reconciler.gang_scheduler != reconcile::GangScheduler::kNone) {
+    try {
+      const kube::Resource pod_groups = ResourceOfApiVersion(
+          reconcile::PodGroupApiVersion(options_.reconciler.gang_scheduler), "PodGroup");
+      observed.pod_group = client_.Get(pod_groups, ns, reconcile::PodGroupName(name));
+    } catch (const std::exception& e) {
+      if (!kube::IsNotFound(e)) throw;
+    }
+  }
+  const bool chief_running = ChiefRunning(observed.pods);
+  if (chief_running && observed.config_map.has_value()) {
+    if (const auto coordinator = CoordinatorOf(*observed.config_map)) {
+      observed.progress = progress_.Read(*coordinator, std::chrono::seconds(1));
+    }
+  }
+  observed.now = std::chrono::system_clock::now();
+
+  ApiModelSource models(client_);
+  const reconcile::Plan plan = reconcile::Reconcile(observed, options_.reconciler, models);
+  const ExecuteOutcome outcome = executor_.Execute(*job, plan);
+  if (outcome == ExecuteOutcome::kConflict) {
+    Log(spdlog::level::debug, "status conflict; reconciling again", log_fields);
+    return {.requeue = true};
+  }
+
+  const reconcile::JobStatus before =
+      reconcile::JobStatus::FromJson(job->value("status", nlohmann::json::object()));
+  if (plan.status.has_value()) {
+    const reconcile::JobStatus after = reconcile::JobStatus::FromJson(*plan.status);
+    if (!before.Find(reconcile::kCreated) && after.Find(reconcile::kCreated)) {
+      metrics_.jobs_created.With({ns}).Inc();
+    }
+    if (!before.IsTrue(reconcile::kSucceeded) && after.IsTrue(reconcile::kSucceeded)) {
+      metrics_.jobs_successful.With({ns}).Inc();
+    }
+    if (!before.IsTrue(reconcile::kFailed) && after.IsTrue(reconcile::kFailed)) {
+      metrics_.jobs_failed.With({ns}).Inc();
+    }
+    if (after.restart_count > before.restart_count) {
+      metrics_.jobs_restarted.With({ns}).Inc(after.restart_count - before.restart_count);
+    }
+    if (after.state != before.state) {
+      nlohmann::json fields = log_fields;
+      fields["from"] = before.state;
+      fields["to"] = after.state;
+      Log(spdlog::level::info, "job state changed", fields);
+    }
+    if (after.Finished() && observed.config_map.has_value()) {
+      if (const auto coordinator = CoordinatorOf(*observed.config_map)) {
+        progress_.Forget(*coordinator);
+      }
+    }
+  }
+  for (const reconcile::Event& event : plan.events) {
+    nlohmann::json fields = log_fields;
+    fields["reason"] = event.reason;
+    Log(event.type == reconcile::kEventWarning ? spdlog::level::warn : spdlog::level::info,
+        event.message, fields);
+  }
+
+  controller::Result result;
+  std::optional<std::chrono::milliseconds> after;
+  if (plan.requeue_after.has_value()) after = *plan.requeue_after;
+  // Progress is polled, not pushed: look again while the chief trains.
+  if (chief_running && (!after.has_value() || *after > options_.progress_interval)) {
+    after = options_.progress_interval;
+  }
+  if (after.has_value()) result.requeue_after = *after;
+  return result;
+}
+
+}  // namespace autodist::app

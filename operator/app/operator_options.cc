@@ -1,0 +1,111 @@
+#include "operator/app/operator_options.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <utility>
+
+#include "runtime/common/error.h"
+
+namespace autodist::app {
+namespace {
+
+void AddDuration(CLI::App& app, const std::string& name, std::chrono::milliseconds& target,
+                 const std::string& help) {
+  app.add_option_function<std::string>(
+      "--" + name, [name, &target](const std::string& text) { target = ParseDuration(name, text); },
+      help);
+}
+
+}  // namespace
+
+std::chrono::milliseconds ParseDuration(const std::string& flag, const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) != 0)) {
+    ++digits;
+  }
+  const std::string unit = text.substr(digits);
+  AD_CHECK(
+      digits > 0 && digits <= 9 && (unit.empty() || unit == "s" || unit == "ms" || unit == "m"),
+      kInvalidArgument, "--{}: expected a duration such as 15s, 500ms or 2m, got \"{}\"", flag,
+      text);
+  const int64_t value = std::stoll(text.substr(0, digits));
+  if (unit == "ms") return std::chrono::milliseconds(value);
+  if (unit == "m") return std::chrono::minutes(value);
+  return std::chrono::seconds(value);
+}
+
+void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
+  app.add_option_function<std::string>(
+      "--namespaces",
+      [&options](const std::string& list) {
+        options.namespaces.clear();
+        std::string name;
+        for (const char c : list + ",") {
+          if (c != ',') {
+            name += c;
+          } else if (!name.empty()) {
+            options.namespaces.push_back(std::exchange(name, {}));
+          }
+        }
+      },
+      "Comma-separated namespaces to watch (default: every namespace)");
+  app.add_option("--workers", options.workers, "Concurrent reconciles")->check(CLI::Range(1, 256));
+  app.add_option("--log-level", options.log_level, "trace, debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.add_option("--log-format", options.log_format, "json or text")
+      ->check(CLI::IsMember({"json", "text"}));
+  app.add_option("--kubeconfig", options.kubeconfig,
+                 "Kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  app.add_option("--context", options.context, "Kubeconfig context (default: current)");
+  app.add_option("--leader-elect", options.leader_elect,
+                 "Elect one active replica through a coordination.k8s.io Lease");
+  app.add_option("--leader-election-id", options.leader_election_id, "Name of the Lease");
+  app.add_option("--leader-election-namespace", options.leader_election_namespace,
+                 "Namespace of the Lease (default: $POD_NAMESPACE)");
+  AddDuration(app, "lease-duration", options.lease_duration, "How long a lease holds (e.g. 15s)");
+  AddDuration(app, "renew-deadline", options.renew_deadline,
+              "A leader that could not renew for this long steps down (e.g. 10s)");
+  AddDuration(app, "retry-period", options.retry_period, "Between lease attempts (e.g. 2s)");
+  app.add_option("--metrics-bind-address", options.metrics_bind_address,
+                 "Address of /metrics, /healthz and /readyz (e.g. :8080; 0 turns it off)");
+  AddDuration(app, "progress-interval", options.progress_interval,
+              "How often a running job's progress is read from its coordinator (e.g. 5s)");
+  app.add_option("--runtime-image", options.reconciler.runtime_image,
+                 "Image of the autodist-runtime container");
+  app.add_option("--runtime-image-pull-policy", options.reconciler.runtime_image_pull_policy,
+                 "Always, IfNotPresent or Never")
+      ->check(CLI::IsMember({"Always", "IfNotPresent", "Never"}));
+  app.add_option_function<std::string>(
+      "--gang-scheduling",
+      [&options](const std::string& name) {
+        options.reconciler.gang_scheduler = reconcile::ParseGangScheduler(name);
+      },
+      "none, scheduler-plugins or volcano");
+  app.add_option("--address-mode", options.address_mode,
+                 "cluster (pods reach each other through the headless Service) or "
+                 "local-processes (every pod a process on 127.0.0.1, own port per member)")
+      ->check(CLI::IsMember({"cluster", "local-processes"}));
+  app.add_option("--config-mount-path", options.reconciler.config_mount_path,
+                 "Where pods mount the job's ConfigMap; {namespace} and {job} are replaced");
+  app.add_option("--model-mount-path", options.reconciler.model_mount_path,
+                 "Where pods mount a model ConfigMap; {namespace} and {job} are replaced");
+  app.add_option("--working-dir", options.reconciler.working_dir,
+                 "The runtime container's working directory (relative manifest paths)");
+}
+
+void FinishOperatorOptions(OperatorOptions& options) {
+  AD_CHECK(options.renew_deadline < options.lease_duration, kInvalidArgument,
+           "--renew-deadline ({} ms) must be shorter than --lease-duration ({} ms)",
+           options.renew_deadline.count(), options.lease_duration.count());
+  options.reconciler.addresses = options.address_mode == "local-processes"
+                                     ? reconcile::AddressPolicy::LocalProcesses()
+                                     : reconcile::AddressPolicy::Cluster();
+  if (options.leader_election_namespace.empty()) {
+    const char* pod_namespace = std::getenv("POD_NAMESPACE");
+    options.leader_election_namespace =
+        pod_namespace != nullptr && *pod_namespace != '\0' ? pod_namespace : "default";
+  }
+  reconcile::ValidateOptions(options.reconciler);
+}
+
+}  // namespace autodist::app

@@ -1,0 +1,121 @@
+#include "operator/app/plan_executor.h"
+
+#include <cctype>
+#include <chrono>
+
+#include "operator/app/log.h"
+#include "operator/kube/api_error.h"
+#include "operator/kube/resource.h"
+#include "operator/reconcile/time_format.h"
+#include "runtime/common/error.h"
+
+namespace autodist::app {
+
+kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::string& kind) {
+  AD_CHECK(kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "PodGroup" ||
+               kind == "Event",
+           kInternal, "the operator does not manage objects of kind '{}'", kind);
+  kube::Resource resource;
+  const size_t slash = api_version.find('/');
+  if (slash != std::string::npos) {
+    resource.group = api_version.substr(0, slash);
+    resource.version = api_version.substr(slash + 1);
+  } else {
+    resource.version = api_version;
+  }
+  resource.kind = kind;
+  resource.plural.reserve(kind.size() + 1);
+  for (const char c : kind) {
+    resource.plural += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  resource.plural += 's';
+  resource.namespaced = true;
+  return resource;
+}
+
+ExecuteOutcome PlanExecutor::Execute(const nlohmann::json& job, const reconcile::Plan& plan) {
+  const std::string ns = job.at("metadata").value("namespace", "default");
+  const std::string name = job.at("metadata").at("name").get<std::string>();
+  if (plan.status.has_value()) {
+    nlohmann::json updated = job;
+    updated["status"] = *plan.status;
+    try {
+      client_.UpdateStatus(kube::resources::kAutoDistJobs, updated);
+    } catch (const std::exception& e) {
+      if (kube::IsConflict(e)) return ExecuteOutcome::kConflict;
+      if (kube::IsNotFound(e)) return ExecuteOutcome::kDone;  // deleted meanwhile
+      throw;
+    }
+  }
+  for (const reconcile::ObjectRef& ref : plan.deletes) {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    if (!ref.uid.empty()) options.precondition_uid = ref.uid;
+    try {
+      client_.Delete(ResourceOfApiVersion(ref.api_version, ref.kind), ns, ref.name, options);
+    } catch (const std::exception& e) {
+      // Gone already, or replaced by a newer object the uid precondition protects.
+      if (!kube::IsNotFound(e) && !kube::IsConflict(e)) throw;
+    }
+  }
+  for (const nlohmann::json& object : plan.creates) {
+    const kube::Resource resource = ResourceOfApiVersion(object.at("apiVersion").get<std::string>(),
+                                                         object.at("kind").get<std::string>());
+    try {
+      client_.Create(resource, object.at("metadata").value("namespace", ns), object);
+    } catch (const std::exception& e) {
+      if (!kube::IsAlreadyExists(e)) throw;  // a cache that has not seen it yet
+    }
+  }
+  if (plan.delete_job) {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";  // the garbage collector removes the children
+    options.precondition_uid = job.at("metadata").value("uid", "");
+    try {
+      client_.Delete(kube::resources::kAutoDistJobs, ns, name, options);
+    } catch (const std::exception& e) {
+      if (!kube::IsNotFound(e) && !kube::IsConflict(e)) throw;
+    }
+  }
+  for (const reconcile::Event& event : plan.events) CreateEvent(job, event);
+  return ExecuteOutcome::kDone;
+}
+
+void PlanExecutor::CreateEvent(const nlohmann::json& job, const reconcile::Event& event) {
+  const nlohmann::json& metadata = job.at("metadata");
+  const std::string ns = metadata.value("namespace", "default");
+  const std::string now = reconcile::FormatTime(std::chrono::system_clock::now());
+  const nlohmann::json object = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       {{"generateName", metadata.at("name").get<std::string>() + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", job.value("apiVersion", "autodist.io/v1alpha1")},
+        {"kind", job.value("kind", "AutoDistJob")},
+        {"name", metadata.at("name")},
+        {"namespace", ns},
+        {"uid", metadata.value("uid", "")},
+        {"resourceVersion", metadata.value("resourceVersion", "")}}},
+      {"reason", event.reason},
+      {"message", event.message},
+      {"type", event.type},
+      {"source", {{"component", "autodist-operator"}}},
+      {"reportingComponent", "autodist-operator"},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1},
+  };
+  try {
+    client_.Create(kube::resources::kEvents, ns, object);
+  } catch (const std::exception& e) {
+    // Events are best effort, as in client-go's recorder: the status carries the truth, so a
+    // lost event is logged rather than retried (a retry would re-run the whole plan).
+    Log(spdlog::level::warn, "event not recorded",
+        {{"job", ns + "/" + metadata.at("name").get<std::string>()},
+         {"reason", event.reason},
+         {"error", e.what()}});
+  }
+}
+
+}  // namespace autodist::app

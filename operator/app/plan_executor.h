@@ -1,0 +1,41 @@
+// Carries out a reconcile::Plan against the API server, in the order plan.h prescribes: the
+// status first (through the status subresource), then deletions, creations, the job's own
+// deletion and the events. Every step tolerates what a lagging cache makes it meet again: an
+// object already created, already gone.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "operator/kube/client.h"
+#include "operator/reconcile/plan.h"
+
+namespace autodist::app {
+
+enum class ExecuteOutcome {
+  kDone,
+  // The status write met a newer job (409): nothing else of the plan ran; reconcile again from
+  // fresh state.
+  kConflict,
+};
+
+class PlanExecutor {
+ public:
+  explicit PlanExecutor(kube::Client& client) : client_(client) {}
+
+  // `job` is the object the plan was made from (with its resourceVersion). Throws what the API
+  // throws beyond the tolerated cases, so the controller retries with back-off.
+  ExecuteOutcome Execute(const nlohmann::json& job, const reconcile::Plan& plan);
+
+ private:
+  void CreateEvent(const nlohmann::json& job, const reconcile::Event& event);
+
+  kube::Client& client_;
+};
+
+// The resource of objects of `api_version` ("v1", "scheduling.x-k8s.io/v1alpha1") and `kind`
+// among those the reconciler makes (Pod, Service, ConfigMap, PodGroup, Event); their plural is
+// the lower-case kind plus "s". Throws kInternal for any other kind.
+kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::string& kind);
+
+}  // namespace autodist::app

@@ -1,0 +1,38 @@
+#include "operator/app/progress_reader.h"
+
+#include "runtime/comm/coordinator_client.h"
+#include "runtime/common/error.h"
+
+namespace autodist::app {
+
+ProgressReader::ProgressReader() = default;
+ProgressReader::~ProgressReader() = default;
+
+std::shared_ptr<comm::CoordinatorClient> ProgressReader::ClientFor(const std::string& coordinator) {
+  std::lock_guard lock(mutex_);
+  auto& client = clients_[coordinator];
+  if (!client) client = std::make_shared<comm::CoordinatorClient>(coordinator);
+  return client;
+}
+
+void ProgressReader::Forget(const std::string& coordinator) {
+  std::lock_guard lock(mutex_);
+  clients_.erase(coordinator);
+}
+
+std::optional<reconcile::Progress> ProgressReader::Read(const std::string& coordinator,
+                                                        std::chrono::milliseconds timeout) {
+  try {
+    const comm::StatusSnapshot snapshot = ClientFor(coordinator)->Status(timeout);
+    reconcile::Progress progress;
+    progress.step = snapshot.step;
+    if (snapshot.total_steps > 0) progress.total_steps = snapshot.total_steps;
+    progress.loss = snapshot.loss;
+    if (snapshot.samples_per_second > 0) progress.samples_per_second = snapshot.samples_per_second;
+    return progress;
+  } catch (const Error&) {
+    return std::nullopt;  // not serving yet, or gone: the pods' phases tell the rest
+  }
+}
+
+}  // namespace autodist::app
