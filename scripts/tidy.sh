@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
-git ls-files -co --exclude-standard 'runtime/*.cc' 'launcher/*.cc' 'bench/*.cc' |
+git ls-files -co --exclude-standard 'runtime/*.cc' 'launcher/*.cc' 'bench/*.cc' 'operator/*.cc' |
   xargs -r -P "$(nproc)" -n 4 clang-tidy -p "$BUILD_DIR" --quiet
