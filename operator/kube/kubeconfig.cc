@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "operator/kube/base64.h"
 #include "operator/kube/config.h"
+#include "runtime/common/base64.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 
@@ -75,7 +75,7 @@ class Kubeconfig {
                          const std::string& where) const {
     const std::string data = Scalar(node, key + "-data", where);
     if (!data.empty()) {
-      auto decoded = DecodeBase64(data);
+      auto decoded = DecodeBase64(data, Base64Whitespace::kSkip);
       if (!decoded) Bad(where + "." + key + "-data", "not valid base64");
       return *decoded;
     }

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "operator/reconcile/base64.h"
+#include "runtime/common/base64.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "operator/reconcile/base64.h"
+#include "runtime/common/base64.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
 #include "reconcile_test_support.h"

@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "operator/reconcile/base64.h"
 #include "operator/reconcile/job_status.h"
 #include "operator/reconcile/progress.h"
 #include "operator/reconcile/status_recorder.h"
@@ -137,18 +136,6 @@ TEST(TimeFormatTest, FormatsAndParsesRfc3339) {
   }
   EXPECT_EQ(SecondsUntil(t, t + std::chrono::milliseconds(1200)), std::chrono::seconds(2));
   EXPECT_EQ(SecondsUntil(t, t - std::chrono::seconds(5)), std::chrono::seconds(1));
-}
-
-TEST(Base64Test, RoundTripsAndRejectsMalformedText) {
-  for (const std::string& bytes :
-       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
-    EXPECT_EQ(DecodeBase64(EncodeBase64(bytes)), bytes);
-  }
-  EXPECT_EQ(EncodeBase64("onnx"), "b25ueA==");
-  EXPECT_EQ(DecodeBase64("b25ueA=="), "onnx");
-  for (const char* bad : {"b25ue", "b25u*A==", "b2=ueA==", "b25ueA=a", "====", "b25ueA=\n"}) {
-    EXPECT_FALSE(DecodeBase64(bad).has_value()) << bad;
-  }
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-#include "operator/reconcile/base64.h"
+#include "runtime/common/base64.h"
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 
-namespace autodist::reconcile {
+namespace autodist {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -19,7 +20,15 @@ int Value(char c) {
 
 }  // namespace
 
-std::optional<std::string> DecodeBase64(const std::string& text) {
+std::optional<std::string> DecodeBase64(std::string_view input, Base64Whitespace whitespace) {
+  std::string compact;
+  if (whitespace == Base64Whitespace::kSkip) {
+    for (const char c : input) {
+      if (std::isspace(static_cast<unsigned char>(c)) == 0) compact += c;
+    }
+    input = compact;
+  }
+  const std::string_view text = input;
   if (text.size() % 4 != 0) return std::nullopt;
   std::string out;
   out.reserve(text.size() / 4 * 3);
@@ -64,4 +73,4 @@ std::string EncodeBase64(const std::string& bytes) {
   return out;
 }
 
-}  // namespace autodist::reconcile
+}  // namespace autodist
