@@ -4,9 +4,9 @@
 
 #include <exception>
 #include <string>
-#include <unordered_set>
 
 #include "runtime/common/error.h"
+#include "runtime/graph/initializers_as_inputs.h"
 #include "runtime/graph/one_line.h"
 #include "runtime/graph/shape_check.h"
 #include "runtime/graph/weight_stripping.h"
@@ -32,26 +32,10 @@ void CheckOpset(const onnx::ModelProto& model, const std::string& source) {
 // input of the same name, type and shape. That keeps every check on nodes, names, topology and
 // types, and drops only the tensor-data checks, which have nothing to check without data.
 onnx::ModelProto StrippedInitializersAsInputs(const onnx::ModelProto& model) {
-  onnx::ModelProto copy = model;
-  onnx::GraphProto* graph = copy.mutable_graph();
-  std::unordered_set<std::string> inputs;
-  for (const onnx::ValueInfoProto& input : graph->input()) inputs.insert(input.name());
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
-  for (onnx::TensorProto& tensor : *graph->mutable_initializer()) {
-    if (HasTensorData(tensor)) {
-      *kept.Add() = std::move(tensor);
-      continue;
-    }
-    // Models of IR version < 4 already list every initializer among the graph inputs.
-    if (inputs.contains(tensor.name())) continue;
-    onnx::ValueInfoProto* input = graph->add_input();
-    input->set_name(tensor.name());
-    onnx::TypeProto_Tensor* type = input->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(tensor.data_type());
-    onnx::TensorShapeProto* shape = type->mutable_shape();
-    for (const int64_t dim : tensor.dims()) shape->add_dim()->set_dim_value(dim);
-  }
-  graph->mutable_initializer()->Swap(&kept);
+  onnx::ModelProto copy = model;  // cheap: a stripped model holds (almost) no tensor data
+  copy.mutable_graph()->clear_initializer();
+  AddInitializersOrInputs(model.graph(), *copy.mutable_graph(),
+                          [](const onnx::TensorProto& tensor) { return !HasTensorData(tensor); });
   return copy;
 }
 

@@ -5,9 +5,9 @@
 
 #include <exception>
 #include <string>
-#include <unordered_set>
 
 #include "runtime/common/error.h"
+#include "runtime/graph/initializers_as_inputs.h"
 #include "runtime/graph/one_line.h"
 #include "runtime/graph/weight_stripping.h"
 
@@ -30,22 +30,10 @@ onnx::ModelProto WithoutFloatData(const onnx::ModelProto& model) {
   *out->mutable_input() = graph.input();
   *out->mutable_output() = graph.output();
   *out->mutable_value_info() = graph.value_info();
-  std::unordered_set<std::string> inputs;
-  for (const onnx::ValueInfoProto& input : graph.input()) inputs.insert(input.name());
-  for (const onnx::TensorProto& tensor : graph.initializer()) {
-    // A weight-stripped model may lack the data of any initializer; those become inputs too.
-    if (tensor.data_type() != onnx::TensorProto::FLOAT && HasTensorData(tensor)) {
-      *out->add_initializer() = tensor;
-      continue;
-    }
-    if (inputs.contains(tensor.name())) continue;  // IR < 4 lists initializers as inputs too
-    onnx::ValueInfoProto* input = out->add_input();
-    input->set_name(tensor.name());
-    onnx::TypeProto_Tensor* type = input->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(tensor.data_type());
-    onnx::TensorShapeProto* shape = type->mutable_shape();
-    for (const int64_t dim : tensor.dims()) shape->add_dim()->set_dim_value(dim);
-  }
+  // A weight-stripped model may lack the data of any initializer; those become inputs too.
+  AddInitializersOrInputs(graph, *out, [](const onnx::TensorProto& tensor) {
+    return tensor.data_type() == onnx::TensorProto::FLOAT || !HasTensorData(tensor);
+  });
   return copy;
 }
 
