@@ -162,10 +162,12 @@ TEST_F(NodeAgentTest, DeletingARunningPodKillsItsProcess) {
   const auto start = Clock::now();
   ASSERT_EQ(Call(server_.api(), "DELETE", "/api/v1/namespaces/default/pods/sleeper").status, 200);
   while (server_.node_agent()->running_containers() > 0 &&
-         Clock::now() - start < std::chrono::seconds(5)) {
+         Clock::now() - start < std::chrono::seconds(20)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  // SIGTERM, not the 30 s grace period's SIGKILL, ended it (the bound leaves room for a busy
+  // machine while staying well under the grace period).
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(15));
   EXPECT_NE(::kill(pid, 0), 0);  // reaped: the pid is gone
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/k8s/watch_queue.h"
 #include "tests/k8s/yaml_json.h"
 
 namespace autodist::k8s::testing {
@@ -62,12 +63,7 @@ void RegisterCrd(ApiServer& api) {
 
 void MemorySink::Write(const std::string& data) {
   std::lock_guard lock(mutex_);
-  buffer_ += data;
-  size_t nl;
-  while ((nl = buffer_.find('\n')) != std::string::npos) {
-    events_.push_back(nlohmann::json::parse(buffer_.substr(0, nl)));
-    buffer_.erase(0, nl + 1);
-  }
+  AppendEventLines(data, buffer_, events_);
   cv_.notify_all();
 }
 

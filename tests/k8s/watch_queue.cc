@@ -2,14 +2,19 @@
 
 namespace autodist::k8s {
 
+void AppendEventLines(const std::string& data, std::string& partial,
+                      std::vector<nlohmann::json>& events) {
+  partial += data;
+  size_t nl;
+  while ((nl = partial.find('\n')) != std::string::npos) {
+    events.push_back(nlohmann::json::parse(partial.substr(0, nl)));
+    partial.erase(0, nl + 1);
+  }
+}
+
 void WatchQueue::Write(const std::string& data) {
   std::lock_guard lock(mutex_);
-  buffer_ += data;
-  size_t nl;
-  while ((nl = buffer_.find('\n')) != std::string::npos) {
-    events_.push_back(nlohmann::json::parse(buffer_.substr(0, nl)));
-    buffer_.erase(0, nl + 1);
-  }
+  AppendEventLines(data, buffer_, events_);
   cv_.notify_all();
 }
 

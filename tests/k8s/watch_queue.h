@@ -13,6 +13,11 @@
 
 namespace autodist::k8s {
 
+// Appends `data` (a watch stream: one JSON event per line) to `partial` and moves each complete
+// line, parsed, to `events`; an incomplete last line stays in `partial` for the next write.
+void AppendEventLines(const std::string& data, std::string& partial,
+                      std::vector<nlohmann::json>& events);
+
 class WatchQueue : public WatchSink {
  public:
   struct Batch {
