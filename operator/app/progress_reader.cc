@@ -31,6 +31,10 @@ std::optional<reconcile::Progress> ProgressReader::Read(const std::string& coord
     if (snapshot.samples_per_second > 0) progress.samples_per_second = snapshot.samples_per_second;
     return progress;
   } catch (const Error&) {
+    // A channel whose first attempts found nothing listening stays in TRANSIENT_FAILURE, where
+    // gRPC fails calls at once while its reconnect attempts back off (on a busy node they kept
+    // failing for seconds after the coordinator listened): the next read starts afresh.
+    Forget(coordinator);
     return std::nullopt;  // not serving yet, or gone: the pods' phases tell the rest
   }
 }

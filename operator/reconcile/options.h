@@ -24,9 +24,11 @@ struct AddressPolicy {
   int port = 29500;
   // kPerMember: base = port_range_begin + slot * port_slot_size, where the slot is a hash of the
   // job's namespace and name (deterministic, so every reconcile derives the same ports); member i
-  // (workers first, then parameter servers) listens on base + i.
-  int port_range_begin = 30000;
-  int port_range_end = 40000;  // exclusive
+  // (workers first, then parameter servers) listens on base + i. The range ends below Linux's
+  // ephemeral ports (32768 and up by default), which outgoing connections of the same host take
+  // and which would otherwise sometimes hold a member's port.
+  int port_range_begin = 20000;
+  int port_range_end = 32768;  // exclusive
   int port_slot_size = 64;     // the most members a job may have
 
   // Pods on a cluster: DNS names through the headless Service, one fixed port.

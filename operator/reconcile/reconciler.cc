@@ -114,6 +114,25 @@ void GangRestart(Context& context, const job::JobSpec& job, const JobMembers& me
   for (const ObservedPod& pod : pods) detail::DeletePod(context, pod);
 }
 
+// A finished job's counts follow its pods as long as none of them has gone: a member that
+// completes just after the chief (whose success finished the job) is still counted, while
+// clean-up, which deletes pods, never erases the record.
+void RecountFinished(JobStatus& status, const std::vector<ObservedPod>& pods) {
+  for (auto& [role, counts] : status.replica_statuses) {
+    ReplicaStatus now;
+    for (const ObservedPod& pod : pods) {
+      if (pod.generation != status.restart_count || RoleStatusKey(pod.role) != role) continue;
+      if (pod.Active()) ++now.active;
+      if (pod.phase == MemberPhase::kPodSucceeded) ++now.succeeded;
+      if (pod.phase == MemberPhase::kPodFailed) ++now.failed;
+    }
+    if (now.active + now.succeeded + now.failed ==
+        counts.active + counts.succeeded + counts.failed) {
+      counts = now;
+    }
+  }
+}
+
 void MarkRunningOrPending(Context& context, const JobMembers& members,
                           const std::vector<ObservedPod>& current) {
   const size_t started =
@@ -148,6 +167,7 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
     status.completion_time.clear();
   }
   if (status.Finished()) {
+    RecountFinished(status, pods);
     detail::TidyFinished(context, job, pods);
     return;
   }
@@ -232,6 +252,16 @@ Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, Model
     status.progress = ProgressStatus(*observed.progress, status.progress, record.now());
     if (observed.progress->resumed_from_step.has_value()) {
       status.resumed_from_step = observed.progress->resumed_from_step;
+    }
+  }
+  // The chief exits 0 only after the last step, which the last progress read (polled while it
+  // ran) may predate: a succeeded job has done all of its steps.
+  if (status.IsTrue(kSucceeded) && status.progress.is_object()) {
+    const nlohmann::json total = status.progress.value("totalSteps", nlohmann::json());
+    if (total.is_number_integer() &&
+        status.progress.value("step", int64_t{0}) < total.get<int64_t>()) {
+      status.progress["step"] = total;
+      status.progress["lastUpdateTime"] = record.now();
     }
   }
   status.observed_generation = ref.generation;

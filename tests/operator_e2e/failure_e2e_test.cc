@@ -1,0 +1,177 @@
+// The run policy end to end: a worker killed mid-training restarts the whole gang, which resumes
+// from the checkpoint and succeeds; with backoffLimit 0 the same failure fails the job; a spec the
+// CRD schema admits but the shared parser rejects fails as InvalidSpec before any pod exists.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/operator_e2e/e2e_fixture.h"
+
+namespace autodist::app::e2e {
+namespace {
+
+using std::chrono::seconds;
+
+class RunPolicyEndToEnd : public OperatorEndToEnd {
+ protected:
+  // SIGKILLs worker-1's runtime (exit code 137: retried by OnFailure and ExitCode) once the pod
+  // reports a running container; fails the test on a timeout.
+  bool KillWorkerOne(const std::string& name) {
+    return WaitFor(name, "a running worker-1 to kill", seconds(60),
+                   [&] { return KillRuntime(name + "-worker-1"); });
+  }
+};
+
+TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoint) {
+  const std::string name = "fmnist-restart";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.steps = 200;
+  manifest.log_interval_steps = 5;
+  manifest.checkpoint_path = (root_ / "ckpt").string();
+  manifest.checkpoint_interval_steps = 10;
+  manifest.restart_policy = "OnFailure";
+  manifest.backoff_limit = 2;
+  const std::shared_ptr<PodEvents> events = RecordPods(name);
+  Apply(manifest.ToYaml());
+
+  // Kill once a checkpoint exists: the slowest worker is past step 10, where the chief wrote one.
+  ASSERT_TRUE(WaitForCondition(name, "Running"));
+  ASSERT_TRUE(WaitFor(name, "training past the first checkpoint", seconds(60), [&] {
+    const nlohmann::json job = Job(name);
+    EXPECT_FALSE(ConditionTrue(job, "Succeeded")) << "the job is too short to be interrupted";
+    return StepOf(job) > 10 || ConditionTrue(job, "Succeeded");
+  }));
+  std::set<std::string> first_uids;
+  for (const nlohmann::json& pod : Pods(name)) {
+    EXPECT_EQ(Label(pod, "autodist.io/restart-generation"), "0");
+    first_uids.insert(pod["metadata"].value("uid", ""));
+  }
+  ASSERT_EQ(first_uids.size(), 3u);
+  ASSERT_TRUE(KillWorkerOne(name));
+
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
+  const nlohmann::json job = Job(name);
+  const nlohmann::json& status = job.at("status");
+  EXPECT_EQ(status.value("restartCount", -1), 1) << Dump(name);
+  // One gang restart, announced with its cause (the Restarting condition has moved on since).
+  std::vector<std::string> restarts;
+  for (const nlohmann::json& event : Events(name)) {
+    if (event.value("reason", "") == "GangRestart") restarts.push_back(event.value("message", ""));
+  }
+  ASSERT_EQ(restarts.size(), 1u) << Dump(name);
+  EXPECT_TRUE(Contains(restarts[0], name + "-worker-1")) << restarts[0];
+  EXPECT_TRUE(Contains(restarts[0], "exit code 137")) << restarts[0];
+  EXPECT_TRUE(Contains(restarts[0], "restart 1 of at most 2")) << restarts[0];
+  EXPECT_TRUE(Contains(restarts[0], "resuming from the latest checkpoint")) << restarts[0];
+  EXPECT_FALSE(ConditionTrue(job, "Restarting")) << status.dump(2);
+  // Every member of the new generation completed: the chief, worker 1 and the parameter server.
+  ASSERT_TRUE(WaitForMembersSucceeded(name));
+  EXPECT_EQ(Job(name)["status"]["progress"].value("step", 0), 200) << Dump(name);
+
+  // The whole gang was replaced: the same three names, new uids, the next restart generation.
+  const std::vector<nlohmann::json> pods = Pods(name);
+  ASSERT_EQ(pods.size(), 3u) << Dump(name);
+  for (const nlohmann::json& pod : pods) {
+    EXPECT_EQ(Label(pod, "autodist.io/restart-generation"), "1") << pod.dump(2);
+    EXPECT_EQ(first_uids.count(pod["metadata"].value("uid", "")), 0u) << pod.dump(2);
+  }
+  const PodEvents::Summary summary = events->summary();
+  EXPECT_EQ(summary.added.size(), 6u) << ::testing::PrintToString(summary.added);
+  EXPECT_EQ(summary.deleted.size(), 3u) << ::testing::PrintToString(summary.deleted);
+  EXPECT_LE(summary.max_alive, 3u);
+
+  // The new chief continued from a checkpoint at step 10 or later, not from step 0.
+  const CommandResult logs = Kubectl("logs " + name + "-worker-0");
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  const size_t resumed = logs.output.find("resumed from ");
+  ASSERT_NE(resumed, std::string::npos) << logs.output;
+  const size_t at = logs.output.find(" at step ", resumed);
+  ASSERT_NE(at, std::string::npos) << logs.output;
+  EXPECT_GE(std::stoi(logs.output.substr(at + 9)), 10) << logs.output;
+  EXPECT_TRUE(WaitForCount(
+      name, "jobs_restarted", [&] { return metrics_->jobs_restarted.With({"default"}).Value(); },
+      1));
+}
+
+TEST_F(RunPolicyEndToEnd, FailureBeyondBackoffLimitFailsTheJob) {
+  const std::string name = "fmnist-backoff";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.steps = 100000;  // never finishes by itself
+  manifest.restart_policy = "OnFailure";
+  manifest.backoff_limit = 0;
+  manifest.clean_pod_policy = "Running";
+  const std::shared_ptr<PodEvents> events = RecordPods(name);
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitForCondition(name, "Running"));
+  ASSERT_TRUE(KillWorkerOne(name));
+
+  const CommandResult waited =
+      Kubectl("wait --for=condition=Failed adj/" + name + " --timeout=60s");
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << "\n" << Dump(name);
+  const nlohmann::json job = Job(name);
+  const nlohmann::json failed = ConditionOf(job, "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "BackoffLimitExceeded") << Dump(name);
+  const std::string message = failed.value("message", "");
+  EXPECT_TRUE(Contains(message, name + "-worker-1")) << message;
+  EXPECT_TRUE(Contains(message, "exit code 137")) << message;
+  EXPECT_TRUE(Contains(message, "backoffLimit (0)")) << message;
+  EXPECT_EQ(job["status"].value("restartCount", -1), 0) << job.dump(2);
+  EXPECT_EQ(job["status"].value("state", ""), "Failed") << job.dump(2);
+  EXPECT_TRUE(job["status"].contains("completionTime")) << job.dump(2);
+  EXPECT_FALSE(ConditionTrue(job, "Restarting")) << job.dump(2);
+
+  // cleanPodPolicy Running: the chief and the parameter server, still running, are deleted;
+  // the failed worker stays for its logs. No pod of a restart generation was ever created.
+  ASSERT_TRUE(WaitFor(name, "the running pods to be cleaned up", seconds(30),
+                      [&] { return Pods(name).size() == 1; }));
+  EXPECT_EQ(Pods(name)[0]["metadata"].value("name", ""), name + "-worker-1");
+  const PodEvents::Summary summary = events->summary();
+  EXPECT_EQ(summary.added.size(), 3u) << ::testing::PrintToString(summary.added);
+  for (const std::string& added : summary.added) {
+    EXPECT_EQ(added.back(), '0') << added;  // generation 0
+  }
+  EXPECT_TRUE(WaitForCount(
+      name, "jobs_failed", [&] { return metrics_->jobs_failed.With({"default"}).Value(); }, 1));
+  EXPECT_EQ(metrics_->jobs_restarted.With({"default"}).Value(), 0);
+}
+
+TEST_F(RunPolicyEndToEnd, InvalidSpecFailsNamingTheFieldAndCreatesNoPods) {
+  const std::string name = "fmnist-invalid";
+  JobManifest manifest;
+  manifest.name = name;
+  // The CRD types momentum (a number >= 0) for SGD and RMSprop, and cannot say which optimizer
+  // takes it: the schema admits it under Adam, the shared parser (job::ParseJob) does not.
+  manifest.optimizer_options = {"momentum: 0.9"};
+  const std::shared_ptr<PodEvents> events = RecordPods(name);
+  Apply(manifest.ToYaml());
+
+  const CommandResult waited =
+      Kubectl("wait --for=condition=Failed adj/" + name + " --timeout=60s");
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << "\n" << Dump(name);
+  const nlohmann::json job = Job(name);
+  const nlohmann::json failed = ConditionOf(job, "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "InvalidSpec") << job.dump(2);
+  const std::string message = failed.value("message", "");
+  EXPECT_EQ(message.rfind("spec.training.optimizer", 0), 0u) << message;
+  EXPECT_TRUE(Contains(message, "momentum")) << message;
+  EXPECT_EQ(job["status"].value("state", ""), "Failed") << job.dump(2);
+
+  const CommandResult described = Kubectl("get adj " + name + " --no-headers");
+  EXPECT_TRUE(Contains(described.output, "Failed")) << described.output;
+  // Give a wrong operator time to act on it, then check nothing was ever made.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(events->summary().added.empty()) << ::testing::PrintToString(events->summary().added);
+  EXPECT_EQ(CountObjects("pods", name), 0u);
+  EXPECT_EQ(CountObjects("configmaps", name), 0u);
+  EXPECT_EQ(CountObjects("services", name), 0u);
+  EXPECT_TRUE(WaitForCount(
+      name, "jobs_failed", [&] { return metrics_->jobs_failed.With({"default"}).Value(); }, 1));
+}
+
+}  // namespace
+}  // namespace autodist::app::e2e
