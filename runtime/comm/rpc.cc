@@ -73,9 +73,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const Rp
   // otherwise share one, serialising the pushes of parallel streams.
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Members of a job start together and connect before their peers listen; gRPC's default
-  // reconnect back-off (1 s, growing) would then delay every start by a second or more.
+  // reconnect back-off (1 s, growing) would then delay every start by a second or more. The
+  // "minimum back-off" is gRPC's minimum time given to one connection attempt, not a delay: at
+  // 50 ms a handshake on a busy node timed out again and again, so it keeps a few seconds.
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   SetFlowControl([&](const char* name, int value) { arguments.SetInt(name, value); });
   return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), arguments);
