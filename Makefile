@@ -30,6 +30,7 @@ bench: build
 	scripts/bench-ps.sh $(BUILD_DIR)
 	scripts/bench-allreduce.sh $(BUILD_DIR)
 	scripts/bench-allreduce-train.sh $(BUILD_DIR)
+	scripts/bench-operator.sh $(BUILD_DIR)
 
 format:
 	scripts/format.sh

@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "operator/app/log.h"
-#include "operator/controller/label_selector.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/reconcile/conditions.h"
@@ -195,8 +194,19 @@ controller::Result JobController::Reconcile(const std::string& key) {
 
   reconcile::Observed observed;
   observed.job = *job;
-  const auto selector = controller::LabelSelector::FromLabels({{reconcile::kJobNameLabel, name}});
-  for (const ObjectPtr& pod : scope.pods->cache().List(ns, selector)) observed.pods.push_back(*pod);
+  // The job's pods through the cache's ownerReference index, not a scan of every pod: with
+  // thousands of jobs a label-selector List per reconcile made reconciling quadratic
+  // (docs/performance.md, "Operator at scale"). The reconciler only ever considers pods the job
+  // controls, and the contract is "labelled with the job's name", so both are required here.
+  const std::string uid = job->at("metadata").value("uid", "");
+  for (const ObjectPtr& pod : scope.pods->cache().ListByOwner(uid)) {
+    const nlohmann::json& metadata = pod->at("metadata");
+    const auto labels = metadata.find("labels");
+    if (metadata.value("namespace", "") == ns && labels != metadata.end() && labels->is_object() &&
+        labels->value(reconcile::kJobNameLabel, "") == name) {
+      observed.pods.push_back(*pod);
+    }
+  }
   if (const ObjectPtr cm = scope.config_maps->cache().Get(ns, reconcile::ConfigMapName(name))) {
     observed.config_map = *cm;
   }
@@ -213,10 +223,10 @@ controller::Result JobController::Reconcile(const std::string& key) {
     }
   }
   const bool chief_running = ChiefRunning(observed.pods);
-  if (chief_running && observed.config_map.has_value()) {
-    if (const auto coordinator = CoordinatorOf(*observed.config_map)) {
-      observed.progress = progress_.Read(*coordinator, std::chrono::seconds(1));
-    }
+  const std::optional<std::string> coordinator =
+      observed.config_map.has_value() ? CoordinatorOf(*observed.config_map) : std::nullopt;
+  if (chief_running && coordinator.has_value()) {
+    observed.progress = progress_.Read(*coordinator, std::chrono::seconds(1));
   }
   observed.now = std::chrono::system_clock::now();
 
@@ -250,11 +260,7 @@ controller::Result JobController::Reconcile(const std::string& key) {
       fields["to"] = after.state;
       Log(spdlog::level::info, "job state changed", fields);
     }
-    if (after.Finished() && observed.config_map.has_value()) {
-      if (const auto coordinator = CoordinatorOf(*observed.config_map)) {
-        progress_.Forget(*coordinator);
-      }
-    }
+    if (after.Finished() && coordinator.has_value()) progress_.Forget(*coordinator);
   }
   for (const reconcile::Event& event : plan.events) {
     nlohmann::json fields = log_fields;

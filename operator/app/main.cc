@@ -6,14 +6,21 @@
 // election (when asked) → the AutoDistJob controller. SIGTERM or SIGINT stops it gracefully: the
 // workers finish the reconcile they are in, the lease is released, exit 0. Losing the lease
 // exits 1 at once, so the Deployment restarts a replica that can no longer be sure it leads.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <utility>
+// clang-format off
+// After <utility>: Boost 1.74's asio, under pplx, uses std::exchange without including it.
+#include <pplx/threadpool.h>
+// clang-format on
 
 #include "operator/app/job_controller.h"
 #include "operator/app/log.h"
@@ -122,6 +129,15 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // A compile allocates and frees a few MB (the model read, parsed and re-serialized). glibc's
+  // defaults hand such blocks back to the kernel at once (mmap, trimming each thread's arena),
+  // so every compile page-faulted them in again: ~500 page faults and a third of the operator's
+  // CPU per job (docs/performance.md, "Operator at scale"). Keeping up to 32 MB free per arena,
+  // with 2 arenas instead of 8 per core, costs no memory at 1,000 jobs. Before any thread starts.
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_MMAP_THRESHOLD, 8 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
+
   CLI::App app("autodist-operator: runs AutoDistJobs on Kubernetes");
   autodist::app::OperatorOptions options;
   autodist::app::AddOperatorFlags(app, options);
@@ -134,6 +150,14 @@ int main(int argc, char** argv) {
     std::cerr << "autodist-operator: error: " << e.what() << "\n";
     return 2;
   }
+  // cpprestsdk runs every HTTP completion (responses, watch streams, the metrics endpoint) on one
+  // shared pool, 40 threads unless told otherwise, and 40 threads contending for its queue cost
+  // ~850 context switches per job (docs/performance.md, "Operator at scale"). Requests block
+  // their caller (a worker), not the pool; what can block a pool thread is a watch answered
+  // with an error (its continuation reads the body), at most one per informer, 4 per watched
+  // namespace: so 4 per namespace plus 4 that are always free. Before any cpprestsdk use.
+  crossplat::threadpool::initialize_with_threads(
+      4 * std::max<size_t>(1, options.namespaces.size()) + 4);
   try {
     return autodist::app::Run(options, signals);
   } catch (const autodist::Error& e) {
