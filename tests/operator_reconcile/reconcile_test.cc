@@ -98,6 +98,32 @@ TEST(ReconcileTest, LifeOfAJobToSuccess) {
   EXPECT_FALSE(cluster.Reconcile(At(100)).HasActions());
 }
 
+TEST(ReconcileTest, MembersFinishingAfterTheChiefAreStillCounted) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  cluster.SetAllPhases("Running");
+  cluster.progress() = Progress{25, 30, 0, 0.4, 100.0, std::nullopt};
+  cluster.Reconcile(At(1));
+  cluster.Exit("fmnist-worker-0", 0);
+  cluster.Reconcile(At(2));
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["active"], 1);
+  // The chief exits 0 only after its last step: a succeeded job shows all of them, whatever the
+  // last progress read saw.
+  EXPECT_EQ(cluster.status()["progress"]["step"], 30);
+
+  cluster.Exit("fmnist-worker-1", 0);
+  cluster.Exit("fmnist-ps-0", 0);
+  cluster.Reconcile(At(3));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"],
+            (nlohmann::json{{"active", 0}, {"succeeded", 2}, {"failed", 0}}));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"]["succeeded"], 1);
+  // Pods deleted later (by hand, a TTL, clean-up) do not erase the record.
+  cluster.RemovePod("fmnist-worker-1");
+  cluster.Reconcile(At(4));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["succeeded"], 2);
+}
+
 TEST(ReconcileTest, TheSameObservedStateGivesTheSamePlan) {
   Cluster cluster(JobObject());
   const Plan first = cluster.Reconcile(At(0), false);
