@@ -29,6 +29,7 @@ std::optional<reconcile::Progress> ProgressReader::Read(const std::string& coord
     if (snapshot.total_steps > 0) progress.total_steps = snapshot.total_steps;
     progress.loss = snapshot.loss;
     if (snapshot.samples_per_second > 0) progress.samples_per_second = snapshot.samples_per_second;
+    progress.resumed_from_step = snapshot.resumed_from_step;
     return progress;
   } catch (const Error&) {
     // A channel whose first attempts found nothing listening stays in TRANSIENT_FAILURE, where

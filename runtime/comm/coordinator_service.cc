@@ -74,7 +74,17 @@ void CoordinatorService::WatchDeadlines() {
 
 StatusSnapshot CoordinatorService::Snapshot() const {
   std::lock_guard lock(mutex_);
-  return StatusFromProto(job_.Status(Clock::now()));
+  return StatusFromProto(StatusLocked());
+}
+
+autodist::proto::StatusReply CoordinatorService::StatusLocked() const {
+  autodist::proto::StatusReply reply = job_.Status(Clock::now());
+  // Step 0 is a fresh start: checkpoints are written after a step, never before the first.
+  if (initial_values_ != nullptr && initial_values_->header.step() > 0) {
+    reply.set_has_resumed_from_step(true);
+    reply.set_resumed_from_step(initial_values_->header.step());
+  }
+  return reply;
 }
 
 bool CoordinatorService::WaitSettled(std::chrono::milliseconds timeout) {
@@ -234,7 +244,7 @@ grpc::Status CoordinatorService::Status(grpc::ServerContext* /*context*/,
                                         autodist::proto::StatusReply* reply) {
   return Serve([&]() -> grpc::Status {
     std::lock_guard lock(mutex_);
-    *reply = job_.Status(Clock::now());
+    *reply = StatusLocked();
     return grpc::Status::OK;
   });
 }

@@ -128,6 +128,8 @@ class CoordinatorService final : public autodist::proto::Coordinator::Service {
   void CheckOpen() const;
   std::chrono::milliseconds EffectiveWait(int64_t wait_ms) const;
   void WatchDeadlines();
+  // The job's status, with the resume point of the chief's upload (which JobState never sees).
+  autodist::proto::StatusReply StatusLocked() const;
 
   const CoordinatorOptions options_;
   const autodist::proto::Strategy strategy_;

@@ -148,6 +148,7 @@ StatusSnapshot StatusFromProto(const autodist::proto::StatusReply& reply) {
   }
   snapshot.job_id = reply.job_id();
   snapshot.elapsed_seconds = reply.elapsed_seconds();
+  if (reply.has_resumed_from_step()) snapshot.resumed_from_step = reply.resumed_from_step();
   return snapshot;
 }
 

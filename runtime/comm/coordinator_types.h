@@ -75,6 +75,7 @@ struct StatusSnapshot {
   std::vector<MemberStatus> members;
   std::string job_id;
   double elapsed_seconds = 0;
+  std::optional<int64_t> resumed_from_step;  // the chief's checkpoint step, when it resumed
 };
 
 // "worker-1, worker-2, ps-0"; past `limit` names, "... and 12 more".

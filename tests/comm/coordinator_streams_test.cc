@@ -97,7 +97,10 @@ TEST_F(CoordinatorStreamsTest, InitialValuesRoundTripWithTheResumePointAndALarge
   upload.tensors["b"] = Floats({10}, -1.0F);
   upload.tensors["steps"] = Tensor::FromVector<int64_t>({2}, {7, -9});
   upload.tensors["empty"] = Tensor(DType::kFloat32, {0, 4});
+  EXPECT_FALSE(client_->Status(kWait).resumed_from_step.has_value());
   client_->PutInitialValues("worker-0", upload);
+  // The status reports the resume point too (the operator shows it as resumedFromStep).
+  EXPECT_EQ(client_->Status(kWait).resumed_from_step, 500);
 
   for (const std::string node : {"worker-1", "ps-0", "worker-0"}) {
     const auto got = client_->GetInitialValues(node, kWait);
@@ -124,6 +127,11 @@ TEST_F(CoordinatorStreamsTest, GetInitialValuesWaitsForTheChiefsUpload) {
   const auto values = download.get();
   EXPECT_EQ(values.step, 4);
   EXPECT_THAT(Values(values.tensors.at("v")), ElementsAre(0.0F, 2.0F, 4.0F));
+}
+
+TEST_F(CoordinatorStreamsTest, AFreshStartReportsNoResumePoint) {
+  client_->PutInitialValues("worker-0", {.tensors = {{"v", Floats({3}, 1)}}});
+  EXPECT_FALSE(client_->Status(kWait).resumed_from_step.has_value());
 }
 
 TEST_F(CoordinatorStreamsTest, OnlyTheChiefUploadsAndOnlyOnce) {

@@ -91,7 +91,10 @@ TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoi
   ASSERT_NE(resumed, std::string::npos) << logs.output;
   const size_t at = logs.output.find(" at step ", resumed);
   ASSERT_NE(at, std::string::npos) << logs.output;
-  EXPECT_GE(std::stoi(logs.output.substr(at + 9)), 10) << logs.output;
+  const int resumed_step = std::stoi(logs.output.substr(at + 9));
+  EXPECT_GE(resumed_step, 10) << logs.output;
+  // The status says so too: the coordinator reports the chief's resume point.
+  EXPECT_EQ(Job(name)["status"].value("resumedFromStep", -1), resumed_step) << Dump(name);
   EXPECT_TRUE(WaitForCount(
       name, "jobs_restarted", [&] { return metrics_->jobs_restarted.With({"default"}).Value(); },
       1));
