@@ -53,8 +53,8 @@ double ProcessCpuSeconds() {
 }
 
 // Minor page faults of the process so far: first touches of freshly mapped memory, expensive on
-// a VM. Pages mapped in advance with madvise(MADV_POPULATE_WRITE) (tensor_wire.cc) count too,
-// though they cost much less than one fault each.
+// a VM. Pages of a fresh receive buffer mapped in advance with madvise(MADV_POPULATE_WRITE)
+// (runtime/tensor/storage.cc) count too, though they cost much less than one fault each.
 double MinorFaults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

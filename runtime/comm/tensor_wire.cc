@@ -1,8 +1,5 @@
 #include "runtime/comm/tensor_wire.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -79,38 +76,6 @@ int64_t CheckedBytes(const TensorPiece& piece, DType dtype, int64_t limit,
     bytes *= dim;
   }
   return bytes;
-}
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL and are left alone
-#endif
-
-// madvise over the whole `alignment`-sized blocks inside [data, data + bytes): the allocator's
-// neighbours of the buffer are none of our business.
-void AdviseInside(char* data, size_t bytes, uintptr_t alignment, int advice) {
-  const auto start = reinterpret_cast<uintptr_t>(data);
-  const uintptr_t first = (start + alignment - 1) & ~(alignment - 1);
-  const uintptr_t last = (start + bytes) & ~(alignment - 1);
-  if (last > first) madvise(data + (first - start), last - first, advice);
-}
-
-// Maps in the pages of a freshly allocated receive buffer before the pieces are copied into it.
-// A large tensor is a fresh mapping (glibc hands out allocations above 32 MiB with mmap, and
-// smaller ones often come back from the OS too), so the copies would otherwise take one page
-// fault per 4 KiB page, the largest single cost of receiving a tensor on a virtual machine
-// (measured with bench/ps_throughput_bench: 4096 faults per 16 MiB). One madvise populates all
-// pages at once; above 32 MiB the mapping is the tensor's own, so it may also ask for huge pages
-// (fewer pages to map and fewer TLB misses). Both are hints: failures (old kernels) change
-// nothing but speed, and pages already mapped are left as they are.
-void Prefault(Tensor& tensor) {
-  constexpr size_t kMinBytes = size_t{1} << 20;    // below: a few faults, not worth a syscall
-  constexpr size_t kHugeBytes = size_t{32} << 20;  // glibc's largest mmap threshold
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  const size_t bytes = tensor.nbytes();
-  if (bytes < kMinBytes) return;
-  auto* data = static_cast<char*>(tensor.raw());
-  if (bytes >= kHugeBytes) AdviseInside(data, bytes, kHugePage, MADV_HUGEPAGE);
-  AdviseInside(data, bytes, static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)), MADV_POPULATE_WRITE);
 }
 
 }  // namespace
@@ -239,8 +204,9 @@ PieceAssembler::Pending PieceAssembler::Start(const TensorPiece& piece) {
     pending.tensor.dense = Tensor::Zeros(dtype, shape);
   } else {
     if (pending.encoding == TensorPiece::FLOAT16) pending.expected_bytes = bytes / 2;
-    pending.tensor.dense = Tensor(dtype, shape);
-    Prefault(pending.tensor.dense);
+    // Every byte is about to be copied in from the pieces: have the pages mapped up front (a
+    // buffer reused from the pool is; a fresh one is populated in one call).
+    pending.tensor.dense = Tensor::Prefaulted(dtype, shape);
   }
   pending.tensor.replicas = piece.replicas() > 0 ? piece.replicas() : 1;
   return pending;

@@ -4,23 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
-#include <new>
 
 #include "runtime/common/error.h"
+#include "runtime/tensor/storage.h"
 
 namespace autodist::tensor {
-namespace {
-
-constexpr size_t kAlignment = 64;
-
-std::shared_ptr<std::byte[]> Allocate(size_t bytes) {
-  // Round up so that a zero-byte tensor still has a distinct, valid pointer.
-  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  auto* memory = static_cast<std::byte*>(::operator new(rounded, std::align_val_t(kAlignment)));
-  return {memory, [](std::byte* p) { ::operator delete(p, std::align_val_t(kAlignment)); }};
-}
-
-}  // namespace
 
 int64_t NumElements(const Shape& shape) {
   int64_t count = 1;
@@ -38,15 +26,22 @@ std::vector<int64_t> Strides(const Shape& shape) {
   return strides;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), Pages::kAsIs) {}
+
+Tensor::Tensor(DType dtype, Shape shape, Pages pages) : dtype_(dtype), shape_(std::move(shape)) {
   for (const int64_t dim : shape_) {
     AD_CHECK(dim >= 0, kInternal, "negative dimension in shape {}", ShapeToString(shape_));
   }
   numel_ = NumElements(shape_);
-  storage_ = Allocate(nbytes());
+  storage_ = AllocateStorage(nbytes(), pages);
+}
+
+Tensor Tensor::Prefaulted(DType dtype, Shape shape) {
+  return {dtype, std::move(shape), Pages::kMapped};
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
+  // Zeroed here, never assumed: a buffer from the pool holds its last user's data.
   Tensor out(dtype, std::move(shape));
   out.SetZero();
   return out;

@@ -13,6 +13,8 @@ namespace autodist::tensor {
 
 using Shape = std::vector<int64_t>;
 
+enum class Pages;  // storage.h
+
 // Number of elements of a shape (1 for a scalar).
 int64_t NumElements(const Shape& shape);
 
@@ -26,9 +28,14 @@ class Tensor {
  public:
   Tensor() = default;  // undefined: no dtype, no storage
 
-  // Allocates uninitialized storage (64-byte aligned, for vectorized kernels).
+  // Allocates uninitialized storage (64-byte aligned, for vectorized kernels). Large buffers come
+  // from the process-wide pool (storage.h), so the storage may hold a freed tensor's data.
   Tensor(DType dtype, Shape shape);
 
+  // Like the constructor, for a caller about to overwrite every byte (a tensor received from the
+  // network): the storage's pages are mapped before it returns, with one system call instead of
+  // a page fault per 4 KiB page as the writes first touch them.
+  static Tensor Prefaulted(DType dtype, Shape shape);
   static Tensor Zeros(DType dtype, Shape shape);
   static Tensor Full(Shape shape, float value);  // float32
   static Tensor Scalar(float value);             // float32, shape []
@@ -72,6 +79,7 @@ class Tensor {
   std::vector<int64_t> ToInt64Vector(const std::string& what) const;
 
  private:
+  Tensor(DType dtype, Shape shape, Pages pages);
   void CheckType(DType requested) const;
   static void CheckElementCount(size_t given, const Tensor& tensor);
 
