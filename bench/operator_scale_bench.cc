@@ -269,24 +269,25 @@ std::pair<double, double> ProcessMemoryMb(pid_t pid) {
   return {hwm, rss};
 }
 
-// utime + stime of a process in seconds, from /proc/<pid>/stat.
-double ProcessCpuSeconds(pid_t pid) {
+// Field `number` (1-based, as proc(5) counts them) of /proc/<pid>/stat, or 0 when the process is
+// gone. Fields are counted after the command name, which may itself contain spaces.
+unsigned long ProcStatField(pid_t pid, int number) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');
   if (paren == std::string::npos) return 0;
   std::istringstream fields(stat.substr(paren + 2));
   std::string field;
-  unsigned long utime = 0;
-  unsigned long stime = 0;
   for (int i = 3; fields >> field; ++i) {  // field 3 is the state
-    if (i == 14) utime = std::stoul(field);
-    if (i == 15) {
-      stime = std::stoul(field);
-      break;
-    }
+    if (i == number) return std::stoul(field);
   }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return 0;
+}
+
+// utime + stime (fields 14 and 15) of a process in seconds.
+double ProcessCpuSeconds(pid_t pid) {
+  return static_cast<double>(ProcStatField(pid, 14) + ProcStatField(pid, 15)) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // Context switches of every thread of a process (voluntary + involuntary), from
@@ -305,19 +306,8 @@ double ProcessContextSwitches(pid_t pid) {
   return total;
 }
 
-// Minor page faults of a process (field 10 of /proc/<pid>/stat).
-double ProcessMinorFaults(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  for (int i = 3; fields >> field; ++i) {
-    if (i == 10) return std::stod(field);
-  }
-  return 0;
-}
+// Minor page faults of a process (field 10).
+double ProcessMinorFaults(pid_t pid) { return static_cast<double>(ProcStatField(pid, 10)); }
 
 double SelfCpuSeconds() {
   rusage usage{};
@@ -740,6 +730,8 @@ int Run(const Options& options) {
       {"reconcilesByResult", result_by},
       {"reconcilesPerJob", reconciles / options.jobs},
       {"reconcilesPerSecond", active > 0 ? reconciles / active : NAN},
+      // The same span per job: comparable across operators that need fewer reconciles a job.
+      {"jobsPerSecond", active > 0 ? options.jobs / active : NAN},
       {"meanReconcileMs", mean_reconcile_ms},
       {"apiErrors", last.api_errors - before->api_errors},
       {"operatorRequests", operator_requests},
@@ -761,7 +753,8 @@ int Run(const Options& options) {
   fmt::print(
       "jobs {} x {} pods, rate {}, {} op workers{}: create→all pods p50 {:.1f} ms, p99 {:.1f} ms, "
       "max {:.1f} ms; create→first status p50 {:.1f} ms, p99 {:.1f} ms; wall {:.2f} s (creates "
-      "took {:.2f} s); {:.0f} reconciles ({:.2f}/job) = {:.0f}/s over {:.2f} s, mean {:.2f} ms; "
+      "took {:.2f} s); {:.0f} reconciles ({:.2f}/job) = {:.0f}/s ({:.0f} jobs/s) over {:.2f} s, "
+      "mean {:.2f} ms; "
       "{} RSS idle {:.1f} MB, peak {:.1f} MB; CPU operator {:.2f} s, double+clients {:.2f} "
       "s ({:.1f} ms/job, {:.0f} context switches/job, {:.0f} page faults/job); {:.1f} API "
       "requests/job; missing {}, create errors {}; load average {}\n",
@@ -769,7 +762,8 @@ int Run(const Options& options) {
       options.operator_workers, options.in_process ? " (in-process)" : "", Percentile(to_pods, 50),
       Percentile(to_pods, 99), Percentile(to_pods, 100), Percentile(to_status, 50),
       Percentile(to_status, 99), wall, Seconds(created_all - t0), reconciles,
-      reconciles / options.jobs, active > 0 ? reconciles / active : NAN, active, mean_reconcile_ms,
+      reconciles / options.jobs, active > 0 ? reconciles / active : NAN,
+      active > 0 ? options.jobs / active : NAN, active, mean_reconcile_ms,
       options.in_process ? "whole-process" : "operator", idle_rss, std::max(hwm, peak_rss),
       operator_cpu, self_cpu, 1000 * operator_cpu / options.jobs, switches / options.jobs,
       faults / options.jobs, operator_requests / options.jobs, missing, create_errors.load(),

@@ -47,15 +47,16 @@ for path in sys.argv[1:]:
         pass
 print()
 print("| creation | jobs × pods | creates/s | first status p50 / p99 [ms] | all pods p50 / p99 / max [ms] "
-      "| wall [s] | reconciles (per job) | reconciles/s | mean reconcile [ms] | API req/job "
+      "| wall [s] | reconciles (per job) | reconciles/s | jobs/s | mean reconcile [ms] | API req/job "
       "| operator RSS idle / peak [MB] | CPU operator / double+client [s] |")
-print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for r in rows:
     s, p = r["toFirstStatusMs"], r["toAllPodsMs"]
     print(f"| {r['label']} | {r['jobs']} × {r['podsPerJob']} | {f(r['createRatePerSecond'], 0)} "
           f"| {f(s['p50'])} / {f(s['p99'])} | {f(p['p50'])} / {f(p['p99'])} / {f(p['max'])} "
           f"| {f(r['wallSeconds'], 2)} | {r['reconciles']:.0f} ({f(r['reconcilesPerJob'], 2)}) "
-          f"| {f(r['reconcilesPerSecond'], 0)} | {f(r['meanReconcileMs'], 2)} "
+          f"| {f(r['reconcilesPerSecond'], 0)} | {f(r.get('jobsPerSecond'), 0)} "
+          f"| {f(r['meanReconcileMs'], 2)} "
           f"| {f(r['operatorRequestsPerJob'], 1)} "
           f"| {f(r['operatorIdleRssMb'])} / {f(r['operatorPeakRssMb'])} "
           f"| {f(r['operatorCpuSeconds'], 2)} / {f(r['benchProcessCpuSeconds'], 2)} |")

@@ -10,6 +10,7 @@
 #include "operator/reconcile/job_status.h"
 #include "operator/reconcile/model_source.h"
 #include "operator/reconcile/names.h"
+#include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/reconciler.h"
 #include "runtime/common/error.h"
@@ -81,7 +82,11 @@ struct JobController::Scope {
 
 JobController::JobController(kube::Client& client, const OperatorOptions& options,
                              controller::OperatorMetrics& metrics)
-    : client_(client), options_(options), metrics_(metrics), executor_(client) {
+    : client_(client),
+      options_(options),
+      metrics_(metrics),
+      executor_(client),
+      own_writes_([this](const std::string& key) { controller_->queue().Add(key); }) {
   controller::ControllerOptions controller_options;
   controller_options.name = "autodistjob";
   controller_options.workers = options_.workers;
@@ -97,21 +102,47 @@ JobController::JobController(kube::Client& client, const OperatorOptions& option
     jobs.ns = ns;
     InformerOptions children = jobs;
     children.label_selector = kManagedSelector;
+    // The children's caches keep only what Reconcile reads (observed_fields.h): full pods made
+    // the caches most of the operator's memory (docs/performance.md, "Operator at scale").
+    // Children are only ever created and deleted, never updated from the cache. Jobs are cached
+    // whole: their status is written back from the cached object.
+    InformerOptions pods = children;
+    pods.transform = reconcile::SlimPod;
+    InformerOptions config_maps = children;
+    config_maps.transform = reconcile::SlimConfigMap;
+    InformerOptions services = children;
+    services.transform = reconcile::SlimToMetadata;
     scope->jobs = std::make_unique<Informer>(client_, kube::resources::kAutoDistJobs, jobs);
-    scope->pods = std::make_unique<Informer>(client_, kube::resources::kPods, children);
+    scope->pods = std::make_unique<Informer>(client_, kube::resources::kPods, pods);
     scope->config_maps =
-        std::make_unique<Informer>(client_, kube::resources::kConfigMaps, children);
-    scope->services = std::make_unique<Informer>(client_, kube::resources::kServices, children);
-    scope->jobs->AddHandler(controller_->EnqueueObject());
+        std::make_unique<Informer>(client_, kube::resources::kConfigMaps, config_maps);
+    scope->services = std::make_unique<Informer>(client_, kube::resources::kServices, services);
+    scope->jobs->AddHandler(EnqueueJob());
     for (Informer* informer :
          {scope->pods.get(), scope->config_maps.get(), scope->services.get()}) {
-      informer->AddHandler(controller_->EnqueueOwner(reconcile::kJobKind));
+      informer->AddHandler(
+          controller_->EnqueueOwner(reconcile::kJobKind, options_.child_event_batch));
     }
     scopes_.push_back(std::move(scope));
   }
 }
 
 JobController::~JobController() { Stop(); }
+
+controller::EventHandler JobController::EnqueueJob() {
+  controller::EventHandler enqueue = controller_->EnqueueObject();
+  return {enqueue.on_add,
+          [this, on_update = enqueue.on_update](const nlohmann::json& old_object,
+                                                const nlohmann::json& object) {
+            if (own_writes_.ShouldEnqueue(controller::ObjectKey(object), object)) {
+              on_update(old_object, object);
+            }
+          },
+          [this, on_delete = enqueue.on_delete](const nlohmann::json& object) {
+            own_writes_.Forget(controller::ObjectKey(object));
+            on_delete(object);
+          }};
+}
 
 void JobController::Start() {
   if (started_.exchange(true)) return;
@@ -187,8 +218,12 @@ void JobController::UpdateStateGauge() {
 controller::Result JobController::Reconcile(const std::string& key) {
   const auto [ns, name] = controller::SplitKey(key);
   const Scope& scope = ScopeOf(ns);
-  const ObjectPtr job = scope.jobs->cache().Get(key);
+  const OwnStatusWrites::CachedJob cached = own_writes_.Read(key, scope.jobs->cache());
+  const ObjectPtr& job = cached.job;
   if (!job) return {};  // deleted: the garbage collector removes its children
+  // The cache has not yet seen this operator's last status write: a plan from the older status
+  // would be stale (and its status write a 409). The write's event queues the job again.
+  if (cached.behind_own_write) return {};
   const std::string reconcile_id = std::to_string(++reconcile_ids_);
   const nlohmann::json log_fields = {{"job", key}, {"reconcileID", reconcile_id}};
 
@@ -232,8 +267,13 @@ controller::Result JobController::Reconcile(const std::string& key) {
 
   ApiModelSource models(client_);
   const reconcile::Plan plan = reconcile::Reconcile(observed, options_.reconciler, models);
-  const ExecuteOutcome outcome = executor_.Execute(*job, plan);
-  if (outcome == ExecuteOutcome::kConflict) {
+  std::optional<OwnStatusWrites::Write> status_write;
+  if (plan.status.has_value()) {
+    status_write.emplace(own_writes_, key, job->at("metadata").value("resourceVersion", ""));
+  }
+  const ExecuteResult executed = executor_.Execute(*job, plan);
+  if (status_write.has_value()) status_write->Done(executed.status_resource_version);
+  if (executed.outcome == ExecuteOutcome::kConflict) {
     Log(spdlog::level::debug, "status conflict; reconciling again", log_fields);
     return {.requeue = true};
   }

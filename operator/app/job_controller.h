@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "operator/app/operator_options.h"
+#include "operator/app/own_status_writes.h"
 #include "operator/app/plan_executor.h"
 #include "operator/app/progress_reader.h"
 #include "operator/controller/controller.h"
@@ -44,11 +45,15 @@ class JobController {
 
   Scope& ScopeOf(const std::string& ns) const;
   void UpdateStateGauge();
+  // The job informer's handler: every change queues the job, except the operator's own status
+  // writes (own_status_writes.h).
+  controller::EventHandler EnqueueJob();
 
   kube::Client& client_;
   OperatorOptions options_;
   controller::OperatorMetrics& metrics_;
   PlanExecutor executor_;
+  OwnStatusWrites own_writes_;
   ProgressReader progress_;
   std::vector<std::unique_ptr<Scope>> scopes_;
   std::unique_ptr<controller::Controller> controller_;

@@ -33,17 +33,23 @@ kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::s
   return resource;
 }
 
-ExecuteOutcome PlanExecutor::Execute(const nlohmann::json& job, const reconcile::Plan& plan) {
+ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::Plan& plan) {
   const std::string ns = job.at("metadata").value("namespace", "default");
   const std::string name = job.at("metadata").at("name").get<std::string>();
+  ExecuteResult result;
   if (plan.status.has_value()) {
     nlohmann::json updated = job;
     updated["status"] = *plan.status;
     try {
-      client_.UpdateStatus(kube::resources::kAutoDistJobs, updated);
+      const nlohmann::json written = client_.UpdateStatus(kube::resources::kAutoDistJobs, updated);
+      result.status_resource_version =
+          written.value("/metadata/resourceVersion"_json_pointer, std::string());
     } catch (const std::exception& e) {
-      if (kube::IsConflict(e)) return ExecuteOutcome::kConflict;
-      if (kube::IsNotFound(e)) return ExecuteOutcome::kDone;  // deleted meanwhile
+      if (kube::IsConflict(e)) {
+        result.outcome = ExecuteOutcome::kConflict;
+        return result;
+      }
+      if (kube::IsNotFound(e)) return result;  // deleted meanwhile
       throw;
     }
   }
@@ -78,7 +84,7 @@ ExecuteOutcome PlanExecutor::Execute(const nlohmann::json& job, const reconcile:
     }
   }
   for (const reconcile::Event& event : plan.events) CreateEvent(job, event);
-  return ExecuteOutcome::kDone;
+  return result;
 }
 
 void PlanExecutor::CreateEvent(const nlohmann::json& job, const reconcile::Event& event) {

@@ -19,13 +19,19 @@ enum class ExecuteOutcome {
   kConflict,
 };
 
+struct ExecuteResult {
+  ExecuteOutcome outcome = ExecuteOutcome::kDone;
+  // The job's resourceVersion after the plan's status write; empty when there was none.
+  std::string status_resource_version;
+};
+
 class PlanExecutor {
  public:
   explicit PlanExecutor(kube::Client& client) : client_(client) {}
 
   // `job` is the object the plan was made from (with its resourceVersion). Throws what the API
   // throws beyond the tolerated cases, so the controller retries with back-off.
-  ExecuteOutcome Execute(const nlohmann::json& job, const reconcile::Plan& plan);
+  ExecuteResult Execute(const nlohmann::json& job, const reconcile::Plan& plan);
 
  private:
   void CreateEvent(const nlohmann::json& job, const reconcile::Event& event);

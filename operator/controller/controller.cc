@@ -23,15 +23,19 @@ EventHandler Controller::EnqueueObject() {
       enqueue};
 }
 
-EventHandler Controller::EnqueueOwner(const std::string& owner_kind) {
-  const auto enqueue = [this, owner_kind](const nlohmann::json& object) {
+EventHandler Controller::EnqueueOwner(const std::string& owner_kind,
+                                      std::chrono::milliseconds batch) {
+  const auto enqueue = [this, owner_kind, batch](const nlohmann::json& object) {
     const auto refs = object.value("/metadata/ownerReferences"_json_pointer, nlohmann::json());
     if (!refs.is_array()) return;
     for (const auto& ref : refs) {
       if (ref.value("controller", false) && ref.value("kind", "") == owner_kind) {
         // Owners live in their dependents' namespace (cross-namespace owners are not allowed).
-        queue_.Add(ObjectKey(object.value("/metadata/namespace"_json_pointer, std::string()),
-                             ref.value("name", "")));
+        // AddAfter keeps the earlier time of a key already waiting: the burst's first event
+        // decides when the owner is reconciled.
+        queue_.AddAfter(ObjectKey(object.value("/metadata/namespace"_json_pointer, std::string()),
+                                  ref.value("name", "")),
+                        batch);
         UpdateDepth();
       }
     }

@@ -54,8 +54,13 @@ class Controller {
   // An informer handler that enqueues the object's own key on add, update and delete.
   EventHandler EnqueueObject();
   // An informer handler that enqueues the key of the object's controlling owner of `owner_kind`
-  // (its ownerReference with controller: true), e.g. a pod's AutoDistJob.
-  EventHandler EnqueueOwner(const std::string& owner_kind);
+  // (its ownerReference with controller: true), e.g. a pod's AutoDistJob. With a positive
+  // `batch`, the owner is queued that long after the first event of a burst, and the events
+  // that follow within it join the same reconcile (as Kubernetes' Job controller batches pod
+  // events): a reconcile that creates ten children then gets one reconcile for their ten ADDED
+  // events rather than two or three.
+  EventHandler EnqueueOwner(const std::string& owner_kind,
+                            std::chrono::milliseconds batch = std::chrono::milliseconds(0));
 
   void Start();
   // Shuts the queue down and joins the workers after their current reconcile.

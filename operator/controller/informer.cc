@@ -134,6 +134,7 @@ void Informer::ListAndReplace() {
     const std::string key = ObjectKey(item);
     seen.insert(key);
     const std::string rv = ResourceVersionOf(item);
+    if (options_.transform) item = options_.transform(item);
     const ObjectPtr previous = cache_.Upsert(item);
     if (previous == nullptr) {
       for (const auto& h : handlers_) {
@@ -163,7 +164,13 @@ void Informer::ListAndReplace() {
 }
 
 void Informer::Apply(const kube::WatchEvent& event) {
-  const nlohmann::json& object = event.object;
+  // A transform builds the cached object from the event's; without one the event's object is
+  // used as it is, so an informer without a transform copies nothing more than before.
+  nlohmann::json transformed;
+  if (options_.transform && event.type != kube::EventType::kBookmark) {
+    transformed = options_.transform(event.object);
+  }
+  const nlohmann::json& object = options_.transform ? transformed : event.object;
   switch (event.type) {
     case kube::EventType::kBookmark:
       break;
@@ -184,7 +191,7 @@ void Informer::Apply(const kube::WatchEvent& event) {
       }
       break;
   }
-  SetResourceVersion(ResourceVersionOf(object));
+  SetResourceVersion(ResourceVersionOf(event.object));
 }
 
 }  // namespace autodist::controller

@@ -4,6 +4,7 @@
 // (the version was compacted away) means relist; other failures (a 500, a 429, a refused
 // connection) are retried with exponential back-off. A relist turns into the adds, updates and
 // deletes that reconcile the cache with the new list, so no change is lost across a gap.
+// An optional transform trims each object before it is cached (client-go's SetTransform).
 #pragma once
 
 #include <atomic>
@@ -23,13 +24,23 @@
 
 namespace autodist::controller {
 
-// Called on the informer's thread, one event at a time, after the cache holds the change.
+// Called on the informer's thread, one event at a time, after the cache holds the change. The
+// objects are as cached: after InformerOptions::transform.
 struct EventHandler {
   std::function<void(const nlohmann::json& object)> on_add;
   std::function<void(const nlohmann::json& old_object, const nlohmann::json& object)> on_update;
   // `object` is the last state known (from the DELETED event, or the cache on a relist).
   std::function<void(const nlohmann::json& object)> on_delete;
 };
+
+// Maps an object as the API server sent it to what the cache keeps. The cache holds every object
+// of the resource for the life of the process as a JSON tree several times the size of its
+// text, so dropping what no reader needs (a pod's spec, managedFields) bounds the operator's
+// memory at scale. The result must keep metadata.name, metadata.namespace and
+// metadata.resourceVersion (the cache's key and change detection) and whatever the indexes and
+// readers use (labels, ownerReferences). Cached objects are a partial view: never write one back
+// with Update (an update would erase the dropped fields); patch or fetch first.
+using ObjectTransform = std::function<nlohmann::json(const nlohmann::json& object)>;
 
 struct InformerOptions {
   std::string ns;  // "" = all namespaces
@@ -40,6 +51,9 @@ struct InformerOptions {
   // connections through load balancers die silently, and this bounds how long one can hang.
   int watch_timeout_seconds = 300;
   BackoffPolicy backoff{std::chrono::milliseconds(100), std::chrono::seconds(30), 2.0, 0.1};
+  // Applied to every listed object and every watch event's object (deleted ones too, so handlers
+  // always see the shape the cache holds); empty = cache objects as they came.
+  ObjectTransform transform;
 };
 
 class Informer {

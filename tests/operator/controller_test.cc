@@ -128,6 +128,32 @@ TEST(ControllerTest, EnqueueHandlersMapObjectsToKeys) {
   EXPECT_EQ(controller.queue().Len(), 0u);
 }
 
+TEST(ControllerTest, BatchedOwnerEventsJoinOneReconcile) {
+  std::atomic<int> reconciles{0};
+  Controller controller(Options(1), [&](const std::string&) {
+    ++reconciles;
+    return Result{};
+  });
+  const auto child = [](const std::string& name) {
+    return nlohmann::json{
+        {"metadata",
+         {{"name", name},
+          {"namespace", "team"},
+          {"ownerReferences",
+           {{{"kind", "AutoDistJob"}, {"name", "job"}, {"controller", true}, {"uid", "u1"}}}}}}};
+  };
+  const EventHandler batched = controller.EnqueueOwner("AutoDistJob", milliseconds(50));
+  // Ten children of one job come back within the window: their owner is queued once, when the
+  // window of the first has passed.
+  for (int i = 0; i < 10; ++i) batched.on_add(child("job-worker-" + std::to_string(i)));
+  EXPECT_EQ(controller.queue().Len(), 0u);
+  EXPECT_EQ(controller.queue().Delayed(), 1u);
+  controller.Start();
+  ASSERT_TRUE(Eventually([&] { return reconciles == 1; }));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(reconciles, 1);
+}
+
 TEST(ControllerTest, StopWaitsForTheRunningReconcileOnly) {
   std::atomic<bool> started{false};
   Controller controller(Options(2), [&](const std::string&) {

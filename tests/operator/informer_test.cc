@@ -1,10 +1,11 @@
 // The informer against the API-server double: initial sync, events into the cache and the
 // handlers, bookmarks, relist after 410 Gone, resuming a dropped watch, back-off on injected
-// 500/429, and a prompt stop.
+// 500/429, a prompt stop, and the transform applied before caching.
 #include "operator/controller/informer.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "operator/kube/api_error.h"
@@ -191,6 +192,123 @@ TEST_F(InformerTest, StopsPromptlyWhileWatchingOrBackingOff) {
   failing.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
   EXPECT_FALSE(failing.HasSynced());
+}
+
+// A ConfigMap with `data`.
+nlohmann::json WithData(const std::string& name, const nlohmann::json& data,
+                        const nlohmann::json& labels = nullptr) {
+  nlohmann::json object = ConfigMap(name, labels);
+  object["data"] = data;
+  return object;
+}
+
+// Keeps metadata and data["keep"], as the operator's transforms keep only what it reads.
+nlohmann::json KeepOnlyKeep(const nlohmann::json& object) {
+  nlohmann::json slim = {{"metadata", object.at("metadata")}};
+  if (object.contains("data") && object["data"].contains("keep")) {
+    slim["data"]["keep"] = object["data"]["keep"];
+  }
+  return slim;
+}
+
+// What the handlers were given: true when it still had data["drop"].
+class ShapeRecorder {
+ public:
+  EventHandler Handler() {
+    return {[this](const nlohmann::json& o) { Record(o); },
+            [this](const nlohmann::json& old_object, const nlohmann::json& o) {
+              Record(old_object);
+              Record(o);
+            },
+            [this](const nlohmann::json& o) { Record(o); }};
+  }
+  int seen() {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+  int untransformed() {
+    std::lock_guard lock(mutex_);
+    return untransformed_;
+  }
+
+ private:
+  void Record(const nlohmann::json& o) {
+    std::lock_guard lock(mutex_);
+    ++seen_;
+    if (o.contains("data") && o["data"].contains("drop")) ++untransformed_;
+  }
+  std::mutex mutex_;
+  int seen_ = 0;
+  int untransformed_ = 0;
+};
+
+TEST_F(InformerTest, TransformsListedAndWatchedObjectsBeforeCachingThem) {
+  client_->Create(r::kConfigMaps, "default",
+                  WithData("a", {{"keep", "1"}, {"drop", "big"}}, {{"app", "x"}}));
+  InformerOptions options = Fast();
+  std::atomic<int> calls{0};
+  options.transform = [&calls](const nlohmann::json& object) {
+    ++calls;
+    return KeepOnlyKeep(object);
+  };
+  Informer informer(*client_, r::kConfigMaps, options);
+  ShapeRecorder shapes;
+  informer.AddHandler(shapes.Handler());
+  informer.AddHandler(recorder_.Handler());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
+  // Listed: cached transformed, still found by its labels (the selector reads the metadata).
+  const auto a = informer.cache().Get("default", "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ((*a)["data"], (nlohmann::json{{"keep", "1"}}));
+  EXPECT_EQ(informer.cache().List("default", LabelSelector::Parse("app=x")).size(), 1u);
+
+  // Watched: added, modified and deleted objects alike.
+  auto b =
+      client_->Create(r::kConfigMaps, "default", WithData("b", {{"keep", "2"}, {"drop", "big"}}));
+  b["data"]["keep"] = "3";
+  client_->Update(r::kConfigMaps, b);
+  client_->Delete(r::kConfigMaps, "default", "a");
+  ASSERT_TRUE(Eventually([&] { return recorder_.Calls().size() == 4; }));
+  EXPECT_EQ(recorder_.Calls(),
+            (std::vector<std::string>{"add a", "add b", "update b", "delete a"}));
+  EXPECT_EQ((*informer.cache().Get("default", "b"))["data"], (nlohmann::json{{"keep", "3"}}));
+  EXPECT_EQ(shapes.seen(), 5);  // the update shows the old and the new object
+  EXPECT_EQ(shapes.untransformed(), 0);
+  EXPECT_EQ(calls.load(), 4);  // one list item and three watch events
+  // The watch position still comes from the events, whatever the transform kept.
+  EXPECT_EQ(informer.last_resource_version(),
+            client_->List(r::kConfigMaps, "default")["metadata"]["resourceVersion"]);
+}
+
+TEST_F(InformerTest, TransformsWhatARelistBrings) {
+  client_->Create(r::kConfigMaps, "default", WithData("a", {{"drop", "x"}}));
+  InformerOptions options = Fast();
+  options.transform = KeepOnlyKeep;
+  Informer informer(*client_, r::kConfigMaps, options);
+  ShapeRecorder shapes;
+  informer.AddHandler(shapes.Handler());
+  informer.AddHandler(recorder_.Handler());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(Eventually([&] { return cluster_.api().store().open_watches() == 1; }));
+
+  // As in RelistsAfterGoneAndReconcilesTheCache: the informer learns of these through a relist.
+  cluster_.InjectFailures({{{"verb", "watch"}, {"resource", "configmaps"}, {"code", 500}}});
+  cluster_.CloseWatches();
+  auto a = client_->Get(r::kConfigMaps, "default", "a");
+  a["data"]["keep"] = "changed";
+  client_->Update(r::kConfigMaps, a);
+  client_->Create(r::kConfigMaps, "default", WithData("b", {{"keep", "b"}, {"drop", "y"}}));
+  cluster_.CompactHistory();
+
+  ASSERT_TRUE(Eventually([&] { return informer.lists() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return recorder_.Calls().size() == 3; }));
+  EXPECT_TRUE(recorder_.Saw("update a"));
+  EXPECT_TRUE(recorder_.Saw("add b"));
+  EXPECT_EQ((*informer.cache().Get("default", "a"))["data"], (nlohmann::json{{"keep", "changed"}}));
+  EXPECT_EQ((*informer.cache().Get("default", "b"))["data"], (nlohmann::json{{"keep", "b"}}));
+  EXPECT_EQ(shapes.untransformed(), 0);
 }
 
 }  // namespace

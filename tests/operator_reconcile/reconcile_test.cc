@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/common/base64.h"
 #include "operator/reconcile/conditions.h"
 #include "operator/reconcile/reconciler.h"
 #include "reconcile_test_support.h"
+#include "runtime/common/base64.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 

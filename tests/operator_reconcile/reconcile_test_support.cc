@@ -1,6 +1,7 @@
 #include "reconcile_test_support.h"
 
 #include "operator/reconcile/names.h"
+#include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/time_format.h"
 
 namespace autodist::reconcile::testing {
@@ -55,9 +56,11 @@ Cluster::Cluster(nlohmann::json job, ReconcilerOptions options)
 Plan Cluster::Reconcile(TimePoint now, bool apply) {
   Observed observed;
   observed.job = job_;
-  for (const auto& [name, pod] : pods_) observed.pods.push_back(pod);
-  observed.config_map = config_map_;
-  observed.service = service_;
+  // Children as the operator's informers cache them (observed_fields.h), so every scenario here
+  // also shows that the reconciler reads nothing the caches drop.
+  for (const auto& [name, pod] : pods_) observed.pods.push_back(SlimPod(pod));
+  if (config_map_.has_value()) observed.config_map = SlimConfigMap(*config_map_);
+  if (service_.has_value()) observed.service = SlimToMetadata(*service_);
   observed.pod_group = pod_group_;
   observed.progress = progress_;
   observed.now = now;

@@ -1,0 +1,78 @@
+#include "operator/reconcile/observed_fields.h"
+
+#include <initializer_list>
+
+#include "operator/reconcile/names.h"
+
+namespace autodist::reconcile {
+namespace {
+
+// Copies `keys` of `from` that exist into `to` (both objects).
+void CopyKeys(const nlohmann::json& from, nlohmann::json& to,
+              std::initializer_list<const char*> keys) {
+  if (!from.is_object()) return;
+  for (const char* key : keys) {
+    if (const auto found = from.find(key); found != from.end()) to[key] = *found;
+  }
+}
+
+// The runtime container's status reduced to how it runs or ended; null when absent.
+nlohmann::json SlimRuntimeStatus(const nlohmann::json& statuses) {
+  if (!statuses.is_array()) return nullptr;
+  for (const nlohmann::json& container : statuses) {
+    if (!container.is_object() || container.value("name", "") != kRuntimeContainer) continue;
+    nlohmann::json slim = nlohmann::json::object();
+    CopyKeys(container, slim, {"name", "restartCount"});
+    if (const auto state = container.find("state");
+        state != container.end() && state->is_object()) {
+      // waiting / running / terminated: which one it is, and a terminated container's exit.
+      // The rest (timestamps, container id, a termination message of up to 4 KB) is not read.
+      nlohmann::json& slim_state = slim["state"] = nlohmann::json::object();
+      for (const auto& [kind, detail] : state->items()) {
+        nlohmann::json& entry = slim_state[kind] = nlohmann::json::object();
+        CopyKeys(detail, entry, {"exitCode", "reason"});
+      }
+    }
+    return slim;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+nlohmann::json SlimToMetadata(const nlohmann::json& object) {
+  nlohmann::json slim = nlohmann::json::object();
+  CopyKeys(object, slim, {"apiVersion", "kind"});
+  nlohmann::json& metadata = slim["metadata"] = nlohmann::json::object();
+  if (const auto found = object.find("metadata"); found != object.end()) {
+    CopyKeys(*found, metadata,
+             {"name", "namespace", "uid", "resourceVersion", "generation", "labels",
+              "ownerReferences", "deletionTimestamp"});
+  }
+  return slim;
+}
+
+nlohmann::json SlimPod(const nlohmann::json& pod) {
+  nlohmann::json slim = SlimToMetadata(pod);
+  const auto status = pod.find("status");
+  if (status == pod.end() || !status->is_object()) return slim;
+  nlohmann::json& slim_status = slim["status"] = nlohmann::json::object();
+  CopyKeys(*status, slim_status, {"phase", "reason"});
+  if (const auto statuses = status->find("containerStatuses"); statuses != status->end()) {
+    nlohmann::json runtime = SlimRuntimeStatus(*statuses);
+    slim_status["containerStatuses"] = nlohmann::json::array();
+    if (!runtime.is_null()) slim_status["containerStatuses"].push_back(std::move(runtime));
+  }
+  return slim;
+}
+
+nlohmann::json SlimConfigMap(const nlohmann::json& config_map) {
+  nlohmann::json slim = SlimToMetadata(config_map);
+  const auto data = config_map.find("data");
+  if (data == config_map.end() || !data->is_object()) return slim;
+  slim["data"] = nlohmann::json::object();
+  CopyKeys(*data, slim["data"], {kClusterKey});
+  return slim;
+}
+
+}  // namespace autodist::reconcile

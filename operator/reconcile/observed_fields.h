@@ -1,0 +1,25 @@
+// The parts of a job's children that the controller and the reconciler read, for the informers'
+// transforms (controller::ObjectTransform): the operator caches every pod, ConfigMap and Service
+// it made for as long as they exist, and a full pod is mostly spec the reconcile never looks at.
+// Kept here, beside the readers (observed_pods.cc, the controller's coordinator lookup), so a
+// reader that starts to need a field adds it in the same module.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace autodist::reconcile {
+
+// apiVersion, kind and the metadata the cache, the work queue and the reconciler use: name,
+// namespace, uid, resourceVersion, generation, labels, ownerReferences, deletionTimestamp.
+nlohmann::json SlimToMetadata(const nlohmann::json& object);
+
+// SlimToMetadata plus status.phase, status.reason and, of the autodist-runtime container's
+// status, its name, restartCount and state (each state's exitCode and reason): what decides a
+// member's phase and exit (observed_pods.h).
+nlohmann::json SlimPod(const nlohmann::json& pod);
+
+// SlimToMetadata plus data["cluster.json"] (where the controller finds the coordinator); the
+// reconciler only asks whether the ConfigMap exists.
+nlohmann::json SlimConfigMap(const nlohmann::json& config_map);
+
+}  // namespace autodist::reconcile

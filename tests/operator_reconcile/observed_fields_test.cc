@@ -1,0 +1,146 @@
+// The informers' transforms (observed_fields.h): what they keep of pods, ConfigMaps and Services
+// the operator made, and that a member judged from a slimmed pod is judged as from the full one.
+// (reconcile_test_support.cc slims every child it observes, so every scenario of the other tests
+// runs on slimmed objects too.)
+#include "operator/reconcile/observed_fields.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/reconcile/names.h"
+#include "operator/reconcile/observed_pods.h"
+#include "reconcile_test_support.h"
+
+namespace autodist::reconcile::testing {
+namespace {
+
+// The children of the test job, created by its first reconciles, as the API would return them
+// (plus what the API server adds: resourceVersion, managedFields).
+class ObservedFieldsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.Settle(At(0));
+    ASSERT_EQ(cluster_.pods().size(), 3u);
+    for (auto& [name, pod] : cluster_.pods()) {
+      pod["metadata"]["resourceVersion"] = "7";
+      pod["metadata"]["creationTimestamp"] = "2025-01-01T10:00:00Z";
+      pod["metadata"]["managedFields"] = nlohmann::json::array({{{"manager", "autodist"}}});
+    }
+  }
+
+  nlohmann::json& pod(const std::string& name) { return cluster_.pods().at(name); }
+
+  Cluster cluster_{JobObject()};
+};
+
+TEST_F(ObservedFieldsTest, APodKeepsItsMetadataAndHowItsRuntimeRunsOrEnded) {
+  nlohmann::json& full = pod("fmnist-worker-1");
+  full["metadata"]["deletionTimestamp"] = "2025-01-01T10:01:00Z";
+  full["status"] = {
+      {"phase", "Running"},
+      {"podIP", "10.0.0.7"},
+      {"conditions", nlohmann::json::array({{{"type", "Ready"}, {"status", "True"}}})},
+      {"containerStatuses",
+       nlohmann::json::array({{{"name", "sidecar"}, {"state", {{"running", {{"startedAt", "t"}}}}}},
+                              {{"name", kRuntimeContainer},
+                               {"restartCount", 0},
+                               {"image", "registry.test/autodist-runtime:1.0"},
+                               {"lastState", {{"terminated", {{"exitCode", 1}}}}},
+                               {"state",
+                                {{"terminated",
+                                  {{"exitCode", 137},
+                                   {"reason", "OOMKilled"},
+                                   {"message", std::string(4096, 'x')},
+                                   {"finishedAt", "t"}}}}}}})}};
+
+  const nlohmann::json slim = SlimPod(full);
+  EXPECT_EQ(slim["apiVersion"], "v1");
+  EXPECT_EQ(slim["kind"], "Pod");
+  const nlohmann::json& metadata = full["metadata"];
+  EXPECT_EQ(slim["metadata"], (nlohmann::json{{"name", "fmnist-worker-1"},
+                                              {"namespace", "ml"},
+                                              {"uid", metadata["uid"]},
+                                              {"resourceVersion", "7"},
+                                              {"labels", metadata["labels"]},
+                                              {"ownerReferences", metadata["ownerReferences"]},
+                                              {"deletionTimestamp", "2025-01-01T10:01:00Z"}}));
+  EXPECT_FALSE(slim.contains("spec"));
+  EXPECT_EQ(
+      slim["status"],
+      (nlohmann::json{
+          {"phase", "Running"},
+          {"containerStatuses",
+           nlohmann::json::array(
+               {{{"name", kRuntimeContainer},
+                 {"restartCount", 0},
+                 {"state", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}})}}));
+  // A fraction of the full object.
+  EXPECT_LT(slim.dump().size() * 4, full.dump().size());
+}
+
+TEST_F(ObservedFieldsTest, MembersAreJudgedAsFromTheFullPods) {
+  cluster_.SetPhase("fmnist-worker-0", "Running");
+  cluster_.Exit("fmnist-worker-1", 143, "Error");
+  nlohmann::json& evicted = pod("fmnist-ps-0");
+  evicted["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}, {"message", "low memory"}};
+  evicted["metadata"]["deletionTimestamp"] = "2025-01-01T10:01:00Z";
+
+  std::vector<nlohmann::json> full;
+  std::vector<nlohmann::json> slim;
+  for (const auto& [name, object] : cluster_.pods()) {
+    full.push_back(object);
+    slim.push_back(SlimPod(object));
+  }
+  const JobRef job = ReadJobRef(cluster_.job());
+  const std::vector<ObservedPod> from_full = ObservePods(full, job);
+  const std::vector<ObservedPod> from_slim = ObservePods(slim, job);
+  ASSERT_EQ(from_full.size(), 3u);
+  ASSERT_EQ(from_slim.size(), from_full.size());
+  for (size_t i = 0; i < from_full.size(); ++i) {
+    const ObservedPod& a = from_full[i];
+    const ObservedPod& b = from_slim[i];
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.uid, b.uid);
+    EXPECT_EQ(a.role, b.role);
+    EXPECT_EQ(a.index, b.index);
+    EXPECT_EQ(a.generation, b.generation);
+    EXPECT_EQ(a.phase, b.phase);
+    EXPECT_EQ(a.exit_code, b.exit_code);
+    EXPECT_EQ(a.reason, b.reason);
+    EXPECT_EQ(a.terminating, b.terminating);
+  }
+}
+
+TEST_F(ObservedFieldsTest, AConfigMapKeepsOnlyTheClusterDescription) {
+  ASSERT_TRUE(cluster_.config_map().has_value());
+  const nlohmann::json& full = *cluster_.config_map();
+  ASSERT_TRUE(full["data"].contains(kStrategyKey));
+  const nlohmann::json slim = SlimConfigMap(full);
+  EXPECT_EQ(slim["metadata"]["name"], "fmnist-autodist");
+  EXPECT_EQ(slim["metadata"]["labels"], full["metadata"]["labels"]);
+  EXPECT_EQ(slim["data"], (nlohmann::json{{kClusterKey, full["data"][kClusterKey]}}));
+}
+
+TEST_F(ObservedFieldsTest, AServiceKeepsItsMetadata) {
+  ASSERT_TRUE(cluster_.service().has_value());
+  const nlohmann::json slim = SlimToMetadata(*cluster_.service());
+  EXPECT_EQ(slim["kind"], "Service");
+  EXPECT_EQ(slim["metadata"]["name"], "fmnist");
+  EXPECT_EQ(slim["metadata"]["ownerReferences"],
+            (*cluster_.service())["metadata"]["ownerReferences"]);
+  EXPECT_FALSE(slim.contains("spec"));
+}
+
+TEST(ObservedFields, ToleratesObjectsWithoutTheFields) {
+  EXPECT_EQ(SlimToMetadata(nlohmann::json::object()),
+            (nlohmann::json{{"metadata", nlohmann::json::object()}}));
+  const nlohmann::json pending = {{"metadata", {{"name", "p"}}},
+                                  {"status", {{"containerStatuses", "not a list"}}}};
+  EXPECT_EQ(SlimPod(pending)["status"],
+            (nlohmann::json{{"containerStatuses", nlohmann::json::array()}}));
+  EXPECT_EQ(SlimConfigMap({{"metadata", {{"name", "c"}}}, {"data", {{"other", "x"}}}})["data"],
+            nlohmann::json::object());
+}
+
+}  // namespace
+}  // namespace autodist::reconcile::testing
