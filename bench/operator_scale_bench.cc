@@ -84,6 +84,7 @@ struct Options {
   std::string json_path;
   std::string log_path;  // the operator's output; default: a temp file, removed
   std::string label;     // a name for this run in the JSON
+  bool restart = false;  // then restart the operator and time its adoption of every job
 };
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -522,21 +523,25 @@ int Run(const Options& options) {
       options.log_path.empty()
           ? (fs::temp_directory_path() / fmt::format("operator-scale-{}.log", getpid())).string()
           : options.log_path;
-  std::unique_ptr<OperatorUnderTest> op;
-  if (options.in_process) {
-    op = std::make_unique<InProcessOperator>(options, server.kubeconfig_path());
-  } else {
-    op = std::make_unique<ChildOperator>(options, server.kubeconfig_path(), log_path);
-  }
-  const Clock::time_point ready_deadline = Clock::now() + std::chrono::seconds(60);
-  while (HttpCall(op->metrics_port(), "GET", "/readyz").first != 200) {
-    if (!op->Alive() || Clock::now() > ready_deadline) {
-      std::ifstream log(log_path);
-      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      throw std::runtime_error("the operator did not become ready:\n" + text);
+  const auto start_operator = [&]() -> std::unique_ptr<OperatorUnderTest> {
+    std::unique_ptr<OperatorUnderTest> started;
+    if (options.in_process) {
+      started = std::make_unique<InProcessOperator>(options, server.kubeconfig_path());
+    } else {
+      started = std::make_unique<ChildOperator>(options, server.kubeconfig_path(), log_path);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+    const Clock::time_point ready_deadline = Clock::now() + std::chrono::seconds(60);
+    while (HttpCall(started->metrics_port(), "GET", "/readyz").first != 200) {
+      if (!started->Alive() || Clock::now() > ready_deadline) {
+        std::ifstream log(log_path);
+        std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        throw std::runtime_error("the operator did not become ready:\n" + text);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return started;
+  };
+  std::unique_ptr<OperatorUnderTest> op = start_operator();
   const auto [idle_hwm, idle_rss] = ProcessMemoryMb(op->pid());
   const std::optional<MetricsSample> before = Scrape(op->metrics_port());
   if (!before) throw std::runtime_error("cannot read the operator's /metrics");
@@ -651,6 +656,36 @@ int Run(const Options& options) {
     cached_total += bytes;
   }
   op->Stop();
+
+  // A restarted operator adopts every job at once: its informers list them all, so its queue
+  // starts full, and each job's reconcile finds its children in place (nothing to create). The
+  // time to reconcile them all is the reconcile loop's throughput apart from creating pods.
+  json adoption = nullptr;
+  if (options.restart && alive) {
+    op.reset();
+    const Clock::time_point restarted = Clock::now();
+    op = start_operator();
+    const Clock::time_point ready = Clock::now();
+    const Clock::time_point adopt_deadline = ready + std::chrono::seconds(120);
+    std::optional<MetricsSample> sample;
+    while (op->Alive() && Clock::now() < adopt_deadline) {
+      sample = Scrape(op->metrics_port());
+      if (sample && sample->reconciles >= options.jobs && sample->queue_depth == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double drain = Seconds(Clock::now() - ready);
+    const double adopted = sample ? sample->reconciles : 0;
+    adoption = {{"readySeconds", Seconds(ready - restarted)},
+                {"reconciles", adopted},
+                {"seconds", drain},
+                {"reconcilesPerSecond", drain > 0 ? adopted / drain : NAN},
+                {"apiErrors", sample ? sample->api_errors : NAN}};
+    fmt::print(
+        "restart: ready after {:.2f} s (lists and syncs), then {:.0f} reconciles in {:.2f} s "
+        "= {:.0f}/s\n",
+        Seconds(ready - restarted), adopted, drain, drain > 0 ? adopted / drain : NAN);
+    op->Stop();
+  }
   stop_consumers = true;
   pod_consumer.join();
   job_consumer.join();
@@ -749,6 +784,7 @@ int Run(const Options& options) {
       {"cachedJsonBytesPerJobByKind", cached_bytes},
       {"podJsonBytesPerJobWithoutSpec", pod_bytes_without_spec / options.jobs},
       {"loadAverageAfter", load_after},
+      {"restart", adoption},
   };
   fmt::print(
       "jobs {} x {} pods, rate {}, {} op workers{}: create→all pods p50 {:.1f} ms, p99 {:.1f} ms, "
@@ -805,6 +841,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", options.json_path, "write the figures there as JSON");
   app.add_option("--operator-log", options.log_path, "keep the operator's output there");
   app.add_option("--label", options.label, "a name for this run in the JSON");
+  app.add_flag("--restart", options.restart,
+               "then restart the operator and time how fast it reconciles every existing job");
   CLI11_PARSE(app, argc, argv);
   if (options.operator_binary.empty()) {
     options.operator_binary =
