@@ -50,7 +50,9 @@ void OwnStatusWrites::End(const std::string& key, const std::string& after) {
     // Held events other than the write itself are someone else's changes.
     enqueue = std::any_of(state.held.begin(), state.held.end(),
                           [&](const std::string& rv) { return after.empty() || rv != after; });
-    if (after.empty() || seen || state.before.empty()) {
+    // A write that changed nothing keeps the version and, on a real API server, makes no event:
+    // nothing to wait for (a reconcile must not wait behind it).
+    if (after.empty() || seen || state.before.empty() || after == state.before) {
       writes_.erase(write);
     } else {
       state.after = after;

@@ -36,6 +36,14 @@ TEST_F(OwnStatusWritesTest, SkipsTheEventOfTheOperatorsOwnWriteOnly) {
   EXPECT_TRUE(queued_.empty());
 }
 
+TEST_F(OwnStatusWritesTest, AWriteThatChangedNothingLeavesNothingToWaitFor) {
+  // The API server stores an identical object without a new version and sends no event.
+  cache_.Upsert(Job("10"));
+  OwnStatusWrites::Write(writes_, "ml/job", "10").Done("10");
+  EXPECT_EQ(writes_.pending(), 0u);
+  EXPECT_FALSE(writes_.Read("ml/job", cache_).behind_own_write);
+}
+
 TEST_F(OwnStatusWritesTest, EventsWhileTheWriteIsInFlightAreHeldThenSorted) {
   {
     // The write's own event comes before its response: held, then recognised and dropped.
