@@ -133,6 +133,27 @@ void RecountFinished(JobStatus& status, const std::vector<ObservedPod>& pods) {
   }
 }
 
+// The chief exits 0 only after the last step, which the last progress read (polled while it
+// ran) may predate, or which no read saw at all: a short job can finish between two reads, the
+// only one made during the rendezvous, before the coordinator knew the total. A succeeded job
+// has done all of its steps: the coordinator's total, else the spec's training.steps (unknown
+// for a job that counts epochs).
+void CompleteProgress(JobStatus& status, const nlohmann::json& job, const std::string& now) {
+  if (!status.progress.is_object()) return;
+  int64_t total = 0;
+  const nlohmann::json reported = status.progress.value("totalSteps", nlohmann::json());
+  if (reported.is_number_integer()) {
+    total = reported.get<int64_t>();
+  } else {
+    const nlohmann::json::json_pointer path("/spec/training/steps");
+    if (job.contains(path) && job.at(path).is_number_integer()) total = job.at(path).get<int64_t>();
+  }
+  if (total <= 0 || status.progress.value("step", int64_t{0}) >= total) return;
+  status.progress["step"] = total;
+  status.progress["totalSteps"] = total;
+  status.progress["lastUpdateTime"] = now;
+}
+
 void MarkRunningOrPending(Context& context, const JobMembers& members,
                           const std::vector<ObservedPod>& current) {
   const size_t started =
@@ -254,16 +275,7 @@ Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, Model
       status.resumed_from_step = observed.progress->resumed_from_step;
     }
   }
-  // The chief exits 0 only after the last step, which the last progress read (polled while it
-  // ran) may predate: a succeeded job has done all of its steps.
-  if (status.IsTrue(kSucceeded) && status.progress.is_object()) {
-    const nlohmann::json total = status.progress.value("totalSteps", nlohmann::json());
-    if (total.is_number_integer() &&
-        status.progress.value("step", int64_t{0}) < total.get<int64_t>()) {
-      status.progress["step"] = total;
-      status.progress["lastUpdateTime"] = record.now();
-    }
-  }
+  if (status.IsTrue(kSucceeded)) CompleteProgress(status, observed.job, record.now());
   status.observed_generation = ref.generation;
   status.state = DeriveState(status);
   nlohmann::json after = status.ToJson();

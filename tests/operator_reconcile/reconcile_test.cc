@@ -124,6 +124,22 @@ TEST(ReconcileTest, MembersFinishingAfterTheChiefAreStillCounted) {
   EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["succeeded"], 2);
 }
 
+TEST(ReconcileTest, AShortJobSeenOnlyDuringItsRendezvousStillShowsEveryStep) {
+  Cluster cluster(JobObject());  // training.steps 20
+  cluster.Reconcile(At(0));
+  cluster.SetAllPhases("Running");
+  // The only progress read came before the coordinator knew the total.
+  cluster.progress() =
+      Progress{0, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  cluster.Reconcile(At(1));
+  cluster.progress().reset();
+  cluster.Exit("fmnist-worker-0", 0);
+  cluster.Reconcile(At(2));
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.status()["progress"]["step"], 20);
+  EXPECT_EQ(cluster.status()["progress"]["totalSteps"], 20);
+}
+
 TEST(ReconcileTest, TheSameObservedStateGivesTheSamePlan) {
   Cluster cluster(JobObject());
   const Plan first = cluster.Reconcile(At(0), false);
