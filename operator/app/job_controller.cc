@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "operator/app/log.h"
+#include "operator/controller/label_selector.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/reconcile/conditions.h"
@@ -234,11 +235,11 @@ controller::Result JobController::Reconcile(const std::string& key) {
   // (docs/performance.md, "Operator at scale"). The reconciler only ever considers pods the job
   // controls, and the contract is "labelled with the job's name", so both are required here.
   const std::string uid = job->at("metadata").value("uid", "");
+  const auto selector = controller::LabelSelector::FromLabels({{reconcile::kJobNameLabel, name}});
   for (const ObjectPtr& pod : scope.pods->cache().ListByOwner(uid)) {
     const nlohmann::json& metadata = pod->at("metadata");
-    const auto labels = metadata.find("labels");
-    if (metadata.value("namespace", "") == ns && labels != metadata.end() && labels->is_object() &&
-        labels->value(reconcile::kJobNameLabel, "") == name) {
+    if (metadata.value("namespace", "") == ns &&
+        selector.Matches(metadata.value("labels", nlohmann::json()))) {
       observed.pods.push_back(*pod);
     }
   }

@@ -3,17 +3,6 @@
 #include <algorithm>
 
 namespace autodist::app {
-namespace {
-
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto rv = metadata->find("resourceVersion");
-  return rv != metadata->end() && rv->is_string() ? rv->get<std::string>() : "";
-}
-
-}  // namespace
-
 OwnStatusWrites::OwnStatusWrites(std::function<void(const std::string& key)> enqueue)
     : enqueue_(std::move(enqueue)) {}
 
@@ -69,7 +58,7 @@ OwnStatusWrites::CachedJob OwnStatusWrites::Read(const std::string& key,
   CachedJob cached{cache.Get(key)};
   const auto write = writes_.find(key);
   if (cached.job != nullptr && write != writes_.end() && !write->second.in_flight &&
-      ResourceVersionOf(*cached.job) == write->second.before) {
+      controller::ResourceVersionOf(*cached.job) == write->second.before) {
     write->second.awaited = true;
     cached.behind_own_write = true;
   }
@@ -81,7 +70,7 @@ bool OwnStatusWrites::ShouldEnqueue(const std::string& key, const nlohmann::json
   const auto write = writes_.find(key);
   if (write == writes_.end()) return true;
   State& state = write->second;
-  const std::string rv = ResourceVersionOf(object);
+  const std::string rv = controller::ResourceVersionOf(object);
   if (state.in_flight) {
     state.held.push_back(rv);
     return false;

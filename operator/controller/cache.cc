@@ -33,6 +33,11 @@ std::string ObjectKey(const nlohmann::json& object) {
   return ObjectKey(meta.value("namespace", ""), meta.value("name", ""));
 }
 
+std::string ResourceVersionOf(const nlohmann::json& object) {
+  const auto ptr = "/metadata/resourceVersion"_json_pointer;
+  return object.contains(ptr) && object[ptr].is_string() ? object[ptr].get<std::string>() : "";
+}
+
 std::pair<std::string, std::string> SplitKey(const std::string& key) {
   const auto slash = key.find('/');
   if (slash == std::string::npos) return {"", key};

@@ -21,6 +21,8 @@ using ObjectPtr = std::shared_ptr<const nlohmann::json>;
 // "namespace/name", or "name" when the object has no namespace: the work queue's keys too.
 std::string ObjectKey(const nlohmann::json& object);
 std::string ObjectKey(const std::string& ns, const std::string& name);
+// metadata.resourceVersion, or "" when the object has none.
+std::string ResourceVersionOf(const nlohmann::json& object);
 // Splits a key back into namespace ("" for cluster-scoped) and name.
 std::pair<std::string, std::string> SplitKey(const std::string& key);
 

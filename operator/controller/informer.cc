@@ -13,11 +13,6 @@ namespace {
 // keeps closing watches at once is not hammered in a tight loop.
 constexpr auto kShortWatch = std::chrono::seconds(1);
 
-std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto ptr = "/metadata/resourceVersion"_json_pointer;
-  return object.contains(ptr) && object[ptr].is_string() ? object[ptr].get<std::string>() : "";
-}
-
 }  // namespace
 
 Informer::Informer(kube::Client& client, kube::Resource resource, InformerOptions options)
