@@ -42,7 +42,7 @@ std::string PortOf(const std::string& endpoint, const std::string& what) {
 
 std::string HostOf(const std::string& endpoint, const std::string& what) {
   PortOf(endpoint, what);
-  return endpoint.substr(0, endpoint.rfind(':'));
+  return comm::HostOfEndpoint(endpoint);
 }
 
 comm::MemberInfo FindSelf(const std::vector<comm::MemberInfo>& members, const std::string& node,
@@ -175,6 +175,8 @@ void RunMember(const MemberOptions& options) {
                          PortOf(options.coordinator, "--coordinator"));
   }
   comm::RpcServer server(listen, services);
+  // Beside the gRPC port, on the same host; the DataChannel RPC tells clients its port.
+  if (options.ps_data_channel) parameter_server.ServeDataChannel(HostOf(listen, "--listen"));
   comm::MemberInfo me = self;
   me.endpoint = options.advertise_host.empty()
                     ? server.endpoint()

@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
   app.add_option("--result-file", member.result_file,
                  "With --job: write this member's result (JSON) here")
       ->needs(job_flag);
+  bool no_ps_data_channel = false;
+  app.add_flag("--no-ps-data-channel", no_ps_data_channel,
+               "With --job: parameter-server Steps over gRPC only, without the data channel")
+      ->needs(job_flag);
   app.add_option("--heartbeat-interval-ms", heartbeat_interval_ms, "With --job: heartbeat period")
       ->check(CLI::PositiveNumber)
       ->needs(job_flag);
@@ -137,6 +141,7 @@ int main(int argc, char** argv) {
       AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,
                "--job needs --node and --coordinator");
       member.threads = threads;
+      member.ps_data_channel = !no_ps_data_channel;
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
       member.rendezvous_timeout = std::chrono::seconds(rendezvous_timeout_s);

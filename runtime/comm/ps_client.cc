@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <iostream>
 #include <limits>
 #include <utility>
 
@@ -108,10 +109,40 @@ void PsClient::Init(const PsInitRequest& request) {
   if (!status.ok()) ThrowRpcError(status, what);
 }
 
+PsDataChannelClient* PsClient::Channel() {
+  const std::lock_guard lock(channel_mutex_);
+  if (channel_known_) return channel_.get();
+  grpc::ClientContext context;
+  // Short: a server that cannot answer now is asked again on the next Step.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  autodist::proto::DataChannelReply reply;
+  const grpc::Status status =
+      stub_->DataChannel(&context, autodist::proto::DataChannelRequest(), &reply);
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    channel_known_ = true;  // a server without the channel
+  } else if (status.ok()) {
+    channel_known_ = true;
+    if (reply.port() > 0) {
+      auto channel = std::make_unique<PsDataChannelClient>(HostOfEndpoint(endpoint_), reply.port(),
+                                                           call_deadline_);
+      try {
+        channel->Connect();
+        channel_ = std::move(channel);
+      } catch (const Error& error) {
+        // A network that lets only the gRPC port through: slower, but training goes on.
+        std::cerr << fmt::format("{}: the data channel cannot be reached, Steps go over gRPC: {}\n",
+                                 What("Step"), error.what());
+      }
+    }
+  }
+  return channel_.get();
+}
+
 PsValues PsClient::Step(const PsStepRequest& request) {
   const std::string what = What("Step");
   // Everything is checked before the call starts, so that a bad gradient sends nothing.
   for (const auto& [name, gradient] : request.gradients) CheckGradientRef(what, name, gradient);
+  if (PsDataChannelClient* channel = Channel()) return channel->Step(request, encoder_, what);
   grpc::ClientContext context;
   Prepare(context);
   auto stream = stub_->Step(&context);

@@ -10,11 +10,13 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "proto/ps_service.grpc.pb.h"
+#include "runtime/comm/ps_data_channel_client.h"
 #include "runtime/comm/ps_push_encoder.h"
 #include "runtime/comm/ps_types.h"
 #include "runtime/comm/rpc.h"
@@ -37,10 +39,12 @@ class PsClient {
   void Init(const PsInitRequest& request);
 
   // Pushes the gradients of one step and waits for the reply: the versions of the tensors
-  // pushed to and, with `pull`, their values. Dense gradients are compressed as their
-  // GradientRef asks, with error feedback per (request.first_replica, tensor name). Throws
-  // InvalidArgument for a gradient that sets neither or both of dense and sparse or that cannot
-  // be compressed as asked (CheckGradientRef), and the server's error otherwise.
+  // pushed to and, with `pull`, their values. Travels on the server's data channel
+  // (ps_data_channel.h) when it has one, else as a gRPC stream; the result is the same. Dense
+  // gradients are compressed as their GradientRef asks, with error feedback per
+  // (request.first_replica, tensor name). Throws InvalidArgument for a gradient that sets neither
+  // or both of dense and sparse or that cannot be compressed as asked (CheckGradientRef), and the
+  // server's error otherwise.
   PsValues Step(const PsStepRequest& request);
 
   // Values and versions of `names` (every hosted tensor when empty), one consistent snapshot;
@@ -57,6 +61,9 @@ class PsClient {
     return encoder_.Residual(first_replica, tensor);
   }
 
+  // Whether Steps travel on the server's data channel; asks the server on first use.
+  bool UsesDataChannel() { return Channel() != nullptr; }
+
   const std::string& name() const { return name_; }
   const std::string& endpoint() const { return endpoint_; }
 
@@ -64,12 +71,19 @@ class PsClient {
   // "parameter server ps-0 (127.0.0.1:7001): Step".
   std::string What(const char* call) const;
   void Prepare(grpc::ClientContext& context) const;
+  // The server's data channel: asked for on the first Step; null when the server has none, when
+  // it cannot be reached (Steps then stay on gRPC, said once on stderr) or while the server
+  // cannot be asked yet (asked again on the next Step).
+  PsDataChannelClient* Channel();
 
   std::string name_;
   std::string endpoint_;
   std::chrono::milliseconds call_deadline_;
   std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;
   PushEncoder encoder_;
+  std::mutex channel_mutex_;  // guards the two below
+  bool channel_known_ = false;
+  std::unique_ptr<PsDataChannelClient> channel_;
 };
 
 }  // namespace autodist::comm

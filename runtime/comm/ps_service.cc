@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/comm/ps_data_channel_server.h"
+#include "runtime/comm/ps_step_call.h"
 #include "runtime/comm/rpc.h"
 #include "runtime/common/error.h"
 
@@ -19,28 +21,9 @@ using autodist::proto::StepReply;
 using autodist::proto::TensorPiece;
 using tensor::DType;
 
-// Each tensor is bounded on its first piece (max_tensor_bytes), and a Step's gradients by the
-// hosted shapes, so the assemblers need no limit of their own on the total.
+// Each tensor is bounded on its first piece (max_tensor_bytes), so the assemblers need no limit
+// of their own on the total.
 constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
-
-// Rejects a tensor announcing more than `limit` bytes, before its storage is allocated. Negative
-// dims are left to the assembler, which names them.
-void CheckTensorSize(const std::string& who, const TensorPiece& piece, int64_t limit) {
-  const auto element =
-      static_cast<int64_t>(tensor::ElementSize(static_cast<DType>(piece.data_type())));
-  int64_t bytes = std::max<int64_t>(element, 1);
-  for (const int64_t dim : piece.dims()) {
-    if (dim < 0) return;
-    if (dim != 0 && bytes > std::numeric_limits<int64_t>::max() / dim) {
-      Fail(ErrorCode::kInvalidArgument, "{}: tensor '{}' is larger than the limit of {} bytes", who,
-           piece.name(), limit);
-    }
-    bytes *= dim;
-  }
-  AD_CHECK(bytes <= limit, kInvalidArgument,
-           "{}: tensor '{}' ({} bytes) is larger than the limit of {} bytes", who, piece.name(),
-           bytes, limit);
-}
 
 // The tensor an optimizer slot "<tensor>/<slot>" belongs to ("" when malformed).
 std::string SlotOwner(const std::string& key) {
@@ -120,61 +103,21 @@ grpc::Status ParameterServerService::Step(
     grpc::ServerContext* context, grpc::ServerReaderWriter<StepReply, StepMessage>* stream) {
   return Serve([&] {
     const auto deadline = PsStore::Clock::now() + options_.wait_deadline;
-    const PsStore::Cancelled cancelled = [context] { return context->IsCancelled(); };
     StepMessage message;
     AD_CHECK(stream->Read(&message) && message.has_header(), kInvalidArgument,
              "Step: the first message must be the header");
-    const autodist::proto::StepHeader header = message.header();
-    const int replicas = header.replicas() > 0 ? header.replicas() : 1;
-    const std::string who = fmt::format("worker {} step {}", header.worker(), header.step());
-    // Workers may race the chief's Init; gradients are checked against what Init hosts.
-    store_.WaitInitialized(deadline, cancelled);
-
-    PieceAssembler assembler(who, kNoTotalLimit);
-    std::set<std::string> announced;
+    PsStepCall call(store_, message.header(), options_.max_tensor_bytes, deadline,
+                    [context] { return context->IsCancelled(); });
     while (stream->Read(&message)) {
       AD_CHECK(message.has_gradient(), kInvalidArgument,
-               "{}: only gradient pieces may follow the header", who);
-      const TensorPiece& piece = message.gradient();
-      if (piece.offset() == 0 && announced.insert(piece.name()).second) {
-        // Checked before the assembler allocates the tensor.
-        store_.CheckGradientHeader(
-            header.worker(), piece.name(), static_cast<DType>(piece.data_type()),
-            tensor::Shape(piece.dims().begin(), piece.dims().end()), piece.sparse());
-        CheckTensorSize(who, piece, options_.max_tensor_bytes);
-        AD_CHECK(piece.replicas() == 0 || piece.replicas() == replicas, kInvalidArgument,
-                 "{}: gradient '{}' sums {} replicas, the header says {}", who, piece.name(),
-                 piece.replicas(), replicas);
-      }
-      assembler.Add(piece);
+               "{}: only gradient pieces may follow the header", call.who());
+      call.AddGradient(message.gradient());
     }
-
-    PsPush push;
-    push.worker = header.worker();
-    push.first_replica = header.first_replica();
-    push.replicas = replicas;
-    push.step = header.step();
-    push.learning_rate = header.learning_rate();
-    int64_t bytes = 0;
-    for (auto& [name, received] : assembler.Finish()) {
-      bytes += received.wire_bytes;  // as sent: compressed pushes count what they saved
-      PsGradient gradient;
-      if (received.is_sparse()) {
-        gradient.sparse =
-            ops::SparseGradient{std::move(*received.indices), std::move(received.dense), {}};
-      } else {
-        gradient.dense = std::move(received.dense);
-      }
-      push.gradients.emplace(name, std::move(gradient));
-    }
-    bytes_pushed_.fetch_add(bytes);
-
-    // Replies go out tensor by tensor, each as soon as its condition holds.
+    CountPushed(call.Push());
     const ReplyWriter write = [stream](const StepReply& reply) { return stream->Write(reply); };
-    for (const auto& [name, version] : store_.Push(std::move(push))) {
-      SendValue(write, name, store_.WaitForVersion(name, version, deadline, cancelled, who),
-                header.pull(), who);
-    }
+    call.AwaitVersions([&](const std::string& name, const PsSnapshot& snapshot) {
+      SendValue(write, name, snapshot, call.pull(), call.who());
+    });
     return grpc::Status::OK;
   });
 }
@@ -228,10 +171,39 @@ void ParameterServerService::SendPieces(const ReplyWriter& write, const std::str
     *reply.mutable_value() = std::move(piece);
     AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
   });
-  bytes_pulled_.fetch_add(static_cast<int64_t>(value.nbytes()));
+  CountPulled(static_cast<int64_t>(value.nbytes()));
 }
 
-void ParameterServerService::Shutdown() { store_.Shutdown(); }
+grpc::Status ParameterServerService::DataChannel(
+    grpc::ServerContext* /*context*/, const autodist::proto::DataChannelRequest* /*request*/,
+    autodist::proto::DataChannelReply* reply) {
+  const std::lock_guard lock(data_channel_mutex_);
+  reply->set_port(data_channel_ != nullptr ? data_channel_->port() : 0);
+  return grpc::Status::OK;
+}
+
+int ParameterServerService::ServeDataChannel(const std::string& host) {
+  const std::lock_guard lock(data_channel_mutex_);
+  AD_CHECK(data_channel_ == nullptr, kFailedPrecondition,
+           "the parameter server's data channel is served already (port {})",
+           data_channel_->port());
+  data_channel_ = std::make_unique<PsDataChannelServer>(*this, host);
+  return data_channel_->port();
+}
+
+void ParameterServerService::Shutdown() {
+  store_.Shutdown();
+  const std::lock_guard lock(data_channel_mutex_);
+  if (data_channel_ != nullptr) data_channel_->Stop();
+}
+
+ParameterServerService::~ParameterServerService() {
+  // Its connection threads call into this service: stop them before any member goes.
+  Shutdown();
+}
+
+void ParameterServerService::CountPushed(int64_t bytes) { bytes_pushed_.fetch_add(bytes); }
+void ParameterServerService::CountPulled(int64_t bytes) { bytes_pulled_.fetch_add(bytes); }
 
 PsStats ParameterServerService::CurrentStats() const {
   PsStats stats = store_.Stats();

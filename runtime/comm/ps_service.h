@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "proto/ps_service.grpc.pb.h"
@@ -31,9 +33,14 @@ struct ParameterServerOptions {
   int64_t piece_bytes = kDefaultPieceBytes;
 };
 
+class PsDataChannelServer;
+
 class ParameterServerService final : public autodist::proto::ParameterServer::Service {
  public:
   explicit ParameterServerService(ParameterServerOptions options = {});
+  ~ParameterServerService() override;
+  ParameterServerService(const ParameterServerService&) = delete;
+  ParameterServerService& operator=(const ParameterServerService&) = delete;
 
   grpc::Status Init(grpc::ServerContext* context,
                     grpc::ServerReader<autodist::proto::InitMessage>* reader,
@@ -45,15 +52,30 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
                     grpc::ServerWriter<autodist::proto::StepReply>* writer) override;
   grpc::Status Stats(grpc::ServerContext* context, const autodist::proto::StatsRequest* request,
                      autodist::proto::StatsReply* reply) override;
+  grpc::Status DataChannel(grpc::ServerContext* context,
+                           const autodist::proto::DataChannelRequest* request,
+                           autodist::proto::DataChannelReply* reply) override;
 
-  // Wakes every waiting call, which then fails with UNAVAILABLE; later waits fail at once. Call
-  // before RpcServer::Shutdown so that blocked Steps do not hold the shutdown up.
+  // Starts serving Steps on a data channel (ps_data_channel_server.h) bound to `host` on a port
+  // the OS picks, which the DataChannel RPC announces to clients; returns the port. Without it
+  // every Step travels over gRPC. Throws Unavailable when the port cannot be bound.
+  int ServeDataChannel(const std::string& host);
+
+  // Wakes every waiting call, which then fails with UNAVAILABLE; later waits fail at once; stops
+  // the data channel. Call before RpcServer::Shutdown so that blocked Steps do not hold the
+  // shutdown up.
   void Shutdown();
 
   // Bytes, version, steps, updates and pushes so far.
   PsStats CurrentStats() const;
 
  private:
+  // The data channel serves Steps with this service's store, limits and traffic counters.
+  friend class PsDataChannelServer;
+
+  void CountPushed(int64_t bytes);
+  void CountPulled(int64_t bytes);
+
   using ReplyWriter = std::function<bool(const autodist::proto::StepReply&)>;
   // Sends one tensor's reply: its version, then its value in pieces when `with_values`.
   void SendValue(const ReplyWriter& write, const std::string& name, const PsSnapshot& snapshot,
@@ -66,6 +88,8 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
   PsStore store_;
   std::atomic<int64_t> bytes_pushed_{0};
   std::atomic<int64_t> bytes_pulled_{0};
+  std::mutex data_channel_mutex_;
+  std::unique_ptr<PsDataChannelServer> data_channel_;  // declared last: goes first
 };
 
 }  // namespace autodist::comm

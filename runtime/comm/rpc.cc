@@ -28,13 +28,12 @@ int ClampToInt(int64_t bytes) {
   return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
 }
 
-// "host:port" -> "host"; "[::1]:80" -> "[::1]".
-std::string HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  return colon == std::string::npos ? address : address.substr(0, colon);
-}
-
 }  // namespace
+
+std::string HostOfEndpoint(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  return colon == std::string::npos ? endpoint : endpoint.substr(0, colon);
+}
 
 RpcServer::RpcServer(const std::string& address, const std::vector<grpc::Service*>& services,
                      const RpcOptions& options) {
@@ -53,7 +52,7 @@ RpcServer::RpcServer(const std::string& address, const std::vector<grpc::Service
     Fail(ErrorCode::kUnavailable,
          "cannot listen on {}: the address is in use or not local to this machine", address);
   }
-  endpoint_ = fmt::format("{}:{}", HostOf(address), port_);
+  endpoint_ = fmt::format("{}:{}", HostOfEndpoint(address), port_);
 }
 
 RpcServer::~RpcServer() { Shutdown(0); }

@@ -45,6 +45,9 @@ class RpcServer {
   std::string endpoint_;
 };
 
+// "host:port" -> "host"; "[::1]:80" -> "[::1]"; an endpoint without a port is all host.
+std::string HostOfEndpoint(const std::string& endpoint);
+
 // An insecure channel to `endpoint` with the same message limits.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint,
                                            const RpcOptions& options = {});

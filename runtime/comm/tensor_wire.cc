@@ -80,6 +80,21 @@ int64_t CheckedBytes(const TensorPiece& piece, DType dtype, int64_t limit,
 
 }  // namespace
 
+TensorPiece TensorHeader(const std::string& name, const Tensor& value, int32_t replicas) {
+  TensorPiece header = Header(value, replicas);
+  header.set_name(name);
+  return header;
+}
+
+TensorPiece SparseHeader(const std::string& name, const ops::SparseGradient& gradient,
+                         int32_t replicas) {
+  TensorPiece header = TensorHeader(name, gradient.values, replicas);
+  header.set_sparse(true);
+  const int64_t* indices = gradient.indices.data<int64_t>();
+  header.mutable_indices()->Add(indices, indices + gradient.indices.numel());
+  return header;
+}
+
 void EmitTensor(const std::string& name, const Tensor& value, int32_t replicas, int64_t piece_bytes,
                 const PieceSink& sink) {
   EmitBytes(name, value, piece_bytes, Header(value, replicas), sink);
@@ -87,11 +102,7 @@ void EmitTensor(const std::string& name, const Tensor& value, int32_t replicas, 
 
 void EmitSparse(const std::string& name, const ops::SparseGradient& gradient, int32_t replicas,
                 int64_t piece_bytes, const PieceSink& sink) {
-  TensorPiece header = Header(gradient.values, replicas);
-  header.set_sparse(true);
-  const int64_t* indices = gradient.indices.data<int64_t>();
-  header.mutable_indices()->Add(indices, indices + gradient.indices.numel());
-  EmitBytes(name, gradient.values, piece_bytes, std::move(header), sink);
+  EmitBytes(name, gradient.values, piece_bytes, SparseHeader(name, gradient, replicas), sink);
 }
 
 void EmitHalves(const std::string& name, const tensor::Shape& shape,
@@ -129,6 +140,33 @@ PieceAssembler::PieceAssembler(std::string peer, int64_t max_total_bytes)
     : peer_(std::move(peer)), max_total_bytes_(max_total_bytes) {}
 
 void PieceAssembler::Add(const TensorPiece& piece) {
+  const auto length = static_cast<int64_t>(piece.data().size());
+  Pending& pending = Accept(piece, length);
+  if (length > 0) Store(piece.name(), piece.data().data(), static_cast<size_t>(length), pending);
+  Count(length, pending);
+}
+
+void PieceAssembler::AddFrom(const TensorPiece& piece, int64_t length, const Fill& fill) {
+  AD_CHECK(piece.data().empty(), kInternal, "{}: tensor '{}': AddFrom with data in the piece",
+           peer_, piece.name());
+  AD_CHECK(length >= 0, kInvalidArgument, "{}: tensor '{}': a piece of {} bytes", peer_,
+           piece.name(), length);
+  Pending& pending = Accept(piece, length);
+  if (length > 0) {
+    if (pending.encoding == TensorPiece::RAW) {
+      // Stored as sent: straight into the tensor, no copy in between.
+      fill(static_cast<char*>(pending.tensor.dense.raw()) + pending.received_bytes,
+           static_cast<size_t>(length));
+    } else {
+      std::string encoded(static_cast<size_t>(length), '\0');
+      fill(encoded.data(), encoded.size());
+      Store(piece.name(), encoded.data(), encoded.size(), pending);
+    }
+  }
+  Count(length, pending);
+}
+
+PieceAssembler::Pending& PieceAssembler::Accept(const TensorPiece& piece, int64_t length) {
   AD_CHECK(!piece.name().empty(), kInvalidArgument, "{}: a tensor piece has no name", peer_);
   auto it = tensors_.find(piece.name());
   if (it == tensors_.end()) {
@@ -145,11 +183,13 @@ void PieceAssembler::Add(const TensorPiece& piece) {
   AD_CHECK(piece.offset() == pending.received_bytes, kInvalidArgument,
            "{}: tensor '{}': piece at byte offset {} where {} was expected", peer_, piece.name(),
            piece.offset(), pending.received_bytes);
-  const auto length = static_cast<int64_t>(piece.data().size());
   AD_CHECK(length <= pending.expected_bytes - pending.received_bytes, kInvalidArgument,
            "{}: tensor '{}': {} bytes past its end ({} bytes announced)", peer_, piece.name(),
            pending.received_bytes + length - pending.expected_bytes, pending.expected_bytes);
-  if (length > 0) Store(piece, pending);
+  return pending;
+}
+
+void PieceAssembler::Count(int64_t length, Pending& pending) {
   pending.received_bytes += length;
   pending.tensor.wire_bytes += length;
   bytes_received_ += length;
@@ -235,15 +275,14 @@ void PieceAssembler::StartTopK(const TensorPiece& piece, Pending& pending) {
   pending.expected_bytes = count * static_cast<int64_t>(sizeof(float));
 }
 
-void PieceAssembler::Store(const TensorPiece& piece, Pending& pending) const {
-  const char* data = piece.data().data();
-  const size_t length = piece.data().size();
+void PieceAssembler::Store(const std::string& name, const char* data, size_t length,
+                           Pending& pending) const {
   auto* target = static_cast<char*>(pending.tensor.dense.raw());
   switch (pending.encoding) {
     case TensorPiece::FLOAT16: {
       AD_CHECK(length % sizeof(uint16_t) == 0, kInvalidArgument,
                "{}: FLOAT16 tensor '{}': a piece of {} bytes, not a whole number of halves", peer_,
-               piece.name(), length);
+               name, length);
       // Through a small aligned block: the piece's bytes carry no alignment guarantee, and a
       // full-size copy of them is what decoding piece by piece avoids.
       float* out = reinterpret_cast<float*>(target) + pending.received_bytes / 2;
@@ -259,7 +298,7 @@ void PieceAssembler::Store(const TensorPiece& piece, Pending& pending) const {
     case TensorPiece::TOPK: {
       AD_CHECK(length % sizeof(float) == 0, kInvalidArgument,
                "{}: TOPK tensor '{}': a piece of {} bytes, not a whole number of float32 values",
-               peer_, piece.name(), length);
+               peer_, name, length);
       float* out = reinterpret_cast<float*>(target);
       const auto first = static_cast<size_t>(pending.received_bytes / 4);
       for (size_t i = 0; i < length / 4; ++i) {

@@ -50,6 +50,14 @@ void EmitTopK(const std::string& name, const tensor::Shape& shape,
               const std::vector<int64_t>& indices, const std::vector<float>& values,
               int32_t replicas, int64_t piece_bytes, const PieceSink& sink);
 
+// The first piece of `value` (EmitTensor) or of a row-sparse gradient (EmitSparse; its data are
+// the rows) without its data, for a sender that writes the data bytes itself from the tensor's
+// own storage (the parameter server's data channel, ps_data_channel.h).
+autodist::proto::TensorPiece TensorHeader(const std::string& name, const tensor::Tensor& value,
+                                          int32_t replicas);
+autodist::proto::TensorPiece SparseHeader(const std::string& name,
+                                          const ops::SparseGradient& gradient, int32_t replicas);
+
 // A tensor rebuilt from pieces.
 struct ReceivedTensor {
   tensor::Tensor dense;  // dense tensors (decoded to float32); for sparse ones the rows
@@ -75,6 +83,14 @@ class PieceAssembler {
   // tensor has elements.
   void Add(const autodist::proto::TensorPiece& piece);
 
+  // Writes the next `length` bytes of a piece's data to `destination` (reading them off a
+  // socket, say), or throws.
+  using Fill = std::function<void(char* destination, size_t length)>;
+  // Adds a piece whose `length` data bytes are not in `piece.data()` (which must be empty) but
+  // come from `fill`, after the same checks as Add and before anything is read. Data stored as
+  // sent (RAW) goes straight into the tensor; encoded data is decoded from a scratch copy.
+  void AddFrom(const autodist::proto::TensorPiece& piece, int64_t length, const Fill& fill);
+
   // Every tensor received, by name. Throws InvalidArgument naming the first incomplete one.
   std::map<std::string, ReceivedTensor> Finish();
 
@@ -93,8 +109,12 @@ class PieceAssembler {
   Pending Start(const autodist::proto::TensorPiece& piece);
   // Checks and keeps the TOPK positions of `piece` (its first) in `pending`.
   void StartTopK(const autodist::proto::TensorPiece& piece, Pending& pending);
-  // Decodes `piece`'s data into the tensor.
-  void Store(const autodist::proto::TensorPiece& piece, Pending& pending) const;
+  // Checks a piece of `length` data bytes against its tensor (started on its first piece).
+  Pending& Accept(const autodist::proto::TensorPiece& piece, int64_t length);
+  // Decodes `length` bytes of tensor `name`'s data into the tensor.
+  void Store(const std::string& name, const char* data, size_t length, Pending& pending) const;
+  // Counts `length` bytes as received for `pending`.
+  void Count(int64_t length, Pending& pending);
 
   std::string peer_;
   int64_t max_total_bytes_;

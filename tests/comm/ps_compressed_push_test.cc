@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 using testing::Random;
 using testing::Sparse;
 
-class PsCompressedPushTest : public ::testing::Test {
+class PsCompressedPushTest : public ::testing::TestWithParam<testing::PsTransport> {
  protected:
   // A server hosting `tensors`, all zero, with SGD: a push with learning rate 1 subtracts the
   // mean gradient exactly as decoded, so the values show what arrived.
@@ -36,6 +36,7 @@ class PsCompressedPushTest : public ::testing::Test {
     service_ = std::make_unique<ParameterServerService>();
     server_ =
         std::make_unique<RpcServer>("127.0.0.1:0", std::vector<grpc::Service*>{service_.get()});
+    testing::ServeTransport(*service_, GetParam());
     client_ = std::make_unique<PsClient>("ps-0", server_->endpoint());
     PsInitRequest request;
     request.tensors = tensors;
@@ -85,7 +86,7 @@ std::vector<float> Values(const PsValues& reply, const std::string& name) {
 
 float Half(float value) { return tensor::HalfToFloat(tensor::FloatToHalf(value)); }
 
-TEST_F(PsCompressedPushTest, Float16IsExactForHalvesAndHalvesTheBytes) {
+TEST_P(PsCompressedPushTest, Float16IsExactForHalvesAndHalvesTheBytes) {
   Start({{"exact"}, {"rounded"}}, {{"exact", 6}, {"rounded", 500}});
   const Tensor exact = Floats({6}, {0.5F, -3.0F, 1.0F + 0x1p-10F, 0x1p-24F, 65504.0F, 0.0F});
   const Tensor rounded = Random({500}, 1);
@@ -111,7 +112,7 @@ TEST_F(PsCompressedPushTest, Float16IsExactForHalvesAndHalvesTheBytes) {
 //                       (r = 2^-11)
 //   c = 3:              exact, r = 0
 // Plain float16 sends 1, 1 + 2^-10 and 3 both steps: the 2^-12s never arrive.
-TEST_F(PsCompressedPushTest, Float16ErrorFeedbackCarriesTheResidualAcrossSteps) {
+TEST_P(PsCompressedPushTest, Float16ErrorFeedbackCarriesTheResidualAcrossSteps) {
   Start({{"ef"}, {"plain"}}, {{"ef", 3}, {"plain", 3}});
   const Tensor g = Floats({3}, {1.0F + 0x1p-12F, 1.0F + 3 * 0x1p-12F, 3.0F});
   const std::map<std::string, GradientRef> push = {{"ef", Ref(g, PushCompression::kFloat16EF)},
@@ -131,7 +132,7 @@ TEST_F(PsCompressedPushTest, Float16ErrorFeedbackCarriesTheResidualAcrossSteps) 
 
 // 20 elements, fraction 0.25: k = 5. One gradient, then zeros: each step sends the 5 largest of
 // what is left, so after 20 / 5 = 4 steps everything arrived and the residual is zero.
-TEST_F(PsCompressedPushTest, TopKSendsTheLargestAndTheResidualDrains) {
+TEST_P(PsCompressedPushTest, TopKSendsTheLargestAndTheResidualDrains) {
   Start({{"p"}}, {{"p", 20}});
   std::vector<float> values(20);
   for (size_t i = 0; i < 20; ++i) {
@@ -158,7 +159,7 @@ TEST_F(PsCompressedPushTest, TopKSendsTheLargestAndTheResidualDrains) {
   EXPECT_EQ(client_->Stats().bytes_pushed, 4 * 5 * 12);  // float32: 4 * 80
 }
 
-TEST_F(PsCompressedPushTest, MixedCompressedUncompressedAndSparseInOnePush) {
+TEST_P(PsCompressedPushTest, MixedCompressedUncompressedAndSparseInOnePush) {
   Start({{"raw"}, {"half"}, {"top"}, {"rows", true, 0, true}},
         {{"raw", 4}, {"half", 4}, {"top", 1000}, {"rows", 6}});
   const Tensor raw = Floats({4}, {0.1F, 0.2F, 0.3F, 0.4F});
@@ -190,7 +191,7 @@ TEST_F(PsCompressedPushTest, MixedCompressedUncompressedAndSparseInOnePush) {
   EXPECT_EQ(client_->Stats().bytes_pushed, 16 + 8 + 2 * 12 + (8 + 16));
 }
 
-TEST_F(PsCompressedPushTest, EachReplicaStreamHasItsOwnResidual) {
+TEST_P(PsCompressedPushTest, EachReplicaStreamHasItsOwnResidual) {
   Start({{"p"}}, {{"p", 1}}, 2);
   const Tensor g0 = Floats({1}, {1.0F + 0x1p-12F});
   const Tensor g1 = Floats({1}, {1.0F + 3 * 0x1p-12F});
@@ -205,7 +206,7 @@ TEST_F(PsCompressedPushTest, EachReplicaStreamHasItsOwnResidual) {
   EXPECT_EQ(*client_->PushResidual(1, "p"), std::vector<float>{-0x1p-12F});
 }
 
-TEST_F(PsCompressedPushTest, MalformedEncodingsAreRejectedAndTheServerKeepsServing) {
+TEST_P(PsCompressedPushTest, MalformedEncodingsAreRejectedAndTheServerKeepsServing) {
   Start({{"p"}}, {{"p", 6}});
   const Tensor g = Random({6}, 2);
   const Error fraction = ErrorOf([&] { Push(0, {{"p", Ref(g, PushCompression::kTopKEF, 0)}}); });
@@ -263,4 +264,7 @@ TEST_F(PsCompressedPushTest, MalformedEncodingsAreRejectedAndTheServerKeepsServi
 }
 
 }  // namespace
+INSTANTIATE_TEST_SUITE_P(Transports, PsCompressedPushTest,
+                         ::testing::ValuesIn(testing::kPsTransports), testing::PsTransportName);
+
 }  // namespace autodist::comm

@@ -28,7 +28,7 @@ using testing::Random;
 using testing::SgdStep;
 using testing::Sparse;
 
-class PsServiceTest : public ::testing::Test {
+class PsServiceTest : public ::testing::TestWithParam<testing::PsTransport> {
  protected:
   // (Re)starts the server with a fresh service.
   void Start(ParameterServerOptions options = {}) {
@@ -36,6 +36,7 @@ class PsServiceTest : public ::testing::Test {
     service_ = std::make_unique<ParameterServerService>(options);
     server_ =
         std::make_unique<RpcServer>("127.0.0.1:0", std::vector<grpc::Service*>{service_.get()});
+    testing::ServeTransport(*service_, GetParam());
   }
   void TearDown() override {
     if (service_) service_->Shutdown();
@@ -76,7 +77,7 @@ PsStepRequest StepOf(int worker, int64_t step, const std::map<std::string, const
   return request;
 }
 
-TEST_F(PsServiceTest, TwoWorkersSynchronousSgdAndStats) {
+TEST_P(PsServiceTest, TwoWorkersSynchronousSgdAndStats) {
   // y = W·x + b with SGD lr 0.01: after one synchronous step b = b0 − 0.01 · mean(g0, g1).
   Start();
   const Tensor w0 = Random({2, 3}, 1);
@@ -114,7 +115,7 @@ TEST_F(PsServiceTest, TwoWorkersSynchronousSgdAndStats) {
   EXPECT_EQ(service_->CurrentStats().bytes_pushed, stats.bytes_pushed);
 }
 
-TEST_F(PsServiceTest, PushOrderDoesNotChangeTheBits) {
+TEST_P(PsServiceTest, PushOrderDoesNotChangeTheBits) {
   const Tensor p0 = Random({1000}, 4);
   const std::vector<Tensor> grads = {Random({1000}, 5), Random({1000}, 6), Random({1000}, 7)};
   std::vector<Tensor> results;
@@ -135,7 +136,7 @@ TEST_F(PsServiceTest, PushOrderDoesNotChangeTheBits) {
   for (const Tensor& result : results) EXPECT_TRUE(BitEqual(result, results[0]));
 }
 
-TEST_F(PsServiceTest, StalenessOneLetsAFastWorkerRunOneStepAhead) {
+TEST_P(PsServiceTest, StalenessOneLetsAFastWorkerRunOneStepAhead) {
   // The reply to step t needs version t + 1 - staleness = t: every step before t applied. The
   // fast worker gets step t's reply while the slow one has not pushed step t, but step t + 1's
   // only once the slow worker has pushed step t.
@@ -173,7 +174,7 @@ TEST_F(PsServiceTest, StalenessOneLetsAFastWorkerRunOneStepAhead) {
   slow.join();
 }
 
-TEST_F(PsServiceTest, StalenessZeroWaitsForTheSlowWorkerEveryStep) {
+TEST_P(PsServiceTest, StalenessZeroWaitsForTheSlowWorkerEveryStep) {
   Start();
   Client()->Init(Request({{"p"}}, {{"p", Random({16}, 8)}}, 2, 2));
   const Tensor g = Random({16}, 9);
@@ -195,7 +196,7 @@ TEST_F(PsServiceTest, StalenessZeroWaitsForTheSlowWorkerEveryStep) {
   slow.join();
 }
 
-TEST_F(PsServiceTest, UnevenReplicasSparseAndAsyncInOnePush) {
+TEST_P(PsServiceTest, UnevenReplicasSparseAndAsyncInOnePush) {
   // Worker 0 hosts replicas 0-1, worker 1 replica 2. "emb" is sparse (rows overlap), "b" is
   // asynchronous and updated by every push on arrival.
   Start();
@@ -244,7 +245,7 @@ TEST_F(PsServiceTest, UnevenReplicasSparseAndAsyncInOnePush) {
   EXPECT_EQ(Client()->Stats().bytes_pushed, 2 * (2 * 12 + 2 * 8 + 12));
 }
 
-TEST_F(PsServiceTest, AdamStateThroughPullAndInitResumesExactly) {
+TEST_P(PsServiceTest, AdamStateThroughPullAndInitResumesExactly) {
   const Tensor p0 = Random({4, 2}, 15);
   std::vector<Tensor> grads;
   for (int s = 0; s < 4; ++s) grads.push_back(Random({4, 2}, 20 + s));
@@ -279,7 +280,7 @@ TEST_F(PsServiceTest, AdamStateThroughPullAndInitResumesExactly) {
   EXPECT_TRUE(BitEqual(train(*Client(), 2, 4).values.at("w"), straight));
 }
 
-TEST_F(PsServiceTest, SixteenMiBTensorRoundTripsInPieces) {
+TEST_P(PsServiceTest, SixteenMiBTensorRoundTripsInPieces) {
   Start();
   Tensor big(tensor::DType::kFloat32, {4, 1 << 20});  // 16 MiB
   for (int64_t i = 0; i < big.numel(); ++i) big.data<float>()[i] = static_cast<float>(i) * 0.25F;
@@ -294,7 +295,7 @@ TEST_F(PsServiceTest, SixteenMiBTensorRoundTripsInPieces) {
   EXPECT_EQ(stats.bytes_pulled, int64_t{32} << 20);
 }
 
-TEST_F(PsServiceTest, StepBeforeInitWaitsThenFailsAfterTheDeadline) {
+TEST_P(PsServiceTest, StepBeforeInitWaitsThenFailsAfterTheDeadline) {
   ParameterServerOptions options;
   options.wait_deadline = std::chrono::milliseconds(300);
   Start(options);
@@ -319,7 +320,7 @@ TEST_F(PsServiceTest, StepBeforeInitWaitsThenFailsAfterTheDeadline) {
   EXPECT_THAT(stuck.what(), HasSubstr("replica 1 of 2 has not pushed"));
 }
 
-TEST_F(PsServiceTest, ShutdownWakesAWaitingStep) {
+TEST_P(PsServiceTest, ShutdownWakesAWaitingStep) {
   Start();
   Client()->Init(Request({{"p"}}, {{"p", Random({2}, 33)}}, 2, 2));
   const Tensor g = Random({2}, 34);
@@ -335,7 +336,7 @@ TEST_F(PsServiceTest, ShutdownWakesAWaitingStep) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
-TEST_F(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
+TEST_P(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
   Start();
   const Tensor p0 = Random({4, 2}, 35);
   Client()->Init(Request({{"p", true, 0, true}}, {{"p", p0}}, 1, 1));
@@ -400,6 +401,7 @@ TEST_F(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
   small.max_tensor_bytes = 1 << 20;
   ParameterServerService limited(small);
   RpcServer limited_server("127.0.0.1:0", {&limited});
+  testing::ServeTransport(limited, GetParam());
   const Error huge = ErrorOf([&] {
     PsClient("ps-1", limited_server.endpoint())
         .Init(Request({{"p"}}, {{"p", Random({512, 513}, 38)}}, 1, 1));
@@ -415,4 +417,7 @@ TEST_F(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
 }
 
 }  // namespace
+INSTANTIATE_TEST_SUITE_P(Transports, PsServiceTest, ::testing::ValuesIn(testing::kPsTransports),
+                         testing::PsTransportName);
+
 }  // namespace autodist::comm

@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "runtime/comm/ps_service.h"
 #include "runtime/common/error.h"
 #include "runtime/ops/kernel.h"
 #include "runtime/tensor/tensor.h"
@@ -17,6 +20,22 @@ namespace autodist::comm::testing {
 
 using tensor::DType;
 using tensor::Tensor;
+
+// How Steps travel: the suites run once per transport, since each must give the same results.
+enum class PsTransport { kGrpc, kDataChannel };
+inline constexpr std::array<PsTransport, 2> kPsTransports = {PsTransport::kGrpc,
+                                                             PsTransport::kDataChannel};
+inline std::string PsTransportName(const ::testing::TestParamInfo<PsTransport>& info) {
+  return info.param == PsTransport::kGrpc ? "Grpc" : "DataChannel";
+}
+// Test names say "GetParam() = DataChannel", not the enum's bytes.
+inline void PrintTo(PsTransport transport, std::ostream* out) {
+  *out << (transport == PsTransport::kGrpc ? "Grpc" : "DataChannel");
+}
+// Makes `service` serve Steps as `transport` says (gRPC always serves them).
+inline void ServeTransport(ParameterServerService& service, PsTransport transport) {
+  if (transport == PsTransport::kDataChannel) service.ServeDataChannel("127.0.0.1");
+}
 
 // Deterministic values in [-1, 1).
 inline Tensor Random(tensor::Shape shape, uint64_t seed) {

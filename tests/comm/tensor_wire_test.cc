@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "runtime/common/error.h"
@@ -56,6 +57,60 @@ TEST(TensorWire, SplitsIntoPiecesAndReassemblesBitExact) {
   for (int64_t i = 0; i < value.numel(); ++i)
     EXPECT_EQ(got.data<float>()[i], value.data<float>()[i]);
   EXPECT_EQ(assembler.bytes_received(), 140);
+}
+
+// AddFrom: the data comes from a callback (the data channel's socket), straight into the tensor
+// for RAW data, decoded for encoded data, and checked before the callback is asked for anything.
+TEST(TensorWire, AddFromFillsRawDataInPlaceAndDecodesEncodedData) {
+  const Tensor value = Iota({3, 5});  // 60 bytes
+  const char* bytes = static_cast<const char*>(value.raw());
+  PieceAssembler assembler("peer", 1 << 20);
+  const TensorPiece header = TensorHeader("w", value, 2);
+  EXPECT_EQ(header.name(), "w");
+  EXPECT_TRUE(header.data().empty());
+  std::vector<char*> destinations;
+  int64_t offset = 0;
+  const auto fill = [&](char* destination, size_t length) {
+    destinations.push_back(destination);
+    std::memcpy(destination, bytes + offset, length);
+    offset += static_cast<int64_t>(length);
+  };
+  assembler.AddFrom(header, 40, fill);
+  TensorPiece rest;
+  rest.set_name("w");
+  rest.set_offset(40);
+  assembler.AddFrom(rest, 20, fill);
+  // The second piece went right after the first: the tensor's own storage, no scratch copy.
+  ASSERT_EQ(destinations.size(), 2U);
+  EXPECT_EQ(destinations[1], destinations[0] + 40);
+
+  // FLOAT16: decoded from the bytes the callback gave.
+  const std::vector<uint16_t> halves = {0x3C00, 0xC000};  // 1, -2
+  std::vector<TensorPiece> encoded;
+  EmitHalves("h", {2}, halves, 0, 1 << 20, [&](TensorPiece&& piece) { encoded.push_back(piece); });
+  ASSERT_EQ(encoded.size(), 1U);
+  std::string data;
+  data.swap(*encoded[0].mutable_data());
+  assembler.AddFrom(
+      encoded[0], static_cast<int64_t>(data.size()),
+      [&](char* destination, size_t length) { std::memcpy(destination, data.data(), length); });
+  auto received = assembler.Finish();
+  const Tensor& got = received.at("w").dense;
+  EXPECT_EQ(received.at("w").replicas, 2);
+  for (int64_t i = 0; i < value.numel(); ++i)
+    EXPECT_EQ(got.data<float>()[i], value.data<float>()[i]);
+  EXPECT_EQ(received.at("h").dense.data<float>()[0], 1.0F);
+  EXPECT_EQ(received.at("h").dense.data<float>()[1], -2.0F);
+
+  // Past the end: rejected before the callback runs.
+  PieceAssembler checked("peer", 1 << 20);
+  bool called = false;
+  EXPECT_THAT(ErrorOf([&] {
+                checked.AddFrom(TensorHeader("w", value, 0), 61,
+                                [&](char* /*destination*/, size_t /*length*/) { called = true; });
+              }),
+              HasSubstr("tensor 'w': 1 bytes past its end (60 bytes announced)"));
+  EXPECT_FALSE(called);
 }
 
 TEST(TensorWire, InterleavedTensorsAndEmptyTensor) {
@@ -176,9 +231,8 @@ ReceivedTensor Assemble(const std::vector<TensorPiece>& pieces) {
 
 TEST(TensorWire, Float16IsExactForHalvesAndRoundedOtherwise) {
   // Representable: 0.5 steps, small integers, a subnormal half, the largest half.
-  const Tensor exact =
-      Tensor::FromVector<float>({2, 4}, {0.5F, -3.0F, 1.0F + 0x1p-10F, 0x1p-24F, 65504.0F, 0.0F,
-                                         -0.0F, 1024.0F});
+  const Tensor exact = Tensor::FromVector<float>(
+      {2, 4}, {0.5F, -3.0F, 1.0F + 0x1p-10F, 0x1p-24F, 65504.0F, 0.0F, -0.0F, 1024.0F});
   // 25 bytes per piece: cut at 24, so no half straddles two pieces.
   const auto pieces = HalfPieces("w", exact, 25);
   ASSERT_EQ(pieces.size(), 1U);

@@ -35,7 +35,8 @@ TEST_F(OperatorEndToEnd, OperatorRestartedMidJobAdoptsItsPods) {
   const std::string name = "fmnist-op-restart";
   JobManifest manifest;
   manifest.name = name;
-  manifest.steps = 200;
+  // Long enough to outlast the operator's restart below (about a second) on a fast machine.
+  manifest.steps = 1000;
   manifest.log_interval_steps = 5;
   manifest.backoff_limit = 0;  // a lost pod would fail the job rather than hide in a restart
   const std::shared_ptr<PodEvents> events = RecordPods(name);
