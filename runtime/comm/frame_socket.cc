@@ -210,7 +210,7 @@ void FrameSocket::ReadData(char* destination, size_t length) {
 }
 
 void FrameSocket::SkipData(uint64_t length) {
-  std::array<char, 64 * 1024> sink{};
+  std::array<char, size_t{64} << 10> sink{};
   while (length > 0) {
     const size_t chunk = std::min<uint64_t>(length, sink.size());
     ReadExactly(sink.data(), chunk, false);
@@ -223,9 +223,9 @@ bool FrameSocket::PeerClosed() const {
   return poll(&waiter, 1, 0) > 0 && (waiter.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-void FrameSocket::ShutdownBoth() { shutdown(fd_, SHUT_RDWR); }
+void FrameSocket::ShutdownBoth() const { shutdown(fd_, SHUT_RDWR); }
 
-void FrameSocket::ShutdownRead() { shutdown(fd_, SHUT_RD); }
+void FrameSocket::ShutdownRead() const { shutdown(fd_, SHUT_RD); }
 
 TcpListener::TcpListener(const std::string& host) {
   addrinfo hints{};
@@ -264,7 +264,7 @@ TcpListener::TcpListener(const std::string& host) {
 
 TcpListener::~TcpListener() { close(fd_); }
 
-int TcpListener::Accept(std::string& peer) {
+int TcpListener::Accept(std::string& peer) const {
   for (;;) {
     sockaddr_storage address{};
     socklen_t size = sizeof address;
@@ -281,6 +281,6 @@ int TcpListener::Accept(std::string& peer) {
   }
 }
 
-void TcpListener::Shutdown() { shutdown(fd_, SHUT_RDWR); }
+void TcpListener::Shutdown() const { shutdown(fd_, SHUT_RDWR); }
 
 }  // namespace autodist::comm

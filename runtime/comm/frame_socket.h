@@ -64,10 +64,10 @@ class FrameSocket {
   bool PeerClosed() const;
   // Shuts both directions down: a call blocked on this socket in another thread returns (and
   // throws kUnavailable).
-  void ShutdownBoth();
+  void ShutdownBoth() const;
   // Shuts reading down: a blocked receive returns (and throws, or ReadHead finds the end); sends
   // still go out.
-  void ShutdownRead();
+  void ShutdownRead() const;
 
   const std::string& peer() const { return peer_; }
 
@@ -93,9 +93,9 @@ class TcpListener {
 
   int port() const { return port_; }
   // The next connection (TCP_NODELAY), or -1 once Shutdown was called.
-  int Accept(std::string& peer);
+  int Accept(std::string& peer) const;
   // Wakes a blocked Accept, which returns -1 from then on.
-  void Shutdown();
+  void Shutdown() const;
 
  private:
   int fd_ = -1;

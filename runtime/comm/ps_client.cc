@@ -37,8 +37,8 @@ void ReadReplies(Reader& reader, PieceAssembler& assembler, PsValues& out) {
 // Finishes a call whose replies were read (or failed to be read): the server's status wins over
 // a local failure, since it says why the stream ended.
 template <typename Stream>
-void FinishCall(Stream& stream, grpc::ClientContext& context, std::exception_ptr local_failure,
-                const std::string& what) {
+void FinishCall(Stream& stream, grpc::ClientContext& context,
+                const std::exception_ptr& local_failure, const std::string& what) {
   if (local_failure) context.TryCancel();
   const grpc::Status status = stream.Finish();
   if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {

@@ -19,7 +19,6 @@ using autodist::proto::InitMessage;
 using autodist::proto::StepMessage;
 using autodist::proto::StepReply;
 using autodist::proto::TensorPiece;
-using tensor::DType;
 
 // Each tensor is bounded on its first piece (max_tensor_bytes), so the assemblers need no limit
 // of their own on the total.

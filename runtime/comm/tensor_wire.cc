@@ -90,7 +90,7 @@ TensorPiece SparseHeader(const std::string& name, const ops::SparseGradient& gra
                          int32_t replicas) {
   TensorPiece header = TensorHeader(name, gradient.values, replicas);
   header.set_sparse(true);
-  const int64_t* indices = gradient.indices.data<int64_t>();
+  const auto* indices = gradient.indices.data<int64_t>();
   header.mutable_indices()->Add(indices, indices + gradient.indices.numel());
   return header;
 }
@@ -299,7 +299,7 @@ void PieceAssembler::Store(const std::string& name, const char* data, size_t len
       AD_CHECK(length % sizeof(float) == 0, kInvalidArgument,
                "{}: TOPK tensor '{}': a piece of {} bytes, not a whole number of float32 values",
                peer_, name, length);
-      float* out = reinterpret_cast<float*>(target);
+      auto* out = reinterpret_cast<float*>(target);
       const auto first = static_cast<size_t>(pending.received_bytes / 4);
       for (size_t i = 0; i < length / 4; ++i) {
         std::memcpy(&out[pending.positions[first + i]], data + 4 * i, sizeof(float));
