@@ -15,6 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "runtime/common/error.h"
@@ -91,6 +92,42 @@ int ConnectWithin(int fd, const sockaddr* address, socklen_t length,
   return error;
 }
 
+// Resolves host:service (an empty host: every local address, with AI_PASSIVE) and runs
+// `attempt` (0, or an errno) on a fresh socket for each address until one succeeds. Returns
+// that socket, or -1 with the last errno in `error`; throws Unavailable, prefixed `what`, when
+// the name does not resolve.
+int OpenFirst(const std::string& host, const std::string& service, int flags,
+              const std::string& what, const std::function<int(int, const addrinfo&)>& attempt,
+              int& error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = flags;
+  addrinfo* found = nullptr;
+  const std::string bare = BareHost(host);
+  const int resolved =
+      getaddrinfo(bare.empty() ? nullptr : bare.c_str(), service.c_str(), &hints, &found);
+  AD_CHECK(resolved == 0 && found != nullptr, kUnavailable, "{}: {}", what, gai_strerror(resolved));
+  int opened = -1;
+  for (const addrinfo* candidate = found; candidate != nullptr && opened < 0;
+       candidate = candidate->ai_next) {
+    const int fd =
+        socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
+    if (fd < 0) {
+      error = errno;
+      continue;
+    }
+    error = attempt(fd, *candidate);
+    if (error == 0) {
+      opened = fd;
+    } else {
+      close(fd);
+    }
+  }
+  freeaddrinfo(found);
+  return opened;
+}
+
 }  // namespace
 
 FrameSocket::FrameSocket(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
@@ -100,34 +137,18 @@ FrameSocket::~FrameSocket() { close(fd_); }
 std::unique_ptr<FrameSocket> FrameSocket::Connect(const std::string& host, int port,
                                                   std::chrono::milliseconds timeout) {
   const std::string address = fmt::format("{}:{}", host, port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  const int resolved = getaddrinfo(BareHost(host).c_str(), service.c_str(), &hints, &found);
-  AD_CHECK(resolved == 0 && found != nullptr, kUnavailable, "data channel {}: cannot resolve: {}",
-           address, gai_strerror(resolved));
   int error = 0;
-  for (const addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
-    const int fd =
-        socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
-    if (fd < 0) {
-      error = errno;
-      continue;
-    }
-    error = ConnectWithin(fd, candidate->ai_addr, candidate->ai_addrlen, timeout);
-    if (error == 0) {
-      freeaddrinfo(found);
-      SetNoDelay(fd);
-      SetTimeouts(fd, timeout);
-      return std::make_unique<FrameSocket>(fd, address);
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  Fail(ErrorCode::kUnavailable, "data channel {}: cannot connect: {}", address,
-       std::strerror(error));
+  const int fd = OpenFirst(
+      host, std::to_string(port), 0, fmt::format("data channel {}: cannot resolve", address),
+      [&](int candidate, const addrinfo& at) {
+        return ConnectWithin(candidate, at.ai_addr, at.ai_addrlen, timeout);
+      },
+      error);
+  AD_CHECK(fd >= 0, kUnavailable, "data channel {}: cannot connect: {}", address,
+           std::strerror(error));
+  SetNoDelay(fd);
+  SetTimeouts(fd, timeout);
+  return std::make_unique<FrameSocket>(fd, address);
 }
 
 void FrameSocket::FailIo(const char* what, int error) const {
@@ -228,31 +249,15 @@ void FrameSocket::ShutdownBoth() const { shutdown(fd_, SHUT_RDWR); }
 void FrameSocket::ShutdownRead() const { shutdown(fd_, SHUT_RD); }
 
 TcpListener::TcpListener(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string bare = BareHost(host);
-  const int resolved = getaddrinfo(bare.empty() ? nullptr : bare.c_str(), "0", &hints, &found);
-  AD_CHECK(resolved == 0 && found != nullptr, kUnavailable,
-           "data channel: cannot resolve the listen host '{}': {}", host, gai_strerror(resolved));
   int error = 0;
-  for (const addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
-    const int fd =
-        socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
-    if (fd < 0) {
-      error = errno;
-      continue;
-    }
-    if (bind(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 && listen(fd, 128) == 0) {
-      fd_ = fd;
-      break;
-    }
-    error = errno;
-    close(fd);
-  }
-  freeaddrinfo(found);
+  fd_ = OpenFirst(
+      host, "0", AI_PASSIVE, fmt::format("data channel: cannot resolve the listen host '{}'", host),
+      [](int candidate, const addrinfo& at) {
+        return bind(candidate, at.ai_addr, at.ai_addrlen) == 0 && listen(candidate, 128) == 0
+                   ? 0
+                   : errno;
+      },
+      error);
   AD_CHECK(fd_ >= 0, kUnavailable, "data channel: cannot listen on '{}': {}", host,
            std::strerror(error));
   sockaddr_storage bound{};

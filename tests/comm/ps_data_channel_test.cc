@@ -253,5 +253,25 @@ TEST_F(PsDataChannelTest, AServerStoppedUnderAClientFailsItsStepAsUnavailable) {
   EXPECT_THAT(error.what(), HasSubstr("parameter server ps-0 (" + server_->endpoint() + "): Step"));
 }
 
+TEST(FrameSocketTest, ConnectAndListenErrorsNameTheAddress) {
+  // A port nobody listens on: a listener's port, once the listener is gone.
+  int port = 0;
+  {
+    const TcpListener listener("127.0.0.1");
+    port = listener.port();
+  }
+  Error error = ErrorOf([&] { FrameSocket::Connect("127.0.0.1", port, std::chrono::seconds(5)); });
+  EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(error.what(), HasSubstr("data channel 127.0.0.1:" + std::to_string(port) +
+                                      ": cannot connect: Connection refused"));
+  error =
+      ErrorOf([&] { FrameSocket::Connect("no-such-host.invalid", 1, std::chrono::seconds(5)); });
+  EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(error.what(), HasSubstr("data channel no-such-host.invalid:1: cannot resolve"));
+  error = ErrorOf([&] { const TcpListener listener("192.0.2.1"); });  // TEST-NET: not ours
+  EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(error.what(), HasSubstr("data channel: cannot listen on '192.0.2.1'"));
+}
+
 }  // namespace
 }  // namespace autodist::comm
