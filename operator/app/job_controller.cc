@@ -105,8 +105,9 @@ JobController::JobController(kube::Client& client, const OperatorOptions& option
     children.label_selector = kManagedSelector;
     // The children's caches keep only what Reconcile reads (observed_fields.h): full pods made
     // the caches most of the operator's memory (docs/performance.md, "Operator at scale").
-    // Children are only ever created and deleted, never updated from the cache. Jobs are cached
-    // whole: their status is written back from the cached object.
+    // Children are only ever created and deleted, never updated from the cache. Jobs keep all
+    // the reconciler reads; their status writes carry only metadata and status (plan_executor).
+    jobs.transform = reconcile::SlimJob;
     InformerOptions pods = children;
     pods.transform = reconcile::SlimPod;
     InformerOptions config_maps = children;

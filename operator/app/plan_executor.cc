@@ -38,8 +38,17 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
   const std::string name = job.at("metadata").at("name").get<std::string>();
   ExecuteResult result;
   if (plan.status.has_value()) {
-    nlohmann::json updated = job;
-    updated["status"] = *plan.status;
+    // The status subresource takes only the status (and the resourceVersion for optimistic
+    // concurrency) from the body and keeps the rest as stored, so the spec is not sent.
+    const nlohmann::json& metadata = job.at("metadata");
+    nlohmann::json updated = {{"apiVersion", job.value("apiVersion", "")},
+                              {"kind", job.value("kind", "")},
+                              {"metadata",
+                               {{"name", name},
+                                {"namespace", ns},
+                                {"uid", metadata.value("uid", "")},
+                                {"resourceVersion", metadata.value("resourceVersion", "")}}},
+                              {"status", *plan.status}};
     try {
       const nlohmann::json written = client_.UpdateStatus(kube::resources::kAutoDistJobs, updated);
       result.status_resource_version =

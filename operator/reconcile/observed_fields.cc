@@ -7,6 +7,8 @@
 namespace autodist::reconcile {
 namespace {
 
+constexpr const char* kLastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration";
+
 // Copies `keys` of `from` that exist into `to` (both objects).
 void CopyKeys(const nlohmann::json& from, nlohmann::json& to,
               std::initializer_list<const char*> keys) {
@@ -72,6 +74,19 @@ nlohmann::json SlimConfigMap(const nlohmann::json& config_map) {
   if (data == config_map.end() || !data->is_object()) return slim;
   slim["data"] = nlohmann::json::object();
   CopyKeys(*data, slim["data"], {kClusterKey});
+  return slim;
+}
+
+nlohmann::json SlimJob(const nlohmann::json& job) {
+  nlohmann::json slim = job;
+  const auto metadata = slim.find("metadata");
+  if (metadata == slim.end() || !metadata->is_object()) return slim;
+  metadata->erase("managedFields");
+  if (const auto annotations = metadata->find("annotations");
+      annotations != metadata->end() && annotations->is_object()) {
+    annotations->erase(kLastAppliedAnnotation);
+    if (annotations->empty()) metadata->erase(annotations);
+  }
   return slim;
 }
 

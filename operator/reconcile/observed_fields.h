@@ -18,6 +18,11 @@ nlohmann::json SlimToMetadata(const nlohmann::json& object);
 // member's phase and exit (observed_pods.h).
 nlohmann::json SlimPod(const nlohmann::json& pod);
 
+// The job as stored, less what only its clients read: metadata.managedFields and kubectl's
+// last-applied-configuration annotation, which holds the whole manifest again as text (twice
+// the spec of a job made with `kubectl apply`). Everything the reconciler reads stays.
+nlohmann::json SlimJob(const nlohmann::json& job);
+
 // SlimToMetadata plus data["cluster.json"] (where the controller finds the coordinator); the
 // reconciler only asks whether the ConfigMap exists.
 nlohmann::json SlimConfigMap(const nlohmann::json& config_map);

@@ -131,6 +131,34 @@ TEST_F(ObservedFieldsTest, AServiceKeepsItsMetadata) {
   EXPECT_FALSE(slim.contains("spec"));
 }
 
+TEST(ObservedFields, AJobLosesOnlyWhatKubectlAndTheServerAddForThemselves) {
+  const nlohmann::json spec = {{"resources", {{"workers", 2}, {"parameterServers", 1}}}};
+  nlohmann::json full = {
+      {"apiVersion", "autodist.io/v1alpha1"},
+      {"kind", "AutoDistJob"},
+      {"metadata",
+       {{"name", "j"},
+        {"namespace", "ml"},
+        {"uid", "u-1"},
+        {"resourceVersion", "7"},
+        {"generation", 2},
+        {"labels", {{"team", "a"}}},
+        {"annotations",
+         {{"kubectl.kubernetes.io/last-applied-configuration", spec.dump()}, {"note", "kept"}}},
+        {"managedFields", nlohmann::json::array({{{"manager", "kubectl"}}})}}},
+      {"spec", spec},
+      {"status", {{"conditions", nlohmann::json::array()}}}};
+  const nlohmann::json slim = SlimJob(full);
+  nlohmann::json expected = full;
+  expected["metadata"].erase("managedFields");
+  expected["metadata"]["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+  EXPECT_EQ(slim, expected);
+  // An annotation map left empty goes too; a job without metadata is left alone.
+  full["metadata"]["annotations"].erase("note");
+  EXPECT_FALSE(SlimJob(full)["metadata"].contains("annotations"));
+  EXPECT_EQ(SlimJob({{"spec", spec}}), (nlohmann::json{{"spec", spec}}));
+}
+
 TEST(ObservedFields, ToleratesObjectsWithoutTheFields) {
   EXPECT_EQ(SlimToMetadata(nlohmann::json::object()),
             (nlohmann::json{{"metadata", nlohmann::json::object()}}));
