@@ -6,6 +6,7 @@
 #include "operator/app/log.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/time_format.h"
 #include "runtime/common/error.h"
 
@@ -39,16 +40,10 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
   ExecuteResult result;
   if (plan.status.has_value()) {
     // The status subresource takes only the status (and the resourceVersion for optimistic
-    // concurrency) from the body and keeps the rest as stored, so the spec is not sent.
-    const nlohmann::json& metadata = job.at("metadata");
-    nlohmann::json updated = {{"apiVersion", job.value("apiVersion", "")},
-                              {"kind", job.value("kind", "")},
-                              {"metadata",
-                               {{"name", name},
-                                {"namespace", ns},
-                                {"uid", metadata.value("uid", "")},
-                                {"resourceVersion", metadata.value("resourceVersion", "")}}},
-                              {"status", *plan.status}};
+    // concurrency) from the body and keeps the rest as stored, so the spec is not sent: the
+    // job's identity and metadata, and the new status.
+    nlohmann::json updated = reconcile::SlimToMetadata(job);
+    updated["status"] = *plan.status;
     try {
       const nlohmann::json written = client_.UpdateStatus(kube::resources::kAutoDistJobs, updated);
       result.status_resource_version =

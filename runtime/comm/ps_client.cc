@@ -4,7 +4,6 @@
 
 #include <exception>
 #include <iostream>
-#include <limits>
 #include <utility>
 
 #include "runtime/common/error.h"
@@ -16,9 +15,6 @@ using autodist::proto::InitMessage;
 using autodist::proto::StepMessage;
 using autodist::proto::StepReply;
 using autodist::proto::TensorPiece;
-
-// Replies come from the server this client chose to trust; the pieces are still checked.
-constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
 
 // Collects a Step or Pull reply stream: versions, and value pieces into `assembler`. Throws on a
 // malformed reply; the caller still finishes the call.

@@ -20,8 +20,6 @@ using autodist::proto::TensorPiece;
 
 // Compressed gradients go as one piece each: the channel has no message size to stay under.
 constexpr int64_t kWholeTensor = std::numeric_limits<int64_t>::max();
-// Replies come from the server this client chose to trust; the pieces are still checked.
-constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
 
 // Sends one gradient: dense float32 and row-sparse ones straight from their storage, compressed
 // ones as the encoder cuts them.
@@ -89,7 +87,7 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, PushEncoder& en
     for (const auto& [name, gradient] : request.gradients) {
       SendGradient(*socket, request, name, gradient, encoder, what);
     }
-    socket->Send(kEndFrame, autodist::proto::DataChannelRequest());
+    socket->Send(kEndFrame, autodist::proto::DataChannelRequest());  // any empty message: no meta
 
     PieceAssembler assembler(what, kNoTotalLimit);
     while (!status) {

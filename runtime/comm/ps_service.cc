@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 #include <set>
 #include <string>
 #include <utility>
@@ -19,10 +18,6 @@ using autodist::proto::InitMessage;
 using autodist::proto::StepMessage;
 using autodist::proto::StepReply;
 using autodist::proto::TensorPiece;
-
-// Each tensor is bounded on its first piece (max_tensor_bytes), so the assemblers need no limit
-// of their own on the total.
-constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
 
 // The tensor an optimizer slot "<tensor>/<slot>" belongs to ("" when malformed).
 std::string SlotOwner(const std::string& key) {

@@ -14,10 +14,6 @@ namespace {
 using autodist::proto::TensorPiece;
 using tensor::DType;
 
-// Each tensor is bounded on its first piece (max_tensor_bytes), and a Step's gradients by the
-// hosted shapes, so the assembler needs no limit of its own on the total.
-constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
-
 }  // namespace
 
 void CheckTensorSize(const std::string& who, const TensorPiece& piece, int64_t limit) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,6 +24,11 @@ namespace autodist::comm {
 // 1 MiB pieces: large enough that per-message overhead is negligible, small enough that many
 // tensors interleave and no message approaches gRPC's size limits.
 inline constexpr int64_t kDefaultPieceBytes = int64_t{1} << 20;
+
+// A PieceAssembler limit for callers that bound every tensor otherwise: the parameter server
+// checks each first piece against its max_tensor_bytes and the hosted shapes, and a client
+// reads replies from the server it chose to trust (the pieces are still checked).
+inline constexpr int64_t kNoTotalLimit = std::numeric_limits<int64_t>::max();
 
 using PieceSink = std::function<void(autodist::proto::TensorPiece&& piece)>;
 

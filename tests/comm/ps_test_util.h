@@ -25,13 +25,14 @@ using tensor::Tensor;
 enum class PsTransport { kGrpc, kDataChannel };
 inline constexpr std::array<PsTransport, 2> kPsTransports = {PsTransport::kGrpc,
                                                              PsTransport::kDataChannel};
+inline const char* NameOf(PsTransport transport) {
+  return transport == PsTransport::kGrpc ? "Grpc" : "DataChannel";
+}
 inline std::string PsTransportName(const ::testing::TestParamInfo<PsTransport>& info) {
-  return info.param == PsTransport::kGrpc ? "Grpc" : "DataChannel";
+  return NameOf(info.param);
 }
 // Test names say "GetParam() = DataChannel", not the enum's bytes.
-inline void PrintTo(PsTransport transport, std::ostream* out) {
-  *out << (transport == PsTransport::kGrpc ? "Grpc" : "DataChannel");
-}
+inline void PrintTo(PsTransport transport, std::ostream* out) { *out << NameOf(transport); }
 // Makes `service` serve Steps as `transport` says (gRPC always serves them).
 inline void ServeTransport(ParameterServerService& service, PsTransport transport) {
   if (transport == PsTransport::kDataChannel) service.ServeDataChannel("127.0.0.1");

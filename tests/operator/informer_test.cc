@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 
 #include "operator/kube/api_error.h"
@@ -54,6 +55,22 @@ InformerOptions Fast() {
 
 class InformerTest : public ::testing::Test {
  protected:
+  // Starts `informer` and waits until it has listed and opened its watch.
+  void StartWatching(Informer& informer) {
+    informer.Start();
+    ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
+    ASSERT_TRUE(Eventually([&] { return cluster_.api().store().open_watches() == 1; }));
+  }
+  // Makes `changes` the informer cannot see: its ConfigMap watch is cut and cannot be reopened,
+  // and the history is compacted after them, so its resourceVersion is too old when it comes
+  // back: 410, then a relist.
+  void ChangeBehindTheWatch(const std::function<void()>& changes) {
+    cluster_.InjectFailures({{{"verb", "watch"}, {"resource", "configmaps"}, {"code", 500}}});
+    cluster_.CloseWatches();
+    changes();
+    cluster_.CompactHistory();
+  }
+
   FakeCluster cluster_;
   std::unique_ptr<kube::Client> client_ = cluster_.NewClient();
   Recorder recorder_;
@@ -103,20 +120,15 @@ TEST_F(InformerTest, RelistsAfterGoneAndReconcilesTheCache) {
   client_->Create(r::kConfigMaps, "default", ConfigMap("b"));
   Informer informer(*client_, r::kConfigMaps, Fast());
   informer.AddHandler(recorder_.Handler());
-  informer.Start();
-  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
-  ASSERT_TRUE(Eventually([&] { return cluster_.api().store().open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartWatching(informer));
 
-  // Changes the informer cannot see: its watch is cut, the history compacted, and the objects
-  // change before it can re-watch. Its resourceVersion is now too old: 410, then a relist.
-  cluster_.InjectFailures({{{"verb", "watch"}, {"resource", "configmaps"}, {"code", 500}}});
-  cluster_.CloseWatches();
-  client_->Delete(r::kConfigMaps, "default", "a");
-  auto b = client_->Get(r::kConfigMaps, "default", "b");
-  b["data"]["k"] = "changed";
-  client_->Update(r::kConfigMaps, b);
-  client_->Create(r::kConfigMaps, "default", ConfigMap("c"));
-  cluster_.CompactHistory();
+  ChangeBehindTheWatch([&] {
+    client_->Delete(r::kConfigMaps, "default", "a");
+    auto b = client_->Get(r::kConfigMaps, "default", "b");
+    b["data"]["k"] = "changed";
+    client_->Update(r::kConfigMaps, b);
+    client_->Create(r::kConfigMaps, "default", ConfigMap("c"));
+  });
 
   ASSERT_TRUE(Eventually([&] { return informer.lists() == 2; }));
   ASSERT_TRUE(Eventually([&] { return recorder_.Calls().size() == 5; }));
@@ -289,18 +301,15 @@ TEST_F(InformerTest, TransformsWhatARelistBrings) {
   ShapeRecorder shapes;
   informer.AddHandler(shapes.Handler());
   informer.AddHandler(recorder_.Handler());
-  informer.Start();
-  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(5)));
-  ASSERT_TRUE(Eventually([&] { return cluster_.api().store().open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartWatching(informer));
 
-  // As in RelistsAfterGoneAndReconcilesTheCache: the informer learns of these through a relist.
-  cluster_.InjectFailures({{{"verb", "watch"}, {"resource", "configmaps"}, {"code", 500}}});
-  cluster_.CloseWatches();
-  auto a = client_->Get(r::kConfigMaps, "default", "a");
-  a["data"]["keep"] = "changed";
-  client_->Update(r::kConfigMaps, a);
-  client_->Create(r::kConfigMaps, "default", WithData("b", {{"keep", "b"}, {"drop", "y"}}));
-  cluster_.CompactHistory();
+  // The informer learns of these through a relist.
+  ChangeBehindTheWatch([&] {
+    auto a = client_->Get(r::kConfigMaps, "default", "a");
+    a["data"]["keep"] = "changed";
+    client_->Update(r::kConfigMaps, a);
+    client_->Create(r::kConfigMaps, "default", WithData("b", {{"keep", "b"}, {"drop", "y"}}));
+  });
 
   ASSERT_TRUE(Eventually([&] { return informer.lists() == 2; }));
   ASSERT_TRUE(Eventually([&] { return recorder_.Calls().size() == 3; }));
