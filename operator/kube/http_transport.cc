@@ -172,14 +172,21 @@ HttpResult HttpTransport::Send(const std::string& method, const std::string& pat
   http_request request = impl_->Request(method, path_and_query);
   if (!body.empty()) request.set_body(body, content_type);
   try {
-    const http_response response = impl_->client.request(request).get();
-    HttpResult result;
-    result.status = response.status_code();
-    result.body = response.extract_utf8string(true).get();
-    if (auto it = response.headers().find("Retry-After"); it != response.headers().end()) {
-      result.retry_after = it->second;
-    }
-    return result;
+    // The body is read in a continuation, so the caller waits once, for the whole answer: two
+    // waits (headers, then body) cost the calling thread a second wake-up per request.
+    return impl_->client.request(request)
+        .then([](const http_response& response) {
+          return response.extract_utf8string(true).then([response](const std::string& text) {
+            HttpResult result;
+            result.status = response.status_code();
+            result.body = text;
+            if (auto it = response.headers().find("Retry-After"); it != response.headers().end()) {
+              result.retry_after = it->second;
+            }
+            return result;
+          });
+        })
+        .get();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -205,16 +212,26 @@ HttpResult HttpTransport::Stream(const std::string& path_and_query,
             ReadNext(response.body().streambuf(), state, client);
             return;
           }
+          // The body is read by a further continuation, not waited for here: this runs on
+          // cpprestsdk's pool, which also has to deliver the body, and may be one thread.
           HttpResult rejected;
           rejected.status = response.status_code();
-          rejected.body = response.extract_utf8string(true).get();
           if (auto it = response.headers().find("Retry-After"); it != response.headers().end()) {
             rejected.retry_after = it->second;
           }
-          std::lock_guard lock(state->mutex);
-          state->rejected = std::move(rejected);
-          state->ended = true;
-          state->cv.notify_all();
+          response.extract_utf8string(true).then(
+              [state, rejected = std::move(rejected)](pplx::task<std::string> body) mutable {
+                try {
+                  rejected.body = body.get();
+                } catch (...) {
+                  state->Finish(std::current_exception());
+                  return;
+                }
+                std::lock_guard lock(state->mutex);
+                state->rejected = std::move(rejected);
+                state->ended = true;
+                state->cv.notify_all();
+              });
         } catch (...) {
           state->Finish(std::current_exception());
         }

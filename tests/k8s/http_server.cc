@@ -22,15 +22,25 @@ using Buffer = concurrency::streams::producer_consumer_buffer<uint8_t>;
 
 // A watch response body: bytes appended here are sent as HTTP chunks by the listener, which
 // reads the buffer asynchronously; sync() makes what was written readable at once.
+//
+// Nothing here waits on a task. The store calls Write and Close holding its lock, on a thread of
+// cpprestsdk's pool. A producer_consumer_buffer does the work of putn_nocopy, sync and close
+// before they return, but sync and close hand back a trivial continuation that runs on that
+// pool: waiting for it would deadlock once every pool thread is a request waiting for the
+// store's lock.
 class BufferSink : public WatchSink {
  public:
   explicit BufferSink(Buffer buffer) : buffer_(std::move(buffer)) {}
 
   void Write(const std::string& data) override {
-    buffer_.putn_nocopy(reinterpret_cast<const uint8_t*>(data.data()), data.size()).wait();
-    buffer_.sync().wait();
+    if (!buffer_.can_write()) return;
+    // Copied into the buffer's blocks and done on return; get() only surfaces an error.
+    buffer_.putn_nocopy(reinterpret_cast<const uint8_t*>(data.data()), data.size()).get();
+    static_cast<void>(buffer_.sync());
   }
-  void Close() override { buffer_.close(std::ios_base::out).wait(); }
+  void Close() override {
+    if (buffer_.can_write()) static_cast<void>(buffer_.close(std::ios_base::out));
+  }
   size_t Backlog() const override { return buffer_.in_avail(); }
 
  private:
