@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -151,13 +150,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   // cpprestsdk runs every HTTP completion (responses, watch streams, the metrics endpoint) on one
-  // shared pool, 40 threads unless told otherwise, and 40 threads contending for its queue cost
-  // ~850 context switches per job (docs/performance.md, "Operator at scale"). Requests block
-  // their caller (a worker), not the pool; what can block a pool thread is a watch answered
-  // with an error (its continuation reads the body), at most one per informer, 4 per watched
-  // namespace: so 4 per namespace plus 4 that are always free. Before any cpprestsdk use.
-  crossplat::threadpool::initialize_with_threads(
-      4 * std::max<size_t>(1, options.namespaces.size()) + 4);
+  // shared pool, 40 threads unless told otherwise. Nothing the operator runs there blocks
+  // (requests block their caller, a worker; watch bodies are read by continuations), so a few
+  // threads carry it all, and each thread more costs context switches: 40 threads ~850 per job,
+  // 8 ~290, 2 ~120 (docs/performance.md, "Operator at scale"). Before any cpprestsdk use.
+  crossplat::threadpool::initialize_with_threads(static_cast<size_t>(options.http_threads));
   try {
     return autodist::app::Run(options, signals);
   } catch (const autodist::Error& e) {

@@ -50,6 +50,9 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
       },
       "Comma-separated namespaces to watch (default: every namespace)");
   app.add_option("--workers", options.workers, "Concurrent reconciles")->check(CLI::Range(1, 256));
+  app.add_option("--http-threads", options.http_threads,
+                 "Threads that run HTTP completions and watch streams")
+      ->check(CLI::Range(1, 64));
   app.add_option("--log-level", options.log_level, "trace, debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.add_option("--log-format", options.log_format, "json or text")

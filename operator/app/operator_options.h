@@ -15,6 +15,7 @@ namespace autodist::app {
 struct OperatorOptions {
   std::vector<std::string> namespaces;  // empty: every namespace
   int workers = 4;
+  int http_threads = 2;             // cpprestsdk's pool: HTTP completions and watch streams
   std::string log_level = "info";   // trace, debug, info, warn, error
   std::string log_format = "json";  // json or text
   std::string kubeconfig;           // empty: $KUBECONFIG, in-cluster, ~/.kube/config

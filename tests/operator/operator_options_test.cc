@@ -67,6 +67,19 @@ TEST(OperatorOptionsTest, NoNamespacesMeansEveryNamespace) {
   }
 }
 
+TEST(OperatorOptionsTest, HttpThreadsDefaultToTwoAndAreBounded) {
+  EXPECT_EQ(Parse({}).http_threads, 2);
+  EXPECT_EQ(Parse({"--http-threads=6"}).http_threads, 6);
+  for (const std::string bad : {"--http-threads=0", "--http-threads=65"}) {
+    try {
+      Parse({bad});
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const CLI::ParseError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("--http-threads")) << bad;
+    }
+  }
+}
+
 TEST(OperatorOptionsTest, LocalProcessesGiveEachMemberItsOwnPortOnLoopback) {
   const OperatorOptions options = Parse({"--address-mode=local-processes"});
   EXPECT_EQ(options.reconciler.addresses.ports, reconcile::AddressPolicy::Ports::kPerMember);
