@@ -71,9 +71,7 @@ nlohmann::json WithVersion(const nlohmann::json& object, const ResourceInfo& r) 
 
 bool ApiServer::MultiVersion(const ResourceInfo& r) const {
   if (!r.is_custom) return false;
-  int n = 0;
-  for (const auto& other : store_.Resources()) n += other.Key() == r.Key() ? 1 : 0;
-  return n > 1;
+  return store_.VersionCount(r.Key()) > 1;
 }
 
 std::string ApiServer::Render(const HttpRequest& request, const Query& query, const ResourceInfo& r,

@@ -219,7 +219,9 @@ std::optional<HttpResponse> ApiServer::NonResource(const HttpRequest& request) {
   const bool is_api = !seg.empty() && seg[0] == "api";
   const bool is_apis = !seg.empty() && seg[0] == "apis";
   if (!is_api && !is_apis) NoSuchPath();
-  if (request.method != "GET" && seg.size() <= (is_api ? 2u : 3u)) {
+  // Deeper paths are resources, served by Resource(); only discovery needs the registry copied.
+  if (seg.size() > (is_api ? 2u : 3u)) return std::nullopt;
+  if (request.method != "GET") {
     FailApi(405, "MethodNotAllowed",
             "the server does not allow this method on the requested "
             "resource");
@@ -271,7 +273,7 @@ HttpResponse ApiServer::Resource(const HttpRequest& request, const Query& query,
   a.group = group;
   // namespaces/<ns>/<resource>... unless it is the namespace object itself (or its status).
   if (rest.size() >= 3 && rest[0] == "namespaces" &&
-      store_.FindResource(group, version, rest[2]).has_value()) {
+      store_.FindResource(group, version, rest[2]) != nullptr) {
     a.ns = rest[1];
     rest.erase(rest.begin(), rest.begin() + 2);
   }

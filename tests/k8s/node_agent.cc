@@ -55,7 +55,7 @@ NodeAgent::NodeAgent(ApiServer& api, NodeAgentOptions options)
       queue_(std::make_shared<WatchQueue>()),
       logs_(std::make_shared<PodLogIndex>()) {
   auto pods = store_.FindResource("", "v1", "pods");
-  AD_CHECK(pods.has_value(), kInternal, "node agent: the double serves no core/v1 pods");
+  AD_CHECK(pods != nullptr, kInternal, "node agent: the double serves no core/v1 pods");
   pods_ = *pods;
   launch_.node_name = options_.node_name;
   launch_.image_entrypoints = options_.image_entrypoints;
@@ -370,7 +370,7 @@ void NodeAgent::PollProcesses() {
 
 void NodeAgent::RegisterNode() {
   auto nodes = store_.FindResource("", "v1", "nodes");
-  AD_CHECK(nodes.has_value(), kInternal, "node agent: the double serves no core/v1 nodes");
+  AD_CHECK(nodes != nullptr, kInternal, "node agent: the double serves no core/v1 nodes");
   store_.Mutate(*nodes, "", options_.node_name,
                 [&](const ObjectPtr& current) -> std::optional<nlohmann::json> {
                   if (current != nullptr) return std::nullopt;  // another agent's, or ours

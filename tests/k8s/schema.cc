@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 namespace autodist::k8s {
@@ -31,7 +34,10 @@ class Walker {
   void ApplyObject(const nlohmann::json& schema, nlohmann::json& value, const std::string& path) {
     const bool preserve = schema.value("x-kubernetes-preserve-unknown-fields", false) ||
                           schema.value("x-kubernetes-embedded-resource", false);
-    const auto& props = schema.value("properties", nlohmann::json::object());
+    // Looked up, not schema.value(...): that returns a copy, of the whole schema at the root.
+    static const nlohmann::json kNone = nlohmann::json::object();
+    const auto found_props = schema.find("properties");
+    const nlohmann::json& props = found_props != schema.end() ? *found_props : kNone;
     // Defaults first: a defaulted field is then validated like a given one.
     for (const auto& [name, sub] : props.items()) {
       if (!value.contains(name) && sub.is_object() && sub.contains("default")) {
@@ -44,9 +50,12 @@ class Walker {
         value.erase(name);
       }
     }
-    for (const auto& name : schema.value("required", nlohmann::json::array())) {
-      if (!value.contains(name.get<std::string>())) {
-        Cause("FieldValueRequired", Join(path, name.get<std::string>()), "Required value");
+    if (const auto required = schema.find("required");
+        required != schema.end() && required->is_array()) {
+      for (const auto& name : *required) {
+        if (!value.contains(name.get<std::string>())) {
+          Cause("FieldValueRequired", Join(path, name.get<std::string>()), "Required value");
+        }
       }
     }
     const nlohmann::json* additional = nullptr;
@@ -54,8 +63,8 @@ class Walker {
     std::vector<std::string> unknown;
     for (auto& [name, child] : value.items()) {
       const std::string child_path = Join(path, name);
-      if (props.contains(name)) {
-        Apply(props[name], child, child_path);
+      if (const auto sub = props.find(name); sub != props.end()) {
+        Apply(*sub, child, child_path);
       } else if (additional != nullptr && additional->is_object()) {
         Apply(*additional, child, child_path);
       } else if (!preserve &&
@@ -171,16 +180,28 @@ class Walker {
 
   void CheckPattern(const nlohmann::json& schema, const nlohmann::json& value,
                     const std::string& path) {
-    // ECMAScript regex stands in for Go's RE2; a pattern it cannot compile is not checked.
-    try {
-      const std::regex re(schema["pattern"].get<std::string>());
-      if (!std::regex_search(value.get<std::string>(), re)) {
-        Invalid(path, value,
-                fmt::format("should match '{}'", schema["pattern"].get<std::string>()));
-      }
-    } catch (const std::regex_error&) {
-      return;
+    const std::regex* re = CompiledPattern(schema["pattern"].get<std::string>());
+    if (re != nullptr && !std::regex_search(value.get<std::string>(), *re)) {
+      Invalid(path, value, fmt::format("should match '{}'", schema["pattern"].get<std::string>()));
     }
+  }
+
+  // ECMAScript regex stands in for Go's RE2; a pattern it cannot compile is not checked (null).
+  // Compiled once per pattern for the process: compiling one costs more than walking a whole
+  // object against its schema, and every write of a custom resource is walked.
+  static const std::regex* CompiledPattern(const std::string& pattern) {
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<const std::regex>> compiled;
+    std::lock_guard lock(mutex);
+    auto [it, inserted] = compiled.try_emplace(pattern);
+    if (inserted) {
+      try {
+        it->second = std::make_unique<const std::regex>(pattern);
+      } catch (const std::regex_error&) {
+        // Stays null: not checked.
+      }
+    }
+    return it->second.get();
   }
 
   SchemaReport& report_;

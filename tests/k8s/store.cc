@@ -30,7 +30,7 @@ nlohmann::json NamespaceObject(const std::string& name) {
 
 Store::Store(StoreOptions options) : options_(options) {
   for (auto& info : BuiltinResources()) {
-    registry_[{info.group, info.version, info.plural}] = info;
+    registry_[{info.group, info.version, info.plural}] = std::make_shared<const ResourceInfo>(info);
   }
   // The namespaces every cluster starts with.
   for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
@@ -41,20 +41,27 @@ Store::Store(StoreOptions options) : options_(options) {
   }
 }
 
-std::optional<ResourceInfo> Store::FindResource(const std::string& group,
-                                                const std::string& version,
-                                                const std::string& plural) const {
+std::shared_ptr<const ResourceInfo> Store::FindResource(const std::string& group,
+                                                        const std::string& version,
+                                                        const std::string& plural) const {
   std::shared_lock lock(mutex_);
   auto it = registry_.find({group, version, plural});
-  if (it == registry_.end()) return std::nullopt;
+  if (it == registry_.end()) return nullptr;
   return it->second;
 }
 
 std::vector<ResourceInfo> Store::Resources() const {
   std::shared_lock lock(mutex_);
   std::vector<ResourceInfo> out;
-  for (const auto& [key, info] : registry_) out.push_back(info);
+  for (const auto& [key, info] : registry_) out.push_back(*info);
   return out;
+}
+
+size_t Store::VersionCount(const std::string& key) const {
+  std::shared_lock lock(mutex_);
+  size_t n = 0;
+  for (const auto& [unused, info] : registry_) n += info->Key() == key ? 1 : 0;
+  return n;
 }
 
 uint64_t Store::registry_generation() const {
@@ -204,14 +211,16 @@ void Store::Index(const ObjectPtr& object, const ObjectRef& ref, bool add) {
 void Store::RegisterCrd(const nlohmann::json& crd) {
   const auto infos = ResourcesFromCrd(crd);
   UnregisterCrd(crd);
-  for (const auto& info : infos) registry_[{info.group, info.version, info.plural}] = info;
+  for (const auto& info : infos) {
+    registry_[{info.group, info.version, info.plural}] = std::make_shared<const ResourceInfo>(info);
+  }
   ++registry_generation_;
 }
 
 void Store::UnregisterCrd(const nlohmann::json& crd) {
   const std::string key = crd["metadata"].value("name", "");
   std::erase_if(registry_, [&](const auto& entry) {
-    return entry.second.is_custom && entry.second.Key() == key;
+    return entry.second->is_custom && entry.second->Key() == key;
   });
   ++registry_generation_;
 }

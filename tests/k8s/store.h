@@ -55,9 +55,15 @@ class Store {
   explicit Store(StoreOptions options = {});
 
   // --- registry ---
-  std::optional<ResourceInfo> FindResource(const std::string& group, const std::string& version,
-                                           const std::string& plural) const;
+  // Null when not served. Shared, not copied: a CRD's ResourceInfo holds its whole schema, and
+  // every request looks its resource up.
+  std::shared_ptr<const ResourceInfo> FindResource(const std::string& group,
+                                                   const std::string& version,
+                                                   const std::string& plural) const;
+  // Copies of every served resource (discovery documents).
   std::vector<ResourceInfo> Resources() const;
+  // How many versions of the resource stored under `key` ("autodistjobs.autodist.io") are served.
+  size_t VersionCount(const std::string& key) const;
   // Changes whenever a CRD is (re)registered or removed, so discovery can cache its documents.
   uint64_t registry_generation() const;
 
@@ -139,7 +145,8 @@ class Store {
   mutable std::shared_mutex mutex_;
   uint64_t rv_ = 0;
   uint64_t registry_generation_ = 0;
-  std::map<std::tuple<std::string, std::string, std::string>, ResourceInfo> registry_;
+  std::map<std::tuple<std::string, std::string, std::string>, std::shared_ptr<const ResourceInfo>>
+      registry_;
   std::map<std::string, ResourceState> resources_;
   std::unordered_map<std::string, std::set<ObjectRef>> dependents_;  // owner uid -> dependents
   std::unordered_map<std::string, ObjectRef> by_uid_;

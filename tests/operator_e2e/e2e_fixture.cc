@@ -163,9 +163,8 @@ namespace {
 
 k8s::ResourceInfo ResourceOf(k8s::Store& store, const std::string& plural) {
   const bool job = plural == "autodistjobs";
-  const std::optional<k8s::ResourceInfo> info =
-      store.FindResource(job ? "autodist.io" : "", job ? "v1alpha1" : "v1", plural);
-  if (!info.has_value()) throw std::runtime_error("the double serves no " + plural);
+  const auto info = store.FindResource(job ? "autodist.io" : "", job ? "v1alpha1" : "v1", plural);
+  if (info == nullptr) throw std::runtime_error("the double serves no " + plural);
   return *info;
 }
 
