@@ -50,5 +50,21 @@ TEST(FileIoTest, WriteThenReadRoundTrips) {
   EXPECT_EQ(ReadFileBytes(path, "test"), bytes);
 }
 
+TEST(FileIoTest, ReadsLargeAndEmptyFilesWhole) {
+  const std::string path = testing::TempDir() + "/file_io_large.bin";
+  std::string bytes(3 * 1024 * 1024 + 17, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 131) % 251);
+  WriteFileBytes(path, bytes);
+  EXPECT_EQ(ReadFileBytes(path, "test"), bytes);
+  WriteFileBytes(path, "");
+  EXPECT_EQ(ReadFileBytes(path, "test"), "");
+}
+
+TEST(FileIoTest, ReadsFilesThatReportNoSize) {
+  // procfs files stat as 0 bytes long and still have content.
+  const std::string status = ReadFileBytes("/proc/self/status", "test");
+  EXPECT_NE(status.find("Name:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace autodist
