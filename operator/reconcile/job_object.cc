@@ -74,9 +74,9 @@ job::JobSpec ParseJobObject(const nlohmann::json& object, const ReconcilerOption
   const JobRef ref = ReadJobRef(object);
   const std::string source = fmt::format("AutoDistJob {}/{}", ref.namespace_name, ref.name);
   try {
-    // JSON is YAML: the shared parser reads the object as the API server returned it. One line,
-    // so no line number could point anywhere useful; the prefix is removed below.
-    job::JobSpec job = job::ParseJob(object.dump(), source, options.working_dir);
+    // The shared parser reads the object as the API server returned it; its messages start
+    // with `source`, which is removed below.
+    job::JobSpec job = job::ParseJobJson(object, source, options.working_dir);
     CheckPodNames(job);
     ListMembers(job.metadata.name, ref.namespace_name, job.resources.workers,
                 job.resources.parameter_servers, options.addresses);  // port slot check

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "runtime/common/error.h"
@@ -71,6 +72,50 @@ JobSpec ParseDocument(const YAML::Node& document, const std::string& source,
   return job;
 }
 
+// `manifest_dir` made absolute, then the document parsed.
+JobSpec ParseDocumentIn(const YAML::Node& document, const std::string& source,
+                        const std::string& manifest_dir) {
+  std::string directory;
+  if (!manifest_dir.empty()) {
+    directory = std::filesystem::absolute(manifest_dir).lexically_normal().string();
+    if (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+  }
+  try {
+    return ParseDocument(document, source, directory);
+  } catch (const YAML::Exception& e) {
+    // The readers check node types before converting, so this is a case they did not foresee;
+    // it still reaches the caller as our error type.
+    Fail(ErrorCode::kInvalidArgument, "{}: {}", source, e.what());
+  }
+}
+
+// The YAML document that parsing `value.dump()` would give, built directly: scalars carry the
+// text JSON writes for them (numbers as dumped, booleans as true/false), null is YAML's null.
+YAML::Node ToYaml(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::object: {
+      YAML::Node map(YAML::NodeType::Map);
+      for (const auto& [key, item] : value.items()) map.force_insert(key, ToYaml(item));
+      return map;
+    }
+    case nlohmann::json::value_t::array: {
+      YAML::Node sequence(YAML::NodeType::Sequence);
+      for (const auto& item : value) sequence.push_back(ToYaml(item));
+      return sequence;
+    }
+    case nlohmann::json::value_t::string:
+      return YAML::Node(value.get_ref<const std::string&>());
+    case nlohmann::json::value_t::boolean:
+      return YAML::Node(value.get<bool>() ? "true" : "false");
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return YAML::Node(value.dump());
+    default:
+      return YAML::Node(YAML::NodeType::Null);
+  }
+}
+
 }  // namespace
 
 JobSpec ParseJob(const std::string& yaml_text, const std::string& source,
@@ -91,18 +136,20 @@ JobSpec ParseJob(const std::string& yaml_text, const std::string& source,
     Fail(ErrorCode::kInvalidArgument, "{}: expected one YAML document (one {}), got {}", source,
          kKind, documents.size());
   }
-  std::string directory;
-  if (!manifest_dir.empty()) {
-    directory = std::filesystem::absolute(manifest_dir).lexically_normal().string();
-    if (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+  return ParseDocumentIn(documents.front(), source, manifest_dir);
+}
+
+JobSpec ParseJobJson(const nlohmann::json& object, const std::string& source,
+                     const std::string& manifest_dir) {
+  if (!object.is_object() || !object.contains("status")) {
+    return ParseDocumentIn(ToYaml(object), source, manifest_dir);
   }
-  try {
-    return ParseDocument(documents.front(), source, directory);
-  } catch (const YAML::Exception& e) {
-    // The readers check node types before converting, so this is a case they did not foresee;
-    // it still reaches the caller as our error type.
-    Fail(ErrorCode::kInvalidArgument, "{}: {}", source, e.what());
+  // The status is the operator's and ignored by the parser: not converted.
+  YAML::Node root(YAML::NodeType::Map);
+  for (const auto& [key, item] : object.items()) {
+    root.force_insert(key, key == "status" ? YAML::Node(YAML::NodeType::Map) : ToYaml(item));
   }
+  return ParseDocumentIn(root, source, manifest_dir);
 }
 
 JobSpec LoadJobFile(const std::string& path) {

@@ -7,6 +7,7 @@
 // docs/job-reference.md lists every field with its type, default and constraints.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "runtime/job/job_spec.h"
@@ -19,6 +20,11 @@ namespace autodist::job {
 // not opened: whether they exist is checked when they are used.
 JobSpec ParseJob(const std::string& yaml_text, const std::string& source,
                  const std::string& manifest_dir);
+
+// The same for an object already parsed from JSON (the operator's cached AutoDistJob), without
+// writing it out and reading it back. Messages have no line numbers (there are no lines).
+JobSpec ParseJobJson(const nlohmann::json& object, const std::string& source,
+                     const std::string& manifest_dir);
 
 // Reads and parses the manifest at `path`; relative paths resolve against its directory.
 JobSpec LoadJobFile(const std::string& path);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "tests/job/job_test_support.h"
 
@@ -262,6 +263,31 @@ TEST(JobParserTest, ParsesJsonAsTheApiServerReturnsIt) {
   EXPECT_EQ(job.resources.gpus_per_worker, 4);
   EXPECT_EQ(job.resources.cpu, "4");
   EXPECT_EQ(job.resources.memory, "16Gi");
+}
+
+TEST(JobParserTest, ParsedJsonGivesWhatItsTextGives) {
+  const std::string text = ReadText(kJobFixtures + "/cluster.json");
+  nlohmann::json object = nlohmann::json::parse(text);
+  object["status"] = {{"conditions", nlohmann::json::array({{{"type", "Created"}}})}};
+  EXPECT_EQ(ParseJobJson(object, "cluster.json", "/jobs"), ParseJob(text, "cluster.json", "/jobs"));
+
+  // Errors name the same field and value, without the line number only text has.
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+  };
+  for (const Case& c :
+       {Case{"/spec/resources/workers", "two"}, Case{"/spec/resources/workers", 2.5},
+        Case{"/spec/training/epochs", nullptr}, Case{"/spec/strategy/builder", true},
+        Case{"/spec/data", nlohmann::json::array({1})}, Case{"/spec/training/typo", 1}}) {
+    nlohmann::json bad = nlohmann::json::parse(text);
+    bad[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    const std::string from_json = ErrorOf([&] { ParseJobJson(bad, "job", ""); });
+    const std::string from_text = ErrorOf([&] { ParseJob(bad.dump(), "job", ""); });
+    ASSERT_EQ(from_json.rfind("job: ", 0), 0u) << from_json;
+    ASSERT_EQ(from_text.rfind("job:1: ", 0), 0u) << from_text;
+    EXPECT_EQ(from_json.substr(5), from_text.substr(7)) << c.pointer;
+  }
 }
 
 TEST(JobParserTest, ExamplesParse) {
