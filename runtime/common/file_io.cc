@@ -1,5 +1,6 @@
 #include "runtime/common/file_io.h"
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -27,9 +28,9 @@ std::string ReadFileBytes(const std::string& path, const std::string& what) {
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   bytes.resize(static_cast<size_t>(in.gcount()));
   if (in.good()) {
-    char chunk[4096];
-    while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-      bytes.append(chunk, static_cast<size_t>(in.gcount()));
+    std::array<char, 4096> chunk{};
+    while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+      bytes.append(chunk.data(), static_cast<size_t>(in.gcount()));
     }
   }
   AD_CHECK(!in.bad(), kInvalidArgument, "cannot read {} file '{}'", what, path);
