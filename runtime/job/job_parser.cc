@@ -141,10 +141,9 @@ JobSpec ParseJob(const std::string& yaml_text, const std::string& source,
 
 JobSpec ParseJobJson(const nlohmann::json& object, const std::string& source,
                      const std::string& manifest_dir) {
-  if (!object.is_object() || !object.contains("status")) {
-    return ParseDocumentIn(ToYaml(object), source, manifest_dir);
-  }
-  // The status is the operator's and ignored by the parser: not converted.
+  if (!object.is_object()) return ParseDocumentIn(ToYaml(object), source, manifest_dir);
+  // ToYaml's object case, except that the status, the operator's and ignored by the parser, is
+  // not converted.
   YAML::Node root(YAML::NodeType::Map);
   for (const auto& [key, item] : object.items()) {
     root.force_insert(key, key == "status" ? YAML::Node(YAML::NodeType::Map) : ToYaml(item));
