@@ -8,15 +8,15 @@
 
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/config/yaml_reader.h"
 #include "runtime/job/builder_check.h"
 #include "runtime/job/parse_sections.h"
-#include "runtime/job/yaml_reader.h"
 
 namespace autodist::job {
 namespace {
 
-using detail::MapReader;
-using detail::ParseContext;
+using config::MapReader;
+using config::ParseContext;
 
 // Rules that span sections.
 void CheckAcrossSections(const ParseContext& context, const JobSpec& job) {
@@ -120,14 +120,7 @@ YAML::Node ToYaml(const nlohmann::json& value) {
 
 JobSpec ParseJob(const std::string& yaml_text, const std::string& source,
                  const std::string& manifest_dir) {
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(yaml_text);
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) Fail(ErrorCode::kInvalidArgument, "{}: invalid YAML: {}", source, e.msg);
-    Fail(ErrorCode::kInvalidArgument, "{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1,
-         e.mark.column + 1, e.msg);
-  }
+  const std::vector<YAML::Node> documents = config::LoadYamlDocuments(yaml_text, source);
   if (documents.empty() || documents.front().IsNull()) {
     Fail(ErrorCode::kInvalidArgument, "{}: the manifest is empty; expected an {} ({})", source,
          kKind, kApiVersion);

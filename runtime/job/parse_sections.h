@@ -6,10 +6,22 @@
 
 #include <string>
 
+#include "runtime/config/yaml_reader.h"
 #include "runtime/job/job_spec.h"
-#include "runtime/job/yaml_reader.h"
 
 namespace autodist::job::detail {
+
+// The manifest is read with the shared YAML reader.
+using config::Describe;
+using config::IndexPath;
+using config::JoinPath;
+using config::MapReader;
+using config::ParseContext;
+using config::ReadBool;
+using config::ReadInt;
+using config::ReadScalarOrList;
+using config::ReadString;
+using config::ReadStringPairs;
 
 // Resolves a path from the manifest against its directory (absolute paths and an empty directory
 // leave it as written).

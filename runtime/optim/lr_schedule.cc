@@ -14,37 +14,12 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/config/option_map.h"
 
 namespace autodist::optim {
 namespace {
 
 constexpr std::array<std::string_view, 3> kKinds = {"constant", "step", "cosine"};
-
-// "warmupSteps" -> "warmup_steps".
-std::string SnakeCase(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    if (std::isupper(static_cast<unsigned char>(c)) != 0) {
-      if (!out.empty() && out.back() != '_') out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else {
-      out += c == '-' ? '_' : c;
-    }
-  }
-  return out;
-}
-
-template <typename T>
-T ParseValue(const std::string& key, const std::string& text, const char* expected) {
-  T value{};
-  const char* last = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), last, value);
-  bool ok = !text.empty() && ec == std::errc() && ptr == last;
-  if constexpr (std::is_floating_point_v<T>) ok = ok && std::isfinite(value);
-  AD_CHECK(ok, kInvalidArgument, "learning-rate schedule: option {}: expected {}, got '{}'", key,
-           expected, text);
-  return value;
-}
 
 std::vector<std::string> AcceptedKeys(const std::string& kind) {
   std::vector<std::string> keys{"kind", "warmup_steps", "warmup_start_factor"};
@@ -86,35 +61,19 @@ void Validate(double base_lr, const ScheduleOptions& o) {
 }  // namespace
 
 ScheduleOptions ParseScheduleOptions(const std::map<std::string, std::string>& options) {
-  std::map<std::string, std::string> values;  // snake_case key -> value
-  for (const auto& [key, value] : options) {
-    const std::string normalized = SnakeCase(key);
-    AD_CHECK(values.emplace(normalized, value).second, kInvalidArgument,
-             "learning-rate schedule: option '{}' is given twice", normalized);
-  }
+  config::OptionMap reader("learning-rate schedule", options);
   ScheduleOptions out;
-  if (const auto it = values.find("kind"); it != values.end()) {
-    out.kind = it->second;
-    std::transform(out.kind.begin(), out.kind.end(), out.kind.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  }
+  if (const std::string* kind = reader.Find("kind")) out.kind = config::Lowercase(*kind);
   AD_CHECK(std::find(kKinds.begin(), kKinds.end(), out.kind) != kKinds.end(), kInvalidArgument,
            "learning-rate schedule: option kind: unknown '{}'; valid: {}", out.kind,
            fmt::join(kKinds, ", "));
-  const std::vector<std::string> accepted = AcceptedKeys(out.kind);
-  for (const auto& [key, value] : values) {
-    AD_CHECK(std::find(accepted.begin(), accepted.end(), key) != accepted.end(), kInvalidArgument,
-             "learning-rate schedule of kind {} does not take option '{}'; it takes: {}", out.kind,
-             key, fmt::join(accepted, ", "));
-    if (key == "warmup_steps") out.warmup_steps = ParseValue<int64_t>(key, value, "an integer");
-    if (key == "warmup_start_factor") {
-      out.warmup_start_factor = ParseValue<double>(key, value, "a number");
-    }
-    if (key == "step_size") out.step_size = ParseValue<int64_t>(key, value, "an integer");
-    if (key == "gamma") out.gamma = ParseValue<double>(key, value, "a number");
-    if (key == "total_steps") out.total_steps = ParseValue<int64_t>(key, value, "an integer");
-    if (key == "min_lr") out.min_lr = ParseValue<double>(key, value, "a number");
-  }
+  reader.RejectOthers(AcceptedKeys(out.kind), "learning-rate schedule of kind " + out.kind);
+  out.warmup_steps = reader.Int("warmup_steps").value_or(out.warmup_steps);
+  out.warmup_start_factor = reader.Number("warmup_start_factor").value_or(out.warmup_start_factor);
+  out.step_size = reader.Int("step_size").value_or(out.step_size);
+  out.gamma = reader.Number("gamma").value_or(out.gamma);
+  out.total_steps = reader.Int("total_steps").value_or(out.total_steps);
+  out.min_lr = reader.Number("min_lr").value_or(out.min_lr);
   Validate(0.0, out);
   return out;
 }

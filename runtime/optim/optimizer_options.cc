@@ -12,113 +12,30 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/config/option_map.h"
 
 namespace autodist::optim {
 namespace {
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
+// "0.9,0.999", "(0.9, 0.999)" or "[0.9, 0.999]".
+std::pair<double, double> ReadPair(config::OptionMap& options, const std::string& key) {
+  const std::string& text = *options.Find(key);
+  std::string_view body = config::TrimSpace(text);
+  if (body.size() >= 2 && ((body.front() == '(' && body.back() == ')') ||
+                           (body.front() == '[' && body.back() == ']'))) {
+    body = body.substr(1, body.size() - 2);
+  }
+  const size_t comma = body.find(',');
+  if (comma == std::string_view::npos || body.find(',', comma + 1) != std::string_view::npos) {
+    options.FailValue(key, "two numbers like '0.9,0.999'", text);
+  }
+  const auto number = [&](std::string_view part) {
+    const std::optional<double> value = config::ParseFiniteNumber(part);
+    if (!value.has_value()) options.FailValue(key, "a finite number", std::string(part));
+    return *value;
+  };
+  return {number(body.substr(0, comma)), number(body.substr(comma + 1))};
 }
-
-// "weightDecay" -> "weight_decay", "lazy-sparse" -> "lazy_sparse".
-std::string SnakeCase(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    if (std::isupper(static_cast<unsigned char>(c)) != 0) {
-      if (!out.empty() && out.back() != '_') out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else {
-      out += c == '-' ? '_' : c;
-    }
-  }
-  return out;
-}
-
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-// Reads the options one optimizer takes; the keys it may read are declared up front so that an
-// option it does not take is rejected with the full list.
-class OptionReader {
- public:
-  OptionReader(std::string optimizer, const std::map<std::string, std::string>& options,
-               std::vector<std::string> accepted)
-      : optimizer_(std::move(optimizer)), accepted_(std::move(accepted)) {
-    for (const auto& [key, value] : options) {
-      const std::string normalized = SnakeCase(key);
-      const auto [it, inserted] = given_.emplace(normalized, key);
-      AD_CHECK(inserted, kInvalidArgument,
-               "optimizer {}: option '{}' is given twice (as '{}' and '{}')", optimizer_,
-               normalized, it->second, key);
-      AD_CHECK(std::find(accepted_.begin(), accepted_.end(), normalized) != accepted_.end(),
-               kInvalidArgument, "optimizer {} does not take option '{}'; it takes: {}", optimizer_,
-               key, fmt::join(accepted_, ", "));
-      values_.emplace(normalized, value);
-    }
-  }
-
-  bool Has(const std::string& key) const { return values_.contains(key); }
-
-  double Number(const std::string& key, double default_value) const {
-    const auto it = values_.find(key);
-    if (it == values_.end()) return default_value;
-    return ParseNumber(key, it->second);
-  }
-
-  bool Bool(const std::string& key, bool default_value) const {
-    const auto it = values_.find(key);
-    if (it == values_.end()) return default_value;
-    const std::string lowered = Lower(Trim(it->second));
-    if (lowered == "true" || lowered == "1" || lowered == "yes") return true;
-    if (lowered == "false" || lowered == "0" || lowered == "no") return false;
-    Fail(ErrorCode::kInvalidArgument, "optimizer {}: option {}: expected true or false, got '{}'",
-         optimizer_, key, it->second);
-  }
-
-  // "0.9,0.999", "(0.9, 0.999)" or "[0.9, 0.999]".
-  std::pair<double, double> Pair(const std::string& key) const {
-    const std::string& text = values_.at(key);
-    std::string_view body = Trim(text);
-    if (body.size() >= 2 && ((body.front() == '(' && body.back() == ')') ||
-                             (body.front() == '[' && body.back() == ']'))) {
-      body = body.substr(1, body.size() - 2);
-    }
-    const size_t comma = body.find(',');
-    AD_CHECK(comma != std::string_view::npos && body.find(',', comma + 1) == std::string_view::npos,
-             kInvalidArgument,
-             "optimizer {}: option {}: expected two numbers like '0.9,0.999', got '{}'", optimizer_,
-             key, text);
-    return {ParseNumber(key, std::string(body.substr(0, comma))),
-            ParseNumber(key, std::string(body.substr(comma + 1)))};
-  }
-
- private:
-  double ParseNumber(const std::string& key, const std::string& text) const {
-    const std::string_view trimmed = Trim(text);
-    double value = 0;
-    const char* last = trimmed.data() + trimmed.size();
-    const auto [ptr, ec] = std::from_chars(trimmed.data(), last, value);
-    AD_CHECK(!trimmed.empty() && ec == std::errc() && ptr == last && std::isfinite(value),
-             kInvalidArgument, "optimizer {}: option {}: expected a finite number, got '{}'",
-             optimizer_, key, text);
-    return value;
-  }
-
-  std::string optimizer_;
-  std::vector<std::string> accepted_;
-  std::map<std::string, std::string> values_;  // normalized key -> value
-  std::map<std::string, std::string> given_;   // normalized key -> key as written
-};
 
 std::vector<std::string> AcceptedOptions(const std::string& name) {
   if (name == "sgd")
@@ -152,8 +69,9 @@ void CheckBeta(const std::string& optimizer, const char* option, double value) {
 OptimizerOptions ParseOptimizerOptions(const std::string& name,
                                        const std::map<std::string, std::string>& options) {
   OptimizerOptions out;
-  out.name = Lower(Trim(name));
-  const OptionReader reader(out.name, options, AcceptedOptions(out.name));
+  out.name = config::Lowercase(config::TrimSpace(name));
+  config::OptionMap reader("optimizer " + out.name, options);
+  reader.RejectOthers(AcceptedOptions(out.name));
   const std::string& n = out.name;
 
   if (n == "sgd") {
@@ -161,33 +79,33 @@ OptimizerOptions ParseOptimizerOptions(const std::string& name,
              "optimizer sgd: option lr is required (torch.optim.SGD has no default learning rate)");
   }
   const double default_lr = (n == "adagrad" || n == "rmsprop") ? 1e-2 : 1e-3;
-  out.lr = reader.Number("lr", default_lr);
-  out.weight_decay = reader.Number("weight_decay", n == "adamw" ? 1e-2 : 0.0);
-  out.lazy_sparse = reader.Bool("lazy_sparse", false);
-  if (n == "sgd" || n == "rmsprop") out.momentum = reader.Number("momentum", 0.0);
+  out.lr = reader.Number("lr").value_or(default_lr);
+  out.weight_decay = reader.Number("weight_decay").value_or(n == "adamw" ? 1e-2 : 0.0);
+  out.lazy_sparse = reader.Bool("lazy_sparse").value_or(false);
+  if (n == "sgd" || n == "rmsprop") out.momentum = reader.Number("momentum").value_or(0.0);
   if (n == "sgd") {
-    out.dampening = reader.Number("dampening", 0.0);
-    out.nesterov = reader.Bool("nesterov", false);
+    out.dampening = reader.Number("dampening").value_or(0.0);
+    out.nesterov = reader.Bool("nesterov").value_or(false);
   }
-  if (n != "sgd") out.eps = reader.Number("eps", n == "adagrad" ? 1e-10 : 1e-8);
+  if (n != "sgd") out.eps = reader.Number("eps").value_or(n == "adagrad" ? 1e-10 : 1e-8);
   if (n == "adam" || n == "adamw") {
     if (reader.Has("betas")) {
       AD_CHECK(!reader.Has("beta1") && !reader.Has("beta2"), kInvalidArgument,
                "optimizer {}: give either betas or beta1/beta2, not both", n);
-      std::tie(out.beta1, out.beta2) = reader.Pair("betas");
+      std::tie(out.beta1, out.beta2) = ReadPair(reader, "betas");
     } else {
-      out.beta1 = reader.Number("beta1", 0.9);
-      out.beta2 = reader.Number("beta2", 0.999);
+      out.beta1 = reader.Number("beta1").value_or(0.9);
+      out.beta2 = reader.Number("beta2").value_or(0.999);
     }
-    out.amsgrad = reader.Bool("amsgrad", false);
+    out.amsgrad = reader.Bool("amsgrad").value_or(false);
   }
   if (n == "adagrad") {
-    out.lr_decay = reader.Number("lr_decay", 0.0);
-    out.initial_accumulator_value = reader.Number("initial_accumulator_value", 0.0);
+    out.lr_decay = reader.Number("lr_decay").value_or(0.0);
+    out.initial_accumulator_value = reader.Number("initial_accumulator_value").value_or(0.0);
   }
   if (n == "rmsprop") {
-    out.alpha = reader.Number("alpha", 0.99);
-    out.centered = reader.Bool("centered", false);
+    out.alpha = reader.Number("alpha").value_or(0.99);
+    out.centered = reader.Bool("centered").value_or(false);
   }
   ValidateOptimizerOptions(out);
   return out;

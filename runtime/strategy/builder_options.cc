@@ -10,16 +10,10 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/config/option_map.h"
 
 namespace autodist::strategy {
 namespace {
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // Matches `value` against the names of a protobuf enum, case-insensitively.
 template <typename EnumType>
@@ -28,7 +22,8 @@ EnumType ParseEnum(const google::protobuf::EnumDescriptor* descriptor, const std
   std::vector<std::string> names;
   for (int i = 0; i < descriptor->value_count(); ++i) {
     const auto* candidate = descriptor->value(i);
-    if (Lower(candidate->name()) == Lower(value)) return static_cast<EnumType>(candidate->number());
+    if (config::Lowercase(candidate->name()) == config::Lowercase(value))
+      return static_cast<EnumType>(candidate->number());
     names.push_back(candidate->name());
   }
   Fail(ErrorCode::kInvalidArgument, "builder {}: option {}: unknown value '{}'; valid: {}", builder,
@@ -37,73 +32,29 @@ EnumType ParseEnum(const google::protobuf::EnumDescriptor* descriptor, const std
 
 }  // namespace
 
-std::string NormalizeOptionKey(std::string_view key) {
-  std::string out;
-  for (const char c : key) {
-    if (std::isupper(static_cast<unsigned char>(c)) != 0) {
-      if (!out.empty()) out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else {
-      out += c == '-' ? '_' : c;
-    }
-  }
-  return out;
-}
-
 OptionReader::OptionReader(std::string builder, const BuilderOptions& options)
-    : builder_(std::move(builder)) {
-  for (const auto& [key, value] : options) {
-    const std::string normalized = NormalizeOptionKey(key);
-    const auto [it, inserted] = given_.emplace(normalized, key);
-    AD_CHECK(inserted, kInvalidArgument,
-             "builder {}: option '{}' is given twice (as '{}' and '{}')", builder_, normalized,
-             it->second, key);
-    values_.emplace(normalized, value);
-  }
-}
-
-const std::string* OptionReader::Find(const std::string& key) {
-  read_.insert(key);
-  const auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
-}
+    : builder_(std::move(builder)), options_("builder " + builder_, options) {}
 
 bool OptionReader::Bool(const std::string& key, bool default_value) {
-  const std::string* value = Find(key);
-  if (value == nullptr) return default_value;
-  const std::string lowered = Lower(*value);
-  if (lowered == "true" || lowered == "1" || lowered == "yes") return true;
-  if (lowered == "false" || lowered == "0" || lowered == "no") return false;
-  Fail(ErrorCode::kInvalidArgument, "builder {}: option {}: expected true or false, got '{}'",
-       builder_, key, *value);
+  return options_.Bool(key).value_or(default_value);
 }
 
 int64_t OptionReader::Int64(const std::string& key, int64_t default_value) {
-  const std::string* value = Find(key);
-  if (value == nullptr) return default_value;
-  int64_t parsed = 0;
-  const char* last = value->data() + value->size();
-  const auto [ptr, ec] = std::from_chars(value->data(), last, parsed);
-  AD_CHECK(ec == std::errc() && ptr == last && !value->empty(), kInvalidArgument,
-           "builder {}: option {}: expected an integer, got '{}'", builder_, key, *value);
-  return parsed;
+  return options_.Int(key).value_or(default_value);
 }
 
 double OptionReader::Double(const std::string& key, double default_value, double minimum,
                             double maximum) {
-  const std::string* value = Find(key);
-  if (value == nullptr) return default_value;
-  double parsed = 0;
-  const char* last = value->data() + value->size();
-  const auto [ptr, ec] = std::from_chars(value->data(), last, parsed);
-  AD_CHECK(
-      ec == std::errc() && ptr == last && !value->empty() && parsed > minimum && parsed <= maximum,
-      kInvalidArgument, "builder {}: option {}: expected a number in ({}, {}], got '{}'", builder_,
-      key, minimum, maximum, *value);
-  return parsed;
+  const std::string* text = options_.Find(key);
+  if (text == nullptr) return default_value;
+  const std::optional<double> value = config::ParseFiniteNumber(*text);
+  if (!value.has_value() || *value <= minimum || *value > maximum) {
+    options_.FailValue(key, fmt::format("a number in ({}, {}]", minimum, maximum), *text);
+  }
+  return *value;
 }
 
-bool OptionReader::Given(const std::string& key) const { return values_.contains(key); }
+bool OptionReader::Given(const std::string& key) const { return options_.Has(key); }
 
 int OptionReader::Int(const std::string& key, int default_value, int minimum) {
   const int64_t parsed = Int64(key, default_value);
@@ -114,7 +65,7 @@ int OptionReader::Int(const std::string& key, int default_value, int minimum) {
 
 autodist::proto::AllReduceSynchronizer::Spec OptionReader::Spec(
     const std::string& key, autodist::proto::AllReduceSynchronizer::Spec default_value) {
-  const std::string* value = Find(key);
+  const std::string* value = options_.Find(key);
   if (value == nullptr) return default_value;
   return ParseEnum<autodist::proto::AllReduceSynchronizer::Spec>(
       autodist::proto::AllReduceSynchronizer::Spec_descriptor(), builder_, key, *value);
@@ -122,25 +73,13 @@ autodist::proto::AllReduceSynchronizer::Spec OptionReader::Spec(
 
 autodist::proto::AllReduceSynchronizer::Compressor OptionReader::Compressor(
     const std::string& key, autodist::proto::AllReduceSynchronizer::Compressor default_value) {
-  const std::string* value = Find(key);
+  const std::string* value = options_.Find(key);
   if (value == nullptr) return default_value;
   return ParseEnum<autodist::proto::AllReduceSynchronizer::Compressor>(
       autodist::proto::AllReduceSynchronizer::Compressor_descriptor(), builder_, key, *value);
 }
 
-void OptionReader::RejectUnread() const {
-  for (const auto& [normalized, original] : given_) {
-    if (!read_.contains(normalized)) {
-      const std::vector<std::string> accepted(read_.begin(), read_.end());
-      if (accepted.empty()) {
-        Fail(ErrorCode::kInvalidArgument, "builder {} takes no options, got '{}'", builder_,
-             original);
-      }
-      Fail(ErrorCode::kInvalidArgument, "builder {} does not take option '{}'; it takes: {}",
-           builder_, original, fmt::join(accepted, ", "));
-    }
-  }
-}
+void OptionReader::RejectUnread() const { options_.RejectUnread(); }
 
 PsOptions ReadPsOptions(OptionReader& reader) {
   using autodist::proto::AllReduceSynchronizer;

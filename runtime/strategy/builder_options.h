@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
-#include <string_view>
 
 #include "proto/synchronizers.pb.h"
+#include "runtime/config/option_map.h"
 
 namespace autodist::strategy {
 
@@ -40,10 +39,8 @@ struct AllReduceOptions {
   double topk_fraction = 0.01;
 };
 
-// "chunkSize" -> "chunk_size"; snake_case keys are returned unchanged.
-std::string NormalizeOptionKey(std::string_view key);
-
-// Reads typed options for one builder and rejects any option it did not read.
+// Reads typed options for one builder (config::OptionMap, with the builder's own enums) and
+// rejects any option it did not read.
 class OptionReader {
  public:
   OptionReader(std::string builder, const BuilderOptions& options);
@@ -65,12 +62,8 @@ class OptionReader {
   void RejectUnread() const;
 
  private:
-  const std::string* Find(const std::string& key);
-
   std::string builder_;
-  std::map<std::string, std::string> values_;  // normalized key -> value
-  std::map<std::string, std::string> given_;   // normalized key -> key as the user wrote it
-  std::set<std::string> read_;                 // keys the builder asked for
+  config::OptionMap options_;
 };
 
 // The PS-family options, validated (staleness >= 0; staleness > 0 needs sync=true; a push

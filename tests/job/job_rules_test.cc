@@ -287,7 +287,7 @@ const Rule kRules[] = {
      "spec.training.lrSchedule", "learning-rate schedule: option 'step_size' is given twice"},
     {"ScheduleOptionNotTakenByConstant", Training(""), Training("    lrSchedule: {minLr: 0.001}\n"),
      "spec.training.lrSchedule",
-     "learning-rate schedule of kind constant does not take option 'min_lr'; it takes: kind, "
+     "learning-rate schedule of kind constant does not take option 'minLr'; it takes: kind, "
      "warmup_steps, warmup_start_factor"},
     {"WarmupStepsNotAnInteger", Training(""), Training("    lrSchedule: {warmupSteps: 1.5}\n"),
      "spec.training.lrSchedule",
@@ -305,7 +305,7 @@ const Rule kRules[] = {
      Training("    lrSchedule: {kind: step, stepSize: 10, "
               "gamma: half}\n"),
      "spec.training.lrSchedule",
-     "learning-rate schedule: option gamma: expected a number, got 'half'"},
+     "learning-rate schedule: option gamma: expected a finite number, got 'half'"},
     {"GammaNegative", Training(""),
      Training("    lrSchedule: {kind: step, stepSize: 10, gamma: -0.5}\n"),
      "spec.training.lrSchedule",

@@ -407,7 +407,7 @@ TEST_F(CliTest, BadModelsAreUserErrors) {
 TEST_F(CliTest, BadResourceSpecsAreUserErrors) {
   ExpectUserError(
       {"compile", "--model", Model("mlp.onnx"), "--resources", Spec("bad/malformed.yml")},
-      {"malformed.yml", "invalid YAML", "line 4"});
+      {"malformed.yml", "invalid YAML", "malformed.yml:4:"});
   ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--resources", "missing.yml"},
                   {"missing.yml", "does not exist"});
   ExpectUserError(

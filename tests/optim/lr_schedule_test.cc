@@ -128,7 +128,7 @@ TEST(LrScheduleTest, ErrorsNameTheOption) {
   EXPECT_THAT(ErrorOf([] {
                 ParseScheduleOptions({{"kind", "step"}, {"step_size", "2"}, {"gamma", "x"}});
               }),
-              HasSubstr("option gamma: expected a number, got 'x'"));
+              HasSubstr("option gamma: expected a finite number, got 'x'"));
   EXPECT_THAT(
       ErrorOf([] {
         ParseScheduleOptions({{"kind", "cosine"}, {"total_steps", "10"}, {"warmup_steps", "10"}});

@@ -1,6 +1,7 @@
-// Reading a YAML manifest field by field, with errors of one shape:
+// Reading a YAML file field by field, with errors of one shape wherever the file comes from (a job
+// manifest, a resource spec):
 //   job.yaml:12: spec.resources.workers: expected an integer >= 1, got "two"
-// Internal to the job parser (namespace detail); yaml-cpp stays out of the public headers.
+// For parsers only: the types they produce keep yaml-cpp out of their own headers.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -14,10 +15,13 @@
 
 #include "runtime/common/error.h"
 
-namespace autodist::job::detail {
+namespace autodist::config {
 
-// The manifest's name for messages and the line of every field seen so far, so that checks that
-// span several fields can still point at a line.
+// Every document of `text`: "<source>:<line>:<column>: invalid YAML: ..." when it does not parse.
+std::vector<YAML::Node> LoadYamlDocuments(const std::string& text, const std::string& source);
+
+// The file's name for messages and the line of every field seen so far, so that checks that span
+// several fields can still point at a line.
 class ParseContext {
  public:
   explicit ParseContext(std::string source) : source_(std::move(source)) {}
@@ -26,7 +30,8 @@ class ParseContext {
 
   void Remember(const std::string& path, const YAML::Mark& mark);
 
-  // "job.yaml:12: spec.x: " (or without the line when none is known for `path` or a parent).
+  // "job.yaml:12: spec.x: " (or without the line when none is known for `path` or a parent; or
+  // without the path when it is empty).
   std::string Location(const std::string& path) const;
 
   template <typename... Args>
@@ -66,6 +71,8 @@ std::string ReadString(const ParseContext& context, const YAML::Node& node,
 int64_t ReadInt(const ParseContext& context, const YAML::Node& node, const std::string& path,
                 int64_t minimum, int64_t maximum);
 bool ReadBool(const ParseContext& context, const YAML::Node& node, const std::string& path);
+// Any number YAML can write (1.5, 1e9, .inf); the caller checks its range.
+double ReadNumber(const ParseContext& context, const YAML::Node& node, const std::string& path);
 // A scalar as text, or a list of scalars joined with "," (how optimizer options take pairs).
 std::string ReadScalarOrList(const ParseContext& context, const YAML::Node& node,
                              const std::string& path);
@@ -118,4 +125,4 @@ std::vector<std::pair<std::string, std::string>> ReadStringPairs(ParseContext& c
                                                                  const YAML::Node& node,
                                                                  const std::string& path);
 
-}  // namespace autodist::job::detail
+}  // namespace autodist::config

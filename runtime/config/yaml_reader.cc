@@ -1,4 +1,4 @@
-#include "runtime/job/yaml_reader.h"
+#include "runtime/config/yaml_reader.h"
 
 #include <fmt/ranges.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <set>
 
-namespace autodist::job::detail {
+namespace autodist::config {
 namespace {
 
 bool IsPlainKey(const std::string& key) {
@@ -17,6 +17,16 @@ bool IsPlainKey(const std::string& key) {
 }
 
 }  // namespace
+
+std::vector<YAML::Node> LoadYamlDocuments(const std::string& text, const std::string& source) {
+  try {
+    return YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) Fail(ErrorCode::kInvalidArgument, "{}: invalid YAML: {}", source, e.msg);
+    Fail(ErrorCode::kInvalidArgument, "{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1,
+         e.mark.column + 1, e.msg);
+  }
+}
 
 void ParseContext::Remember(const std::string& path, const YAML::Mark& mark) {
   if (!mark.is_null()) lines_[path] = mark.line + 1;
@@ -99,6 +109,14 @@ bool ReadBool(const ParseContext& context, const YAML::Node& node, const std::st
   return value;
 }
 
+double ReadNumber(const ParseContext& context, const YAML::Node& node, const std::string& path) {
+  double value = 0;
+  if (!node.IsScalar() || !YAML::convert<double>::decode(node, value)) {
+    context.Fail(path, "expected a number, got {}", Describe(node));
+  }
+  return value;
+}
+
 std::string ReadScalarOrList(const ParseContext& context, const YAML::Node& node,
                              const std::string& path) {
   if (node.IsScalar()) return node.Scalar();
@@ -151,7 +169,7 @@ void MapReader::ReadEntries(const YAML::Node& node) {
 
 void MapReader::CheckKnown(const std::string& key) const {
   AD_CHECK(!known_.has_value() || std::find(known_->begin(), known_->end(), key) != known_->end(),
-           kInternal, "job parser reads field '{}' that {} does not declare", key, path_);
+           kInternal, "the parser reads field '{}' that {} does not declare", key, path_);
 }
 
 bool MapReader::Has(const std::string& key) const { return Find(key) != nullptr; }
@@ -208,4 +226,4 @@ std::vector<std::pair<std::string, std::string>> ReadStringPairs(ParseContext& c
   return pairs;
 }
 
-}  // namespace autodist::job::detail
+}  // namespace autodist::config

@@ -1,0 +1,56 @@
+#include "runtime/config/yaml_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/config/config_test_util.h"
+
+namespace autodist::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(YamlReaderTest, ErrorsCarryTheFileTheLineAndThePath) {
+  const std::vector<YAML::Node> documents =
+      LoadYamlDocuments("top:\n  count: two\n  flag: yes\n", "a.yaml");
+  ASSERT_EQ(documents.size(), 1U);
+  ParseContext context("a.yaml");
+  const MapReader top(context, documents[0], "", {"top"});
+  const MapReader inner(context, top.Require("top"), top.PathOf("top"), {"count", "flag", "size"});
+  EXPECT_EQ(inner.Bool("flag"), true);
+  EXPECT_EQ(MessageOf([&] { inner.Int("count", 1, 10); }),
+            "a.yaml:2: top.count: expected an integer >= 1, got \"two\"");
+  EXPECT_EQ(MessageOf([&] { inner.Require("size"); }),
+            "a.yaml:1: top.size: required field is missing");
+  EXPECT_EQ(MessageOf([&] { ReadNumber(context, inner.Require("count"), "top.count"); }),
+            "a.yaml:2: top.count: expected a number, got \"two\"");
+}
+
+TEST(YamlReaderTest, UnknownAndRepeatedFieldsAreRefused) {
+  ParseContext context("b.yaml");
+  const auto unknown = LoadYamlDocuments("nodes: []\nsssh: {}\n", "b.yaml");
+  EXPECT_EQ(MessageOf([&] {
+              MapReader(context, unknown[0], "", {"nodes", "ssh"});
+            }),
+            "b.yaml:2: sssh: unknown field (expected one of: nodes, ssh)");
+  const auto repeated = LoadYamlDocuments("a: 1\na: 2\n", "b.yaml");
+  EXPECT_THAT(MessageOf([&] { MapReader(context, repeated[0], ""); }),
+              HasSubstr("a: field appears twice"));
+}
+
+TEST(YamlReaderTest, InvalidYamlIsLocated) {
+  const std::string message = MessageOf([] { LoadYamlDocuments("a: [1, 2\n", "c.yaml"); });
+  EXPECT_THAT(message, ::testing::StartsWith("c.yaml:"));
+  EXPECT_THAT(message, HasSubstr(": invalid YAML: "));
+}
+
+TEST(YamlReaderTest, LocationWithoutLinesOrPath) {
+  const ParseContext context("resource spec code");
+  EXPECT_EQ(context.Location("nodes"), "resource spec code: nodes: ");
+  EXPECT_EQ(context.Location(""), "resource spec code: ");
+}
+
+}  // namespace
+}  // namespace autodist::config
