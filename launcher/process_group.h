@@ -1,7 +1,7 @@
 // The local processes of `autodist run` (coordinator, parameter servers, workers): started,
 // logged, watched and stopped as one group, so that nothing outlives the run.
 //
-// Every child
+// Every child (started by child_process.h)
 //   * runs in its own process group, so stopping it also stops whatever it started, and a Ctrl-C
 //     at the terminal reaches only the launcher, which then stops the children in order;
 //   * gets SIGTERM if the launcher dies (PR_SET_PDEATHSIG). The kernel sends it when the *thread*
@@ -26,16 +26,11 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/child_process.h"
 #include "launcher/process_exit.h"
 #include "launcher/process_log.h"
 
 namespace autodist::launcher {
-
-struct ProcessSpec {
-  std::string name;               // "worker-0", "ps-1": in messages and as the log file's name
-  std::vector<std::string> argv;  // argv[0] is the executable's path (no PATH search)
-  std::map<std::string, std::string> env;  // added to (or replacing in) the launcher's environment
-};
 
 class ProcessGroup {
  public:

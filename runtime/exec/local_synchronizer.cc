@@ -2,7 +2,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/exec/trainer.h"
-#include "runtime/ops/sparse_gradient.h"
+#include "runtime/tensor/sparse_gradient.h"
 
 namespace autodist::exec {
 namespace {
@@ -28,9 +28,9 @@ Gradient MeanGradient(const std::vector<const Gradient*>& gradients) {
   const float inverse = 1.0F / static_cast<float>(gradients.size());
   Gradient mean;
   if (gradients[0]->is_sparse()) {
-    std::vector<const ops::SparseGradient*> parts;
+    std::vector<const tensor::SparseGradient*> parts;
     for (const Gradient* g : gradients) parts.push_back(&*g->sparse);
-    mean.sparse = ops::MergeSparse(parts);
+    mean.sparse = tensor::MergeSparse(parts);
     if (gradients.size() > 1) Scale(mean.sparse->values, inverse);
     return mean;
   }

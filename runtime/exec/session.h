@@ -1,18 +1,17 @@
-// Session: an ONNX training graph made executable. At load it resolves every node to a kernel
-// (unsupported ops fail here, naming op type, node and opset), orders the nodes, finds the loss
-// and the trainable variables, and plans value lifetimes. Per step it runs forward (training or
-// inference) and backward (gradients of the loss for every trainable variable).
+// Session: an ONNX training graph made executable, and the values it trains. At load the planner
+// (execution_plan.h) resolves every node to a kernel (unsupported ops fail here, naming op type,
+// node and opset), orders the nodes, finds the loss and the trainable variables, and plans value
+// lifetimes. Per step the executor (executor.h) runs forward (training or inference) and
+// backward (gradients of the loss for every trainable variable).
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "runtime/ops/kernel.h"
+#include "runtime/exec/executor.h"
 
 namespace onnx {
 class ModelProto;
@@ -20,38 +19,12 @@ class ModelProto;
 
 namespace autodist::exec {
 
-using ops::SparseGradient;
-using tensor::DType;
-using tensor::Shape;
-using tensor::Tensor;
-
 struct SessionOptions {
   // Name of the loss output; empty: the output named "loss", else the only float output of
   // rank 0 (declared), else an error.
   std::string loss;
   uint64_t seed = 0;  // random engine (Dropout)
 };
-
-// A graph input to feed: its name, element type and declared shape (-1 for symbolic dims).
-struct InputSpec {
-  std::string name;
-  DType dtype = DType::kUndefined;
-  std::vector<int64_t> shape;
-};
-
-// The gradient of one variable: dense, or row-sparse when every use is a Gather on axis 0.
-struct Gradient {
-  Tensor dense;
-  std::optional<SparseGradient> sparse;
-  bool is_sparse() const { return sparse.has_value(); }
-};
-
-using Feeds = std::map<std::string, Tensor>;
-
-// Told each variable's gradient as soon as the backward pass has finished it (before backward
-// ends), e.g. to start its all-reduce. The reference stays valid until the step's result is
-// destroyed (it points into StepResult::gradients).
-using GradientReadyFn = std::function<void(const std::string& variable, const Gradient& gradient)>;
 
 class Session {
  public:
