@@ -6,22 +6,47 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/ops/sparse_gradient.h"
-#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/elementwise_optimizer.h"
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/update_math.h"
 
 namespace autodist::optim::detail {
 namespace {
 
-struct AdagradStep {
+// The update above as an UpdateRule (elementwise_optimizer.h).
+struct AdagradRule {
+  static constexpr bool kCountsSteps = true;
+
+  static std::vector<BufferSlot> Slots(const OptimizerOptions& o) {
+    return {{"sum", static_cast<float>(o.initial_accumulator_value)}};
+  }
+
+  // A zero row adds nothing to `sum` and moves nothing (p - clr * 0 / std = p) as long as
+  // std > 0, which eps > 0 or a positive initial sum guarantees; with neither, the dense update
+  // makes never-seen rows 0/0 = NaN, and we keep that (PyTorch's) result. Weight decay moves
+  // zero rows.
+  static bool RowWiseExact(const OptimizerOptions& o) {
+    return o.weight_decay == 0 && (o.eps > 0 || o.initial_accumulator_value > 0);
+  }
+
   bool has_weight_decay;
   float weight_decay;
   float eps;
   float neg_clr;  // -lr / (1 + (t - 1) * lr_decay)
 
-  void operator()(float* p, const float* g, float* sum, int64_t n) const {
-    DispatchFlags([&]<bool kDecay>() { Run<kDecay>(p, g, sum, n); }, has_weight_decay);
+  static AdagradRule ForStep(const OptimizerOptions& o, const StepState& state) {
+    const auto t = static_cast<double>(state.step);
+    AdagradRule rule{};
+    rule.has_weight_decay = o.weight_decay != 0;
+    rule.weight_decay = static_cast<float>(o.weight_decay);
+    rule.eps = static_cast<float>(o.eps);
+    rule.neg_clr = static_cast<float>(-(o.lr / (1.0 + (t - 1.0) * o.lr_decay)));
+    return rule;
+  }
+
+  // buffers[0]: sum.
+  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
+    DispatchFlags([&]<bool kDecay>() { Run<kDecay>(p, g, buffers[0], n); }, has_weight_decay);
   }
 
   template <bool kDecay>
@@ -37,66 +62,10 @@ struct AdagradStep {
   }
 };
 
-class Adagrad final : public StatefulOptimizer {
- public:
-  explicit Adagrad(const OptimizerOptions& options)
-      : StatefulOptimizer(options, /*counts_steps=*/true,
-                          {{"sum", static_cast<float>(options.initial_accumulator_value)}}) {}
-
-  void Apply(const std::string& name, tensor::Tensor& param, const tensor::Tensor& grad) override {
-    CheckDense(name, param, grad);
-    float* sum = nullptr;
-    const AdagradStep step = Begin(name, param, &sum);
-    auto* p = param.data<float>();
-    const auto* g = grad.data<float>();
-    ForAllElements(param.numel(), [&](int64_t offset, int64_t n) {
-      step(p + offset, g + offset, sum + offset, n);
-    });
-  }
-
-  void ApplySparse(const std::string& name, tensor::Tensor& param,
-                   const ops::SparseGradient& grad) override {
-    // A zero row adds nothing to `sum` and moves nothing (p - clr * 0 / std = p) as long as
-    // std > 0, which eps > 0 or a positive initial sum guarantees; with neither, the dense update
-    // makes never-seen rows 0/0 = NaN, and we keep that (PyTorch's) result. Weight decay moves
-    // zero rows, so it needs the dense path unless lazy_sparse.
-    const bool row_wise_exact =
-        options_.weight_decay == 0 && (options_.eps > 0 || options_.initial_accumulator_value > 0);
-    if (!row_wise_exact && !options_.lazy_sparse) {
-      Optimizer::ApplySparse(name, param, grad);
-      return;
-    }
-    CheckSparse(name, param, grad);
-    float* sum = nullptr;
-    const AdagradStep step = Begin(name, param, &sum);
-    auto* p = param.data<float>();
-    const auto* g = grad.values.data<float>();
-    ForPresentRows(
-        grad.indices.ToInt64Vector("sparse gradient"), RowSize(param),
-        [&](int64_t at, int64_t from, int64_t n) { step(p + at, g + from, sum + at, n); });
-  }
-
- private:
-  // Advances the variable's step count and returns the step's coefficients.
-  AdagradStep Begin(const std::string& name, const tensor::Tensor& param, float** sum) {
-    bool created = false;
-    VariableState& state = StateFor(name, param, &created);
-    *sum = state.buffer(0);
-    const auto t = static_cast<double>(++state.step);
-    const OptimizerOptions& o = options_;
-    AdagradStep step{};
-    step.has_weight_decay = o.weight_decay != 0;
-    step.weight_decay = static_cast<float>(o.weight_decay);
-    step.eps = static_cast<float>(o.eps);
-    step.neg_clr = static_cast<float>(-(o.lr / (1.0 + (t - 1.0) * o.lr_decay)));
-    return step;
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<Optimizer> MakeAdagrad(const OptimizerOptions& options) {
-  return std::make_unique<Adagrad>(options);
+  return std::make_unique<ElementwiseOptimizer<AdagradRule>>(options);
 }
 
 }  // namespace autodist::optim::detail

@@ -10,15 +10,26 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/ops/sparse_gradient.h"
-#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/elementwise_optimizer.h"
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/update_math.h"
 
 namespace autodist::optim::detail {
 namespace {
 
-struct AdamStep {
+// The update above as an UpdateRule (elementwise_optimizer.h).
+struct AdamRule {
+  static constexpr bool kCountsSteps = true;
+
+  static std::vector<BufferSlot> Slots(const OptimizerOptions& o) {
+    std::vector<BufferSlot> slots{{"exp_avg"}, {"exp_avg_sq"}};
+    if (o.amsgrad) slots.push_back({"max_exp_avg_sq"});
+    return slots;
+  }
+
+  // Moments decay on zero rows too, so only lazy_sparse goes row by row.
+  static bool RowWiseExact(const OptimizerOptions& /*o*/) { return false; }
+
   bool l2;         // adam with weight_decay != 0
   bool decoupled;  // adamw
   bool amsgrad;
@@ -32,10 +43,32 @@ struct AdamStep {
   float eps;
   float neg_step_size;  // -lr / (1 - beta1^t)
 
-  void operator()(float* p, const float* g, float* m, float* v, float* v_max, int64_t n) const {
+  static AdamRule ForStep(const OptimizerOptions& o, const StepState& state) {
+    const auto t = static_cast<double>(state.step);
+    const bool decoupled = o.name == "adamw";
+    const double bias_correction1 = 1.0 - std::pow(o.beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(o.beta2, t);
+    AdamRule rule{};
+    rule.l2 = !decoupled && o.weight_decay != 0;
+    rule.decoupled = decoupled;
+    rule.amsgrad = o.amsgrad;
+    rule.weight_decay = static_cast<float>(o.weight_decay);
+    rule.decay_factor = static_cast<float>(1.0 - o.lr * o.weight_decay);
+    rule.beta1 = static_cast<float>(o.beta1);
+    rule.one_minus_beta1 = static_cast<float>(1.0 - o.beta1);
+    rule.beta2 = static_cast<float>(o.beta2);
+    rule.one_minus_beta2 = static_cast<float>(1.0 - o.beta2);
+    rule.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+    rule.eps = static_cast<float>(o.eps);
+    rule.neg_step_size = static_cast<float>(-(o.lr / bias_correction1));
+    return rule;
+  }
+
+  // buffers: m, v and v_max (null without amsgrad), in slot order.
+  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
     DispatchFlags(
         [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
-          Run<kL2, kDecoupled, kAmsgrad>(p, g, m, v, v_max, n);
+          Run<kL2, kDecoupled, kAmsgrad>(p, g, buffers[0], buffers[1], buffers[2], n);
         },
         l2, decoupled, amsgrad);
   }
@@ -58,89 +91,10 @@ struct AdamStep {
   }
 };
 
-class Adam final : public StatefulOptimizer {
- public:
-  explicit Adam(const OptimizerOptions& options)
-      : StatefulOptimizer(options, /*counts_steps=*/true, Slots(options.amsgrad)) {}
-
-  void Apply(const std::string& name, tensor::Tensor& param, const tensor::Tensor& grad) override {
-    CheckDense(name, param, grad);
-    Buffers b;
-    const AdamStep step = Begin(name, param, &b);
-    auto* p = param.data<float>();
-    const auto* g = grad.data<float>();
-    ForAllElements(param.numel(), [&](int64_t offset, int64_t n) {
-      step(p + offset, g + offset, b.m + offset, b.v + offset,
-           b.v_max == nullptr ? nullptr : b.v_max + offset, n);
-    });
-  }
-
-  void ApplySparse(const std::string& name, tensor::Tensor& param,
-                   const ops::SparseGradient& grad) override {
-    // Moments decay on zero rows too, so only lazy_sparse goes row by row.
-    if (!options_.lazy_sparse) {
-      Optimizer::ApplySparse(name, param, grad);
-      return;
-    }
-    CheckSparse(name, param, grad);
-    Buffers b;
-    const AdamStep step = Begin(name, param, &b);
-    auto* p = param.data<float>();
-    const auto* g = grad.values.data<float>();
-    ForPresentRows(grad.indices.ToInt64Vector("sparse gradient"), RowSize(param),
-                   [&](int64_t at, int64_t from, int64_t n) {
-                     step(p + at, g + from, b.m + at, b.v + at,
-                          b.v_max == nullptr ? nullptr : b.v_max + at, n);
-                   });
-  }
-
- private:
-  struct Buffers {
-    float* m = nullptr;
-    float* v = nullptr;
-    float* v_max = nullptr;
-  };
-
-  static std::vector<BufferSlot> Slots(bool amsgrad) {
-    std::vector<BufferSlot> slots{{"exp_avg"}, {"exp_avg_sq"}};
-    if (amsgrad) slots.push_back({"max_exp_avg_sq"});
-    return slots;
-  }
-
-  // Advances the variable's step count and returns the step's coefficients.
-  AdamStep Begin(const std::string& name, const tensor::Tensor& param, Buffers* buffers) {
-    bool created = false;
-    VariableState& state = StateFor(name, param, &created);
-    buffers->m = state.buffer(0);
-    buffers->v = state.buffer(1);
-    if (options_.amsgrad) buffers->v_max = state.buffer(2);
-    const auto t = static_cast<double>(++state.step);
-
-    const OptimizerOptions& o = options_;
-    const bool decoupled = o.name == "adamw";
-    const double bias_correction1 = 1.0 - std::pow(o.beta1, t);
-    const double bias_correction2 = 1.0 - std::pow(o.beta2, t);
-    AdamStep step{};
-    step.l2 = !decoupled && o.weight_decay != 0;
-    step.decoupled = decoupled;
-    step.amsgrad = o.amsgrad;
-    step.weight_decay = static_cast<float>(o.weight_decay);
-    step.decay_factor = static_cast<float>(1.0 - o.lr * o.weight_decay);
-    step.beta1 = static_cast<float>(o.beta1);
-    step.one_minus_beta1 = static_cast<float>(1.0 - o.beta1);
-    step.beta2 = static_cast<float>(o.beta2);
-    step.one_minus_beta2 = static_cast<float>(1.0 - o.beta2);
-    step.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-    step.eps = static_cast<float>(o.eps);
-    step.neg_step_size = static_cast<float>(-(o.lr / bias_correction1));
-    return step;
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<Optimizer> MakeAdam(const OptimizerOptions& options) {
-  return std::make_unique<Adam>(options);
+  return std::make_unique<ElementwiseOptimizer<AdamRule>>(options);
 }
 
 }  // namespace autodist::optim::detail

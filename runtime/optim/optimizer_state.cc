@@ -18,7 +18,12 @@ tensor::Tensor StepTensor(int64_t step) { return tensor::Tensor::FromVector<int6
 
 StatefulOptimizer::StatefulOptimizer(OptimizerOptions options, bool counts_steps,
                                      std::vector<BufferSlot> slots)
-    : Optimizer(std::move(options)), counts_steps_(counts_steps), slots_(std::move(slots)) {}
+    : Optimizer(std::move(options)), counts_steps_(counts_steps), slots_(std::move(slots)) {
+  // BeginStep hands the buffers out in a fixed-size array.
+  AD_CHECK(slots_.size() <= kMaxBufferSlots, kInternal,
+           "optimizer {} has {} state buffers, more than the {} an update can take", options_.name,
+           slots_.size(), kMaxBufferSlots);
+}
 
 std::string StatefulOptimizer::SlotList() const {
   std::vector<std::string> names;
@@ -49,6 +54,15 @@ VariableState& StatefulOptimizer::StateFor(const std::string& name, const tensor
              tensor::ShapeToString(param.shape()));
   }
   return it->second;
+}
+
+StepState StatefulOptimizer::BeginStep(const std::string& name, const tensor::Tensor& param) {
+  StepState begun;
+  if (!stateful()) return begun;
+  VariableState& state = StateFor(name, param, &begun.first);
+  if (counts_steps_) begun.step = ++state.step;
+  for (size_t i = 0; i < slots_.size(); ++i) begun.buffers[i] = state.buffer(i);
+  return begun;
 }
 
 std::map<std::string, tensor::Tensor> StatefulOptimizer::SaveState() const {

@@ -1,7 +1,9 @@
 // Internal: the per-variable state every stateful optimizer keeps (a step count and named
-// float32 buffers the shape of the variable), with checkpoint save/load and its validation.
+// float32 buffers the shape of the variable), with checkpoint save/load and its validation, and
+// what one update takes of it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,6 +20,19 @@ struct BufferSlot {
   float initial = 0.0F;
 };
 
+// The most buffers a variable's state has (Adam with amsgrad, RMSprop centered with momentum).
+inline constexpr size_t kMaxBufferSlots = 3;
+
+// A variable's state buffers in slot order, all at one element offset; null past its last slot.
+using BufferPointers = std::array<float*, kMaxBufferSlots>;
+
+// What one update sees of its variable's state (StatefulOptimizer::BeginStep).
+struct StepState {
+  int64_t step = 0;          // this update's number, from 1, when steps are counted; else 0
+  bool first = false;        // the state was created by this update
+  BufferPointers buffers{};  // all null in a configuration without state
+};
+
 struct VariableState {
   int64_t step = 0;                     // updates taken (slot "step"), when counted
   std::vector<tensor::Tensor> buffers;  // in the order of the optimizer's BufferSlots
@@ -32,14 +47,18 @@ class StatefulOptimizer : public Optimizer {
   void LoadState(const std::map<std::string, tensor::Tensor>& state) override;
 
  protected:
-  // The state of variable `name`, created on its first update (`*created` tells). Throws
-  // InvalidArgument when loaded state does not have the variable's shape.
+  // Starts an update of variable `name`: takes its state, created on its first update, and
+  // advances its step count. Throws InvalidArgument when loaded state does not have the
+  // variable's shape.
+  StepState BeginStep(const std::string& name, const tensor::Tensor& param);
+
+ private:
+  // The state of variable `name`, created on its first update (`*created` tells).
   VariableState& StateFor(const std::string& name, const tensor::Tensor& param, bool* created);
 
   // Whether this configuration keeps any state (SGD without momentum does not).
   bool stateful() const { return counts_steps_ || !slots_.empty(); }
 
- private:
   // "step, exp_avg, exp_avg_sq": the slots of this configuration, for messages.
   std::string SlotList() const;
 

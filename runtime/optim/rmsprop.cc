@@ -10,15 +10,27 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/ops/sparse_gradient.h"
-#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/elementwise_optimizer.h"
 #include "runtime/optim/optimizers.h"
 #include "runtime/optim/update_math.h"
 
 namespace autodist::optim::detail {
 namespace {
 
-struct RmspropStep {
+// The update above as an UpdateRule (elementwise_optimizer.h).
+struct RmspropRule {
+  static constexpr bool kCountsSteps = true;
+
+  static std::vector<BufferSlot> Slots(const OptimizerOptions& o) {
+    std::vector<BufferSlot> slots{{"square_avg"}};
+    if (o.momentum > 0) slots.push_back({"momentum_buffer"});
+    if (o.centered) slots.push_back({"grad_avg"});
+    return slots;
+  }
+
+  // square_avg decays on zero rows, so only lazy_sparse goes row by row.
+  static bool RowWiseExact(const OptimizerOptions& /*o*/) { return false; }
+
   bool has_weight_decay;
   bool centered;
   bool has_momentum;
@@ -29,11 +41,27 @@ struct RmspropStep {
   float momentum;
   float neg_lr;
 
-  void operator()(float* p, const float* g, float* square_avg, float* grad_avg, float* buf,
-                  int64_t n) const {
+  static RmspropRule ForStep(const OptimizerOptions& o, const StepState& /*state*/) {
+    RmspropRule rule{};
+    rule.has_weight_decay = o.weight_decay != 0;
+    rule.centered = o.centered;
+    rule.has_momentum = o.momentum > 0;
+    rule.weight_decay = static_cast<float>(o.weight_decay);
+    rule.alpha = static_cast<float>(o.alpha);
+    rule.one_minus_alpha = static_cast<float>(1.0 - o.alpha);
+    rule.eps = static_cast<float>(o.eps);
+    rule.momentum = static_cast<float>(o.momentum);
+    rule.neg_lr = static_cast<float>(-o.lr);
+    return rule;
+  }
+
+  // buffers in slot order: square_avg, then momentum_buffer and grad_avg where kept.
+  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
+    float* buf = has_momentum ? buffers[1] : nullptr;
+    float* grad_avg = centered ? buffers[has_momentum ? 2 : 1] : nullptr;
     DispatchFlags(
         [&]<bool kDecay, bool kCentered, bool kMomentum>() {
-          Run<kDecay, kCentered, kMomentum>(p, g, square_avg, grad_avg, buf, n);
+          Run<kDecay, kCentered, kMomentum>(p, g, buffers[0], grad_avg, buf, n);
         },
         has_weight_decay, centered, has_momentum);
   }
@@ -64,87 +92,10 @@ struct RmspropStep {
   }
 };
 
-class Rmsprop final : public StatefulOptimizer {
- public:
-  explicit Rmsprop(const OptimizerOptions& options)
-      : StatefulOptimizer(options, /*counts_steps=*/true, Slots(options)) {}
-
-  void Apply(const std::string& name, tensor::Tensor& param, const tensor::Tensor& grad) override {
-    CheckDense(name, param, grad);
-    Buffers b;
-    const RmspropStep step = Begin(name, param, &b);
-    auto* p = param.data<float>();
-    const auto* g = grad.data<float>();
-    ForAllElements(param.numel(), [&](int64_t offset, int64_t n) {
-      step(p + offset, g + offset, b.square_avg + offset, Offset(b.grad_avg, offset),
-           Offset(b.buf, offset), n);
-    });
-  }
-
-  void ApplySparse(const std::string& name, tensor::Tensor& param,
-                   const ops::SparseGradient& grad) override {
-    // square_avg decays on zero rows, so only lazy_sparse goes row by row.
-    if (!options_.lazy_sparse) {
-      Optimizer::ApplySparse(name, param, grad);
-      return;
-    }
-    CheckSparse(name, param, grad);
-    Buffers b;
-    const RmspropStep step = Begin(name, param, &b);
-    auto* p = param.data<float>();
-    const auto* g = grad.values.data<float>();
-    ForPresentRows(grad.indices.ToInt64Vector("sparse gradient"), RowSize(param),
-                   [&](int64_t at, int64_t from, int64_t n) {
-                     step(p + at, g + from, b.square_avg + at, Offset(b.grad_avg, at),
-                          Offset(b.buf, at), n);
-                   });
-  }
-
- private:
-  struct Buffers {
-    float* square_avg = nullptr;
-    float* grad_avg = nullptr;  // centered only
-    float* buf = nullptr;       // momentum only
-  };
-
-  static float* Offset(float* base, int64_t offset) {
-    return base == nullptr ? nullptr : base + offset;
-  }
-
-  static std::vector<BufferSlot> Slots(const OptimizerOptions& options) {
-    std::vector<BufferSlot> slots{{"square_avg"}};
-    if (options.momentum > 0) slots.push_back({"momentum_buffer"});
-    if (options.centered) slots.push_back({"grad_avg"});
-    return slots;
-  }
-
-  RmspropStep Begin(const std::string& name, const tensor::Tensor& param, Buffers* buffers) {
-    const OptimizerOptions& o = options_;
-    bool created = false;
-    VariableState& state = StateFor(name, param, &created);
-    ++state.step;
-    size_t slot = 0;
-    buffers->square_avg = state.buffer(slot++);
-    if (o.momentum > 0) buffers->buf = state.buffer(slot++);
-    if (o.centered) buffers->grad_avg = state.buffer(slot++);
-    RmspropStep step{};
-    step.has_weight_decay = o.weight_decay != 0;
-    step.centered = o.centered;
-    step.has_momentum = o.momentum > 0;
-    step.weight_decay = static_cast<float>(o.weight_decay);
-    step.alpha = static_cast<float>(o.alpha);
-    step.one_minus_alpha = static_cast<float>(1.0 - o.alpha);
-    step.eps = static_cast<float>(o.eps);
-    step.momentum = static_cast<float>(o.momentum);
-    step.neg_lr = static_cast<float>(-o.lr);
-    return step;
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<Optimizer> MakeRmsprop(const OptimizerOptions& options) {
-  return std::make_unique<Rmsprop>(options);
+  return std::make_unique<ElementwiseOptimizer<RmspropRule>>(options);
 }
 
 }  // namespace autodist::optim::detail

@@ -11,13 +11,11 @@ class AllReduceBuilder final : public StrategyBuilder {
   autodist::proto::Strategy Build(const BuildInput& input) const override {
     autodist::proto::Strategy strategy;
     SetReplicas(input.resources, strategy);
-    int index = 0;
+    FusionGroups groups(options_.chunk_size);
     for (const graph::Variable& variable : input.variables) {
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
-      SetAllReduceSynchronizer(options_, index / options_.chunk_size,
-                               *node->mutable_allreducesynchronizer());
-      ++index;
+      SetAllReduceSynchronizer(options_, groups.Next(), *node->mutable_allreducesynchronizer());
     }
     return strategy;
   }

@@ -40,27 +40,31 @@ void SetAllReduceSynchronizer(const AllReduceOptions& options, int group,
   }
 }
 
-}  // namespace autodist::strategy
-
-namespace autodist::strategy {
-
-int FillPartitionedAllReduce(const graph::Variable& variable, size_t axis, int64_t shards,
-                             int counter, const AllReduceOptions& options,
-                             autodist::proto::Strategy::Node& node) {
-  node.set_var_name(variable.name);
-  const int chunk_size = options.chunk_size;
-  if (shards <= 1) {
-    SetAllReduceSynchronizer(options, counter / chunk_size, *node.mutable_allreducesynchronizer());
-    return counter + 1;
+autodist::proto::Strategy BuildPartitionedAllReduce(
+    const BuildInput& input, int chunk_size,
+    const std::function<Cut(const graph::Variable&)>& cut) {
+  AllReduceOptions options;  // no compression
+  options.chunk_size = chunk_size;
+  options.spec = autodist::proto::AllReduceSynchronizer::AUTO;
+  autodist::proto::Strategy strategy;
+  SetReplicas(input.resources, strategy);
+  FusionGroups groups(chunk_size);
+  for (const graph::Variable& variable : input.variables) {
+    const Cut how = cut(variable);
+    autodist::proto::Strategy::Node& node = *strategy.add_node_config();
+    node.set_var_name(variable.name);
+    if (how.shards <= 1) {
+      SetAllReduceSynchronizer(options, groups.Next(), *node.mutable_allreducesynchronizer());
+      continue;
+    }
+    node.set_partitioner(PartitionerString(variable.shape.size(), how.axis, how.shards));
+    for (int64_t i = 0; i < how.shards; ++i) {
+      auto* part = node.add_part_config();
+      part->set_var_name(PartName(variable.name, i));
+      SetAllReduceSynchronizer(options, groups.Next(), *part->mutable_allreducesynchronizer());
+    }
   }
-  node.set_partitioner(PartitionerString(variable.shape.size(), axis, shards));
-  for (int64_t i = 0; i < shards; ++i) {
-    auto* part = node.add_part_config();
-    part->set_var_name(PartName(variable.name, i));
-    SetAllReduceSynchronizer(options, static_cast<int>((counter + i) / chunk_size),
-                             *part->mutable_allreducesynchronizer());
-  }
-  return counter + static_cast<int>(shards);
+  return strategy;
 }
 
 }  // namespace autodist::strategy

@@ -1,6 +1,7 @@
 // The StrategyBuilder interface: one class per AutoDist builder, each in its own file.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,16 +44,30 @@ void SetPsSynchronizer(const std::string& destination, const PsOptions& options,
 void SetAllReduceSynchronizer(const AllReduceOptions& options, int group,
                               autodist::proto::AllReduceSynchronizer& synchronizer);
 
-}  // namespace autodist::strategy
+// Tensor fusion as AutoDist assigns it: the k-th all-reduced tensor (a variable or a shard, in
+// model order) joins group k / chunk_size, so every chunk_size consecutive tensors share one
+// collective.
+class FusionGroups {
+ public:
+  explicit FusionGroups(int chunk_size) : chunk_size_(chunk_size) {}
+  // The group of the next tensor.
+  int Next() { return counter_++ / chunk_size_; }
 
-namespace autodist::strategy {
+ private:
+  int chunk_size_;
+  int counter_ = 0;
+};
 
-// Fills `node` for an all-reduced variable cut into `shards` along `axis` (no cut when
-// shards == 1): `options`' spec, no compression, and shard i in group (counter + i) /
-// chunk_size, as AutoDist's partitioned all-reduce builders do. Returns the counter advanced by
-// `shards`.
-int FillPartitionedAllReduce(const graph::Variable& variable, size_t axis, int64_t shards,
-                             int counter, const AllReduceOptions& options,
-                             autodist::proto::Strategy::Node& node);
+// How a partitioned all-reduce builder cuts a variable: along `axis` into `shards` (1: not cut).
+struct Cut {
+  size_t axis = 0;
+  int64_t shards = 1;
+};
+
+// AutoDist's partitioned all-reduce builders (PartitionedAR, RandomAxisPartitionAR): each
+// variable cut as `cut` decides, in model order, and every shard all-reduced with spec AUTO and no
+// compression, chunk_size consecutive shards per fusion group.
+autodist::proto::Strategy BuildPartitionedAllReduce(
+    const BuildInput& input, int chunk_size, const std::function<Cut(const graph::Variable&)>& cut);
 
 }  // namespace autodist::strategy

@@ -23,22 +23,21 @@ class ParallaxBuilder final : public StrategyBuilder {
     if (any_sparse)
       balancer.emplace(input.resources.PsCandidates(), input.colocation, input.variables);
 
-    int index = 0;
+    FusionGroups groups(chunk_size_);  // counts every variable, sparse ones too, as AutoDist does
     for (const graph::Variable& variable : input.variables) {
       auto* node = strategy.add_node_config();
       node->set_var_name(variable.name);
+      const int group = groups.Next();
       if (!variable.sparse) {
         AllReduceOptions dense;  // NCCL, no compression
         dense.chunk_size = chunk_size_;
-        SetAllReduceSynchronizer(dense, index / chunk_size_,
-                                 *node->mutable_allreducesynchronizer());
+        SetAllReduceSynchronizer(dense, group, *node->mutable_allreducesynchronizer());
       } else {
         // Only a group's sparse members live on the server; dense ones are all-reduced.
         const size_t device = balancer->PlaceWhole(
             variable, [](const graph::Variable& member) { return member.sparse; });
         SetPsSynchronizer(balancer->device(device), options_, *node->mutable_pssynchronizer());
       }
-      ++index;
     }
     return strategy;
   }

@@ -11,29 +11,15 @@ class PartitionedArBuilder final : public StrategyBuilder {
   explicit PartitionedArBuilder(int chunk_size) : chunk_size_(chunk_size) {}
 
   autodist::proto::Strategy Build(const BuildInput& input) const override {
-    autodist::proto::Strategy strategy;
-    SetReplicas(input.resources, strategy);
-    int counter = 0;
-    for (const graph::Variable& variable : input.variables) {
+    return BuildPartitionedAllReduce(input, chunk_size_, [](const graph::Variable& variable) {
       const bool splittable = variable.partitionable && !variable.shape.empty();
-      const int64_t shards = splittable ? SmallestDivisorShards(variable.shape[0]) : 1;
-      counter = FillPartitionedAllReduce(variable, 0, shards, counter, Options(),
-                                         *strategy.add_node_config());
-    }
-    return strategy;
+      return Cut{0, splittable ? SmallestDivisorShards(variable.shape[0]) : 1};
+    });
   }
 
   bool UsesParameterServers() const override { return false; }
 
  private:
-  // AutoDist's partitioned all-reduce builders use spec AUTO and no compression.
-  AllReduceOptions Options() const {
-    AllReduceOptions options;
-    options.chunk_size = chunk_size_;
-    options.spec = autodist::proto::AllReduceSynchronizer::AUTO;
-    return options;
-  }
-
   int chunk_size_;
 };
 

@@ -19,38 +19,22 @@ class RandomAxisPartitionArBuilder final : public StrategyBuilder {
       : chunk_size_(chunk_size), seed_(seed) {}
 
   autodist::proto::Strategy Build(const BuildInput& input) const override {
-    autodist::proto::Strategy strategy;
-    SetReplicas(input.resources, strategy);
     std::mt19937_64 random(seed_);
-    int counter = 0;
-    for (const graph::Variable& variable : input.variables) {
-      std::vector<size_t> axes;  // dims > 1: the only ones worth cutting
-      for (size_t axis = 0; axis < variable.shape.size(); ++axis) {
-        if (variable.shape[axis] > 1) axes.push_back(axis);
-      }
-      size_t axis = 0;
-      int64_t shards = 1;
-      if (variable.partitionable && !axes.empty()) {
-        axis = variable.sparse ? 0 : axes[random() % axes.size()];
-        shards = SmallestDivisorShards(variable.shape[axis]);
-      }
-      counter = FillPartitionedAllReduce(variable, axis, shards, counter, Options(),
-                                         *strategy.add_node_config());
-    }
-    return strategy;
+    return BuildPartitionedAllReduce(
+        input, chunk_size_, [&random](const graph::Variable& variable) {
+          std::vector<size_t> axes;  // dims > 1: the only ones worth cutting
+          for (size_t axis = 0; axis < variable.shape.size(); ++axis) {
+            if (variable.shape[axis] > 1) axes.push_back(axis);
+          }
+          if (!variable.partitionable || axes.empty()) return Cut{};
+          const size_t axis = variable.sparse ? 0 : axes[random() % axes.size()];
+          return Cut{axis, SmallestDivisorShards(variable.shape[axis])};
+        });
   }
 
   bool UsesParameterServers() const override { return false; }
 
  private:
-  // AutoDist's partitioned all-reduce builders use spec AUTO and no compression.
-  AllReduceOptions Options() const {
-    AllReduceOptions options;
-    options.chunk_size = chunk_size_;
-    options.spec = autodist::proto::AllReduceSynchronizer::AUTO;
-    return options;
-  }
-
   int chunk_size_;
   uint64_t seed_;
 };

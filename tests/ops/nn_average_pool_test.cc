@@ -1,23 +1,10 @@
-#include <string>
 #include <vector>
 
 #include "tests/ops/op_test_util.h"
+#include "tests/ops/pool_test_util.h"
 
 namespace autodist::ops::testing {
 namespace {
-
-void ExpectErrorContains(const OpCase& op, const std::string& text) {
-  try {
-    OpRunner runner(op);
-    runner.Forward(op.inputs);
-    FAIL() << "expected an error containing '" << text << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find(op.op_type + " node 'test_" + op.op_type + "'"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find(text), std::string::npos) << message;
-  }
-}
 
 // Expected values: PyTorch 1.13, F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=..,
 // count_include_pad=..) with x = Pattern({1, 1, 6, 6}, 7, 11, 4). With ceil_mode the last window
@@ -69,12 +56,6 @@ TEST(AveragePoolTest, AsymmetricPadsByHand) {
                    {1, 1, 2, 2});
 }
 
-struct PoolConfig {
-  std::string name;
-  Shape x;
-  std::vector<onnx::AttributeProto> attributes;
-};
-
 class AveragePoolGradientTest : public ::testing::TestWithParam<PoolConfig> {};
 
 TEST_P(AveragePoolGradientTest, MatchesFiniteDifferences) {
@@ -84,39 +65,33 @@ TEST_P(AveragePoolGradientTest, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(
     Geometries, AveragePoolGradientTest,
-    ::testing::Values(PoolConfig{"Stride2",
-                                 {2, 2, 4, 4},
-                                 {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}},
-                      PoolConfig{
-                          "PaddedExcluded",
-                          {1, 2, 5, 5},
-                          {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})}},
-                      PoolConfig{"PaddedIncludedCeil",
-                                 {1, 2, 6, 6},
-                                 {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
-                                  AttrInts("pads", {1, 1, 1, 1}), AttrInt("count_include_pad", 1),
-                                  AttrInt("ceil_mode", 1)}},
-                      PoolConfig{"AsymmetricPads",
-                                 {1, 1, 5, 4},
-                                 {AttrInts("kernel_shape", {2, 3}), AttrInts("pads", {0, 2, 1, 0}),
-                                  AttrInt("count_include_pad", 1)}},
-                      PoolConfig{"SameLower",
-                                 {1, 2, 5, 6},
-                                 {AttrInts("kernel_shape", {3, 2}), AttrInts("strides", {2, 2}),
-                                  AttrString("auto_pad", "SAME_LOWER")}}),
-    [](const auto& test) { return test.param.name; });
+    ::testing::ValuesIn(PoolGeometries(
+        {PoolConfig{"PaddedIncludedCeil",
+                    {1, 2, 6, 6},
+                    {AttrInts("kernel_shape", {3, 3}), AttrInts("strides", {2, 2}),
+                     AttrInts("pads", {1, 1, 1, 1}), AttrInt("count_include_pad", 1),
+                     AttrInt("ceil_mode", 1)}},
+         PoolConfig{"AsymmetricPads",
+                    {1, 1, 5, 4},
+                    {AttrInts("kernel_shape", {2, 3}), AttrInts("pads", {0, 2, 1, 0}),
+                     AttrInt("count_include_pad", 1)}},
+         PoolConfig{"SameLower",
+                    {1, 2, 5, 6},
+                    {AttrInts("kernel_shape", {3, 2}), AttrInts("strides", {2, 2}),
+                     AttrString("auto_pad", "SAME_LOWER")}}})),
+    PoolConfigName);
 
 TEST(AveragePoolTest, RejectsBadInputs) {
-  ExpectErrorContains(
+  ExpectNodeError(
       OpCase{"AveragePool", {RandomTensor({1, 2, 8}, 1)}, {AttrInts("kernel_shape", {2, 2})}},
       "only 2-D pooling");
-  ExpectErrorContains(OpCase{"AveragePool", {RandomTensor({1, 2, 4, 4}, 1)}},
-                      "'kernel_shape' is required");
-  ExpectErrorContains(OpCase{"AveragePool",
-                             {RandomTensor({1, 2, 4, 4}, 1)},
-                             {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {2, 2})}},
-                      "no dilations");
-  ExpectErrorContains(
+  ExpectNodeError(OpCase{"AveragePool", {RandomTensor({1, 2, 4, 4}, 1)}},
+                  "'kernel_shape' is required");
+  ExpectNodeError(OpCase{"AveragePool",
+                         {RandomTensor({1, 2, 4, 4}, 1)},
+                         {AttrInts("kernel_shape", {2, 2}), AttrInts("dilations", {2, 2})}},
+                  "no dilations");
+  ExpectNodeError(
       OpCase{"AveragePool", {RandomTensor({1, 2, 4, 4}, 1)}, {AttrInts("kernel_shape", {3, 5})}},
       "input width 4 (+0 +0) is smaller than the window extent 5");
 }
@@ -137,8 +112,8 @@ TEST(GlobalAveragePoolTest, GradientMatchesFiniteDifferences) {
 }
 
 TEST(GlobalAveragePoolTest, RejectsInputWithoutSpatialAxes) {
-  ExpectErrorContains(OpCase{"GlobalAveragePool", {RandomTensor({2, 3}, 1)}},
-                      "X must be float32 [N, C, D1, ...]");
+  ExpectNodeError(OpCase{"GlobalAveragePool", {RandomTensor({2, 3}, 1)}},
+                  "X must be float32 [N, C, D1, ...]");
 }
 
 }  // namespace

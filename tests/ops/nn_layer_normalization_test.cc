@@ -6,19 +6,6 @@
 namespace autodist::ops::testing {
 namespace {
 
-void ExpectErrorContains(const OpCase& op, const std::string& text) {
-  try {
-    OpRunner runner(op);
-    runner.Forward(op.inputs);
-    FAIL() << "expected an error containing '" << text << "'";
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    EXPECT_NE(message.find("LayerNormalization node 'test_LayerNormalization'"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find(text), std::string::npos) << message;
-  }
-}
-
 // Expected values: PyTorch 1.13, torch.native_layer_norm(x, normalized_shape, w, b, eps), which
 // returns Y, mean and rstd (= InvStdDev), with x = Pattern({2, 3, 4}, 7, 11).
 
@@ -99,20 +86,19 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& test) { return test.param.name; });
 
 TEST(LayerNormalizationTest, RejectsBadInputs) {
-  ExpectErrorContains(OpCase{"LayerNormalization",
-                             {RandomTensor({2, 3}, 1), RandomTensor({3}, 2)},
-                             {AttrInt("axis", 3)}},
-                      "axis 3 is out of range for X of rank 2");
-  ExpectErrorContains(OpCase{"LayerNormalization", {RandomTensor({2, 3}, 1), RandomTensor({2}, 2)}},
-                      "Scale of shape [2] does not broadcast to the normalized shape [3]");
-  ExpectErrorContains(
-      OpCase{"LayerNormalization",
-             {RandomTensor({2, 3}, 1), RandomTensor({3}, 2), RandomTensor({2, 3}, 3)}},
-      "B of shape [2, 3] does not broadcast");
-  ExpectErrorContains(OpCase{"LayerNormalization",
-                             {RandomTensor({2, 3}, 1), RandomTensor({3}, 2)},
-                             {AttrInt("stash_type", 11)}},
-                      "only stash_type 1");
+  ExpectNodeError(OpCase{"LayerNormalization",
+                         {RandomTensor({2, 3}, 1), RandomTensor({3}, 2)},
+                         {AttrInt("axis", 3)}},
+                  "axis 3 is out of range for X of rank 2");
+  ExpectNodeError(OpCase{"LayerNormalization", {RandomTensor({2, 3}, 1), RandomTensor({2}, 2)}},
+                  "Scale of shape [2] does not broadcast to the normalized shape [3]");
+  ExpectNodeError(OpCase{"LayerNormalization",
+                         {RandomTensor({2, 3}, 1), RandomTensor({3}, 2), RandomTensor({2, 3}, 3)}},
+                  "B of shape [2, 3] does not broadcast");
+  ExpectNodeError(OpCase{"LayerNormalization",
+                         {RandomTensor({2, 3}, 1), RandomTensor({3}, 2)},
+                         {AttrInt("stash_type", 11)}},
+                  "only stash_type 1");
 }
 
 }  // namespace

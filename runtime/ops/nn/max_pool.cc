@@ -8,65 +8,46 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/nn/pool.h"
 #include "runtime/ops/nn/window.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/layout.h"
 
 namespace autodist::ops {
 namespace {
 
 using nn::WindowGeometry;
+using nn::WindowTaps;
 
 struct MaxPoolState final : KernelState {
   Shape input_shape;
   Tensor argmax;  // int32 [N, C, outH, outW]: index within the input plane, -1 for none
 };
 
-// Planes per parallel chunk.
-int64_t PlaneGrain(const WindowGeometry& g) {
-  const int64_t work = std::max<int64_t>(1, g.out_size() * g.kernel_h * g.kernel_w);
-  return std::max<int64_t>(1, (int64_t{1} << 14) / work);
-}
-
-// The taps of a window that fall inside the input along one axis: first, end (exclusive), step.
-struct TapRange {
-  int64_t first;
-  int64_t end;
-};
-
-TapRange AxisTaps(int64_t out, int64_t stride, int64_t pad, int64_t kernel, int64_t dilation,
-                  int64_t in) {
-  int64_t first = out * stride - pad;
-  const int64_t end = std::min(first + (kernel - 1) * dilation + 1, in);
-  while (first < 0) first += dilation;
-  return {first, end};
-}
-
 void MaxPoolPlane(const float* plane, const WindowGeometry& g, float* out, int32_t* argmax) {
-  for (int64_t oh = 0; oh < g.out_h; ++oh) {
-    const TapRange rows = AxisTaps(oh, g.stride_h, g.pad_top, g.kernel_h, g.dilation_h, g.in_h);
-    for (int64_t ow = 0; ow < g.out_w; ++ow) {
-      const TapRange cols = AxisTaps(ow, g.stride_w, g.pad_left, g.kernel_w, g.dilation_w, g.in_w);
-      float best = -std::numeric_limits<float>::infinity();
-      int64_t best_index = -1;
-      if (rows.first < rows.end && cols.first < cols.end) {
-        best_index = rows.first * g.in_w + cols.first;
-        for (int64_t ih = rows.first; ih < rows.end; ih += g.dilation_h) {
-          for (int64_t iw = cols.first; iw < cols.end; iw += g.dilation_w) {
-            const float value = plane[ih * g.in_w + iw];
-            if (value > best || std::isnan(value)) {
-              best = value;
-              best_index = ih * g.in_w + iw;
-            }
+  nn::ForEachWindow(g, [&](int64_t o, const WindowTaps& rows, const WindowTaps& cols) {
+    float best = -std::numeric_limits<float>::infinity();
+    int64_t best_index = -1;
+    if (rows.first < rows.end && cols.first < cols.end) {
+      best_index = rows.first * g.in_w + cols.first;
+      for (int64_t ih = rows.first; ih < rows.end; ih += g.dilation_h) {
+        for (int64_t iw = cols.first; iw < cols.end; iw += g.dilation_w) {
+          const float value = plane[ih * g.in_w + iw];
+          if (value > best || std::isnan(value)) {
+            best = value;
+            best_index = ih * g.in_w + iw;
           }
         }
       }
-      out[oh * g.out_w + ow] = best;
-      argmax[oh * g.out_w + ow] = static_cast<int32_t>(best_index);
     }
-  }
+    out[o] = best;
+    argmax[o] = static_cast<int32_t>(best_index);
+  });
 }
 
 class MaxPoolKernel final : public OpKernel {
@@ -78,12 +59,7 @@ class MaxPoolKernel final : public OpKernel {
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    AD_CHECK(x.rank() == 4 && x.dtype() == DType::kFloat32, kInvalidArgument,
-             "{}: only 2-D pooling is supported: X must be float32 [N, C, H, W], got {} {}",
-             ctx.Describe(), tensor::DTypeName(x.dtype()), tensor::ShapeToString(x.shape()));
-    const WindowGeometry g =
-        nn::ResolveWindow(attributes_, x.dim(2), x.dim(3), attributes_.kernel_shape[0],
-                          attributes_.kernel_shape[1], ctx.Describe());
+    const WindowGeometry g = nn::ResolvePoolInput(attributes_, x, ctx.Describe());
     AD_CHECK(g.in_size() <= std::numeric_limits<int32_t>::max(), kInvalidArgument,
              "{}: input planes of {} elements are too large", ctx.Describe(), g.in_size());
     const Shape out_shape{x.dim(0), x.dim(1), g.out_h, g.out_w};
@@ -94,11 +70,8 @@ class MaxPoolKernel final : public OpKernel {
     const float* in = x.data<float>();
     float* out = y.data<float>();
     int32_t* argmax = state->argmax.data<int32_t>();
-    const int64_t planes = x.dim(0) * x.dim(1);
-    ParallelFor(planes, PlaneGrain(g), [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) {
-        MaxPoolPlane(in + p * g.in_size(), g, out + p * g.out_size(), argmax + p * g.out_size());
-      }
+    nn::ForEachPlane(x.dim(0) * x.dim(1), g, [&](int64_t p) {
+      MaxPoolPlane(in + p * g.in_size(), g, out + p * g.out_size(), argmax + p * g.out_size());
     });
     ctx.set_output(0, std::move(y));
     if (ctx.num_outputs() > 1) ctx.set_output(1, FlatIndices(*state, g));
@@ -108,7 +81,7 @@ class MaxPoolKernel final : public OpKernel {
   void Backward(BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const auto& state = dynamic_cast<const MaxPoolState&>(*ctx.state());
+    const auto& state = SavedState<MaxPoolState>(ctx);
     Tensor dx = Tensor::Zeros(DType::kFloat32, state.input_shape);
     const int64_t planes = state.input_shape[0] * state.input_shape[1];
     const int64_t in_size = state.input_shape[2] * state.input_shape[3];
