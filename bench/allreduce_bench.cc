@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/gloo_communicator.h"
+#include "runtime/collective/gloo/communicator.h"
 #include "runtime/common/error.h"
 
 namespace {
 
-using autodist::comm::AllReduceAlgorithm;
-using autodist::comm::Communicator;
-using autodist::comm::ElementType;
+using autodist::collective::AllReduceAlgorithm;
+using autodist::collective::Communicator;
+using autodist::collective::ElementType;
 using Clock = std::chrono::steady_clock;
 
 // Timed all-reduces per size: about 64 MiB of messages, at least 3 and at most 500 (the MPI
@@ -84,17 +84,17 @@ int main(int argc, char** argv) {
                                              ? AllReduceAlgorithm::kAuto
                                              : AllReduceAlgorithm::kHalvingDoubling;
     const ElementType type = type_name == "float16" ? ElementType::kFloat16 : ElementType::kFloat32;
-    autodist::comm::GlooOptions options;
+    autodist::collective::GlooOptions options;
     options.rank = rank;
     options.size = size;
     options.store = std::make_shared<gloo::rendezvous::FileStore>(store_dir);
     options.timeout = std::chrono::seconds(timeout_s);
     if (segment_bytes > 0) options.ring_segment_bytes = segment_bytes;
     if (piece_bytes > 0) options.halving_doubling_piece_bytes = piece_bytes;
-    const std::unique_ptr<Communicator> comm = autodist::comm::MakeGlooCommunicator(options);
+    const std::unique_ptr<Communicator> comm = autodist::collective::MakeGlooCommunicator(options);
 
     for (const uint64_t bytes : sizes) {
-      const size_t count = bytes / autodist::comm::ElementBytes(type);
+      const size_t count = bytes / autodist::collective::ElementBytes(type);
       std::vector<float> data(bytes / sizeof(float) + 1, 0.0F);  // `bytes` of either type
       CheckOnce(*comm, data, type, algorithm, count);
       std::fill(data.begin(), data.end(), 0.0F);  // sums of zeros stay finite however many

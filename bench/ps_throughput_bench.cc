@@ -21,16 +21,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "runtime/comm/ps_client.h"
-#include "runtime/comm/ps_service.h"
-#include "runtime/comm/rpc.h"
 #include "runtime/common/error.h"
+#include "runtime/ps/client.h"
+#include "runtime/ps/service.h"
+#include "runtime/rpc/grpc_helpers.h"
+#include "runtime/tensor/storage.h"
 
 namespace {
 
@@ -185,7 +187,7 @@ class PsLoop {
     std::fill_n(value.data<float>(), elements, 0.5F);
     gradient_ = Tensor(DType::kFloat32, {elements});
     std::fill_n(gradient_.data<float>(), elements, 1.0F);
-    autodist::comm::PsInitRequest init;
+    autodist::ps::PsInitRequest init;
     init.tensors = {{"w", true, 0, false}};
     // lr 0: the update still runs (its cost is part of a step) but the value stays put.
     init.optimizer = "sgd";
@@ -204,13 +206,13 @@ class PsLoop {
 
   // One Step: push N bytes, pull N bytes. Returns seconds.
   double Round() {
-    autodist::comm::PsStepRequest request;
+    autodist::ps::PsStepRequest request;
     request.step = step_++;
     request.learning_rate = 0.0;
     request.pull = true;
-    request.gradients.emplace("w", autodist::comm::GradientRef{&gradient_, nullptr});
+    request.gradients.emplace("w", autodist::ps::GradientRef{&gradient_, nullptr});
     const auto start = Clock::now();
-    const autodist::comm::PsValues reply = client_.Step(request);
+    const autodist::ps::PsValues reply = client_.Step(request);
     const double seconds = SecondsSince(start);
     const auto it = reply.values.find("w");
     AD_CHECK(it != reply.values.end() && it->second.nbytes() == gradient_.nbytes(), kInternal,
@@ -220,9 +222,9 @@ class PsLoop {
 
  private:
   // Declared first, destroyed last: the server and the client hold on to it.
-  autodist::comm::ParameterServerService service_;
-  autodist::comm::RpcServer server_;
-  autodist::comm::PsClient client_;
+  autodist::ps::ParameterServerService service_;
+  autodist::rpc::RpcServer server_;
+  autodist::ps::PsClient client_;
   Tensor gradient_;
   int64_t step_ = 0;
 };
@@ -303,6 +305,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    autodist::tensor::ConfigureTensorPool(
+        autodist::tensor::ParseTensorPoolOptions(std::getenv(autodist::tensor::kTensorPoolEnv)));
     fmt::print("{:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9} {:>10} {:>9}\n", "size",
                "rounds", "PS ms", "gRPC ms", "raw ms", "PS GB/s", "raw GB/s", "PS/raw", "gRPC/raw",
                "PS cpu ms", "raw cpu ms", "PS faults");

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "runtime/common/file_io.h"
@@ -14,6 +15,7 @@
 #include "runtime/exec/trainer.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/tensor/storage.h"
 
 namespace {
 
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Compute threads (0: all cores)");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) autodist::ops::SetNumThreads(threads);
+  autodist::tensor::ConfigureTensorPool(
+      autodist::tensor::ParseTensorPoolOptions(std::getenv(autodist::tensor::kTensorPoolEnv)));
 
   onnx::ModelProto model;
   if (!model.ParseFromString(autodist::ReadFileBytes(model_path, "model"))) return 2;

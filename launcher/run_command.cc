@@ -14,9 +14,9 @@
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
 #include "launcher/run_summary.h"
-#include "runtime/comm/coordinator_client.h"
-#include "runtime/comm/coordinator_job.h"
 #include "runtime/common/error.h"
+#include "runtime/coordinator/client.h"
+#include "runtime/coordinator/job.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_result.h"
@@ -84,7 +84,7 @@ class JobRun {
     CheckInputs();
     const strategy::ResourceSpec resources =
         strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job_));
-    members_ = comm::ExpectedMembers(resources);
+    members_ = coordinator::ExpectedMembers(resources);
     const int port = ReservePort(options_.port);
     coordinator_endpoint_ = fmt::format("127.0.0.1:{}", port);
     log_dir_ = options_.log_dir.empty()
@@ -92,13 +92,13 @@ class JobRun {
                    : options_.log_dir;
     launcher::InterruptGuard interrupt;
     ProcessGroup group(log_dir_, Echo());
-    for (const comm::MemberInfo& member : members_) fs::remove(ResultFile(member.node));
+    for (const coordinator::MemberInfo& member : members_) fs::remove(ResultFile(member.node));
     out_ << fmt::format("autodist run: job {} with {} workers and {} parameter servers; logs in {}",
-                        job_.metadata.name, CountRole(comm::MemberRole::kWorker),
-                        CountRole(comm::MemberRole::kParameterServer), log_dir_)
+                        job_.metadata.name, CountRole(coordinator::MemberRole::kWorker),
+                        CountRole(coordinator::MemberRole::kParameterServer), log_dir_)
          << std::endl;
     started_ = Clock::now();
-    for (const comm::MemberInfo& member : members_) group.Start(Spec(member));
+    for (const coordinator::MemberInfo& member : members_) group.Start(Spec(member));
     coordinator_.emplace(coordinator_endpoint_);
     return Watch(group, interrupt);
   }
@@ -114,7 +114,7 @@ class JobRun {
              runtime_);
   }
 
-  int CountRole(comm::MemberRole role) const {
+  int CountRole(coordinator::MemberRole role) const {
     return static_cast<int>(std::count_if(members_.begin(), members_.end(),
                                           [role](const auto& m) { return m.role == role; }));
   }
@@ -130,12 +130,12 @@ class JobRun {
     };
   }
 
-  launcher::ProcessSpec Spec(const comm::MemberInfo& member) const {
-    const bool worker = member.role == comm::MemberRole::kWorker;
-    const int threads =
-        worker ? (options_.threads > 0 ? options_.threads
-                                       : DefaultThreads(CountRole(comm::MemberRole::kWorker)))
-               : 1;
+  launcher::ProcessSpec Spec(const coordinator::MemberInfo& member) const {
+    const bool worker = member.role == coordinator::MemberRole::kWorker;
+    const int threads = worker ? (options_.threads > 0
+                                      ? options_.threads
+                                      : DefaultThreads(CountRole(coordinator::MemberRole::kWorker)))
+                               : 1;
     launcher::ProcessSpec spec;
     spec.name = member.node;
     spec.argv = {runtime_,
@@ -181,7 +181,7 @@ class JobRun {
   }
 
   void ShowProgress() {
-    comm::StatusSnapshot status;
+    coordinator::StatusSnapshot status;
     try {
       status = coordinator_->Status(std::chrono::milliseconds(300));
     } catch (const Error&) {
@@ -247,7 +247,7 @@ class JobRun {
   int Succeed() {
     printer_.Finish();
     std::vector<job::MemberResult> results;
-    for (const comm::MemberInfo& member : members_) {
+    for (const coordinator::MemberInfo& member : members_) {
       results.push_back(job::ReadMemberResult(ResultFile(member.node)));
     }
     out_ << launcher::FormatRunSummary(job_.metadata.name, Seconds(Clock::now() - started_),
@@ -262,11 +262,11 @@ class JobRun {
   const job::JobSpec job_;
   launcher::ProgressPrinter printer_;
   launcher::RateMeter rate_;
-  std::vector<comm::MemberInfo> members_;
+  std::vector<coordinator::MemberInfo> members_;
   std::string runtime_;
   std::string coordinator_endpoint_;
   std::string log_dir_;
-  std::optional<comm::CoordinatorClient> coordinator_;
+  std::optional<coordinator::CoordinatorClient> coordinator_;
   Clock::time_point started_;
 };
 

@@ -1,17 +1,18 @@
 #include "operator/app/progress_reader.h"
 
-#include "runtime/comm/coordinator_client.h"
 #include "runtime/common/error.h"
+#include "runtime/coordinator/client.h"
 
 namespace autodist::app {
 
 ProgressReader::ProgressReader() = default;
 ProgressReader::~ProgressReader() = default;
 
-std::shared_ptr<comm::CoordinatorClient> ProgressReader::ClientFor(const std::string& coordinator) {
+std::shared_ptr<coordinator::CoordinatorClient> ProgressReader::ClientFor(
+    const std::string& coordinator) {
   std::lock_guard lock(mutex_);
   auto& client = clients_[coordinator];
-  if (!client) client = std::make_shared<comm::CoordinatorClient>(coordinator);
+  if (!client) client = std::make_shared<coordinator::CoordinatorClient>(coordinator);
   return client;
 }
 
@@ -23,7 +24,7 @@ void ProgressReader::Forget(const std::string& coordinator) {
 std::optional<reconcile::Progress> ProgressReader::Read(const std::string& coordinator,
                                                         std::chrono::milliseconds timeout) {
   try {
-    const comm::StatusSnapshot snapshot = ClientFor(coordinator)->Status(timeout);
+    const coordinator::StatusSnapshot snapshot = ClientFor(coordinator)->Status(timeout);
     reconcile::Progress progress;
     progress.step = snapshot.step;
     if (snapshot.total_steps > 0) progress.total_steps = snapshot.total_steps;

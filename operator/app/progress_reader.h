@@ -11,7 +11,7 @@
 
 #include "operator/reconcile/progress.h"
 
-namespace autodist::comm {
+namespace autodist::coordinator {
 class CoordinatorClient;
 }
 
@@ -31,10 +31,10 @@ class ProgressReader {
   void Forget(const std::string& coordinator);
 
  private:
-  std::shared_ptr<comm::CoordinatorClient> ClientFor(const std::string& coordinator);
+  std::shared_ptr<coordinator::CoordinatorClient> ClientFor(const std::string& coordinator);
 
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<comm::CoordinatorClient>> clients_;
+  std::map<std::string, std::shared_ptr<coordinator::CoordinatorClient>> clients_;
 };
 
 }  // namespace autodist::app

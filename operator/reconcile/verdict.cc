@@ -6,7 +6,7 @@
 #include <iterator>
 
 #include "operator/reconcile/restart_policy.h"
-#include "runtime/cli/job_member.h"
+#include "runtime/job/member_exit.h"
 
 namespace autodist::reconcile {
 namespace {
@@ -63,14 +63,14 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
   // else is seen does it stand for the cause.
   std::vector<Failure> causes;
   std::copy_if(failures.begin(), failures.end(), std::back_inserter(causes),
-               [](const Failure& f) { return f.exit_code != cli::kMemberExitJobFailed; });
+               [](const Failure& f) { return f.exit_code != job::kMemberExitJobFailed; });
   if (causes.empty()) causes = failures;
 
   std::vector<Failure> permanent;
   for (const Failure& failure : causes) {
     // Exit 3 alone carries no verdict of its own: it is retried like a signal.
     const std::optional<int> code =
-        failure.exit_code == cli::kMemberExitJobFailed ? std::nullopt : failure.exit_code;
+        failure.exit_code == job::kMemberExitJobFailed ? std::nullopt : failure.exit_code;
     if (ClassifyFailure(policy, code) == FailureClass::kPermanent) permanent.push_back(failure);
   }
   if (!permanent.empty()) {

@@ -6,7 +6,7 @@
 
 namespace autodist::cli {
 
-Heartbeat::Heartbeat(comm::CoordinatorClient& coordinator, std::string node,
+Heartbeat::Heartbeat(coordinator::CoordinatorClient& coordinator, std::string node,
                      HeartbeatOptions options, AbortHandler on_abort)
     : coordinator_(coordinator),
       node_(std::move(node)),
@@ -39,7 +39,7 @@ void Heartbeat::Loop() {
     std::string abort_reason;
     bool finished = false;
     try {
-      const comm::HeartbeatResult reply = coordinator_.Heartbeat(node_, 0);
+      const coordinator::HeartbeatResult reply = coordinator_.Heartbeat(node_, 0);
       last_contact = Clock::now();
       if (reply.abort) abort_reason = fmt::format("the job failed: {}", reply.reason);
       finished = reply.workers_finished;

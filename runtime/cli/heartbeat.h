@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/comm/coordinator_client.h"
+#include "runtime/coordinator/client.h"
 
 namespace autodist::cli {
 
@@ -28,7 +28,7 @@ class Heartbeat {
   // from another thread, and nothing of this member's state outlives a failed job).
   using AbortHandler = std::function<void(const std::string& reason)>;
 
-  Heartbeat(comm::CoordinatorClient& coordinator, std::string node, HeartbeatOptions options,
+  Heartbeat(coordinator::CoordinatorClient& coordinator, std::string node, HeartbeatOptions options,
             AbortHandler on_abort);
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
@@ -42,7 +42,7 @@ class Heartbeat {
  private:
   void Loop();
 
-  comm::CoordinatorClient& coordinator_;
+  coordinator::CoordinatorClient& coordinator_;
   const std::string node_;
   const HeartbeatOptions options_;
   const AbortHandler on_abort_;

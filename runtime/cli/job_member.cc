@@ -9,22 +9,23 @@
 #include <memory>
 
 #include "runtime/cli/heartbeat.h"
-#include "runtime/comm/coordinator_gloo_store.h"
-#include "runtime/comm/coordinator_job.h"
-#include "runtime/comm/coordinator_service.h"
-#include "runtime/comm/gloo_communicator.h"
-#include "runtime/comm/ps_service.h"
-#include "runtime/comm/rpc.h"
+#include "runtime/cli/trainer_options.h"
+#include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
-#include "runtime/exec/job_options.h"
+#include "runtime/coordinator/job.h"
+#include "runtime/coordinator/rendezvous_store.h"
+#include "runtime/coordinator/service.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
+#include "runtime/job/member_exit.h"
 #include "runtime/job/member_result.h"
-#include "runtime/kernel/strategy_synchronizer.h"
 #include "runtime/ops/parallel.h"
+#include "runtime/ps/service.h"
+#include "runtime/rpc/grpc_helpers.h"
 #include "runtime/strategy/compiler.h"
+#include "runtime/sync/strategy_synchronizer.h"
 
 namespace autodist::cli {
 namespace {
@@ -42,18 +43,18 @@ std::string PortOf(const std::string& endpoint, const std::string& what) {
 
 std::string HostOf(const std::string& endpoint, const std::string& what) {
   PortOf(endpoint, what);
-  return comm::HostOfEndpoint(endpoint);
+  return rpc::HostOfEndpoint(endpoint);
 }
 
-comm::MemberInfo FindSelf(const std::vector<comm::MemberInfo>& members, const std::string& node,
-                          const job::JobSpec& job) {
+coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& members,
+                                 const std::string& node, const job::JobSpec& job) {
   std::vector<std::string> nodes;
-  for (const comm::MemberInfo& member : members) {
+  for (const coordinator::MemberInfo& member : members) {
     if (member.node == node) return member;
     nodes.push_back(member.node);
   }
   Fail(ErrorCode::kInvalidArgument, "--node '{}' is not a node of job '{}'; its nodes are: {}",
-       node, job.metadata.name, comm::ListNodes(nodes));
+       node, job.metadata.name, coordinator::ListNodes(nodes));
 }
 
 // Ends the process when the heartbeat learns that the job failed: a training step blocked on a
@@ -62,56 +63,54 @@ comm::MemberInfo FindSelf(const std::vector<comm::MemberInfo>& members, const st
   std::fflush(stdout);
   std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
   std::fflush(stderr);
-  std::_Exit(kMemberExitJobFailed);
+  std::_Exit(job::kMemberExitJobFailed);
 }
 
 std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
   return graph::GraphItem::Load(job::RequireLocalModel(job)).TrainableVariables();
 }
 
-// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP, its
-// rendezvous through the coordinator.
-std::unique_ptr<comm::Communicator> MakeCommunicator(const kernel::StrategyPlan& plan,
-                                                     const comm::RegisterResult& registration,
-                                                     const MemberOptions& options,
-                                                     const std::string& node,
-                                                     const std::string& host) {
+// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP on CPU
+// (the only backend of a CPU run), its rendezvous through the coordinator.
+std::unique_ptr<collective::Communicator> MakeCommunicator(
+    const sync::StrategyPlan& plan, const coordinator::RegisterResult& registration,
+    const MemberOptions& options, const std::string& node, const std::string& host) {
   if (!plan.has_all_reduce()) return nullptr;
   const bool nccl = std::any_of(plan.variables.begin(), plan.variables.end(), [](const auto& v) {
     return std::any_of(v.shards.begin(), v.shards.end(),
-                       [](const kernel::ShardPlan& shard) { return shard.nccl_requested; });
+                       [](const sync::ShardPlan& shard) { return shard.nccl_requested; });
   });
   if (nccl) {
     std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses the ring (RING)"
               << std::endl;
   }
-  comm::GlooOptions gloo;
-  gloo.rank = registration.rank;
-  gloo.size = registration.world_size;
-  gloo.store =
-      comm::MakeCoordinatorGlooStore(std::make_shared<comm::CoordinatorClient>(options.coordinator),
-                                     node, options.rendezvous_timeout);
-  gloo.hostname = host;
+  collective::CommunicatorOptions communicator;
+  communicator.rank = registration.rank;
+  communicator.size = registration.world_size;
+  communicator.rendezvous = coordinator::MakeCoordinatorRendezvous(
+      std::make_shared<coordinator::CoordinatorClient>(options.coordinator), node);
+  communicator.prefix = "allreduce";
+  communicator.hostname = host;
+  communicator.connect_timeout = options.rendezvous_timeout;
   // A peer that dies mid-collective fails the others within the heartbeat deadline, the same
   // bound the coordinator gives a silent member.
-  gloo.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
-  gloo.prefix = "allreduce";
-  return comm::MakeGlooCommunicator(gloo);
+  communicator.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
+  return collective::MakeCommunicator("gloo", communicator);
 }
 
 // Trains this worker's replicas under the Strategy; fills the worker part of `result`.
 void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resources,
-                 const comm::RegisterResult& registration, const MemberOptions& member,
+                 const coordinator::RegisterResult& registration, const MemberOptions& member,
                  const std::string& node, const std::string& host,
-                 comm::CoordinatorClient& coordinator, job::MemberResult& result) {
-  const kernel::StrategyPlan plan =
-      kernel::PlanStrategy(registration.strategy, ModelVariables(job), resources);
-  kernel::StrategySynchronizerOptions options;
+                 coordinator::CoordinatorClient& coordinator, job::MemberResult& result) {
+  const sync::StrategyPlan plan =
+      sync::PlanStrategy(registration.strategy, ModelVariables(job), resources);
+  sync::StrategySynchronizerOptions options;
   options.node = node;
   options.worker_rank = registration.rank;
   options.num_workers = registration.world_size;
-  options.placement = kernel::PlaceReplicas(registration.strategy, node);
-  for (const comm::MemberInfo& member_info : registration.members) {
+  options.placement = sync::PlaceReplicas(registration.strategy, node);
+  for (const coordinator::MemberInfo& member_info : registration.members) {
     options.ps_endpoints[member_info.node] = member_info.endpoint;
   }
   options.optimizer = job.training.optimizer.name;
@@ -119,12 +118,12 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
   options.parsed_optimizer = job.training.optimizer;
   options.sum_states = job::SumReducedStates(job);
   options.batch_size = job.data.batch_size_per_replica;
-  const exec::TrainerOptions trainer = exec::TrainerOptionsFromJob(
+  const exec::TrainerOptions trainer = cli::TrainerOptionsFromJob(
       job, options.placement.first_replica, options.placement.local_replicas,
       options.placement.total_replicas);
-  const std::unique_ptr<comm::Communicator> communicator =
+  const std::unique_ptr<collective::Communicator> communicator =
       MakeCommunicator(plan, registration, member, node, host);
-  kernel::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
+  sync::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
   const exec::TrainResult trained = exec::Train(
       trainer, synchronizer, [](const std::string& line) { std::cout << line << std::endl; });
   result.steps = trained.steps;
@@ -136,7 +135,7 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
     result.eval_loss = trained.eval->loss;
     result.accuracy = trained.eval->accuracy;
   }
-  const kernel::SynchronizerTraffic traffic = synchronizer.Traffic();
+  const sync::SynchronizerTraffic traffic = synchronizer.Traffic();
   if (plan.has_all_reduce()) {
     result.all_reduce =
         job::AllReduceTraffic{traffic.all_reduce.raw_bytes, traffic.all_reduce.wire_bytes};
@@ -150,14 +149,15 @@ void RunMember(const MemberOptions& options) {
   const job::JobSpec job = job::LoadJobFile(options.job_file);
   const strategy::ResourceSpec resources =
       strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job));
-  const comm::MemberInfo self = FindSelf(comm::ExpectedMembers(resources), options.node, job);
-  const bool worker = self.role == comm::MemberRole::kWorker;
+  const coordinator::MemberInfo self =
+      FindSelf(coordinator::ExpectedMembers(resources), options.node, job);
+  const bool worker = self.role == coordinator::MemberRole::kWorker;
   const bool chief = worker && self.rank == 0;
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
 
-  comm::ParameterServerService parameter_server{comm::ParameterServerOptions{}};
+  ps::ParameterServerService parameter_server{ps::ParameterServerOptions{}};
   std::vector<grpc::Service*> services{&parameter_server};
-  std::unique_ptr<comm::CoordinatorService> coordinator_service;
+  std::unique_ptr<coordinator::CoordinatorService> coordinator_service;
   std::string listen = options.listen;
   if (chief) {
     // The chief compiles the Strategy once and hands it to everyone at the rendezvous.
@@ -165,45 +165,45 @@ void RunMember(const MemberOptions& options) {
         strategy::Compile(ModelVariables(job), resources, job::ToCompileRequest(job));
     std::cout << fmt::format("compiled strategy {} ({})", compiled.builder, compiled.strategy.id())
               << std::endl;
-    comm::CoordinatorOptions coordinator_options;
+    coordinator::CoordinatorOptions coordinator_options;
     coordinator_options.heartbeat_deadline = options.heartbeat_timeout;
     coordinator_options.rendezvous_deadline = options.rendezvous_timeout;
-    coordinator_service = std::make_unique<comm::CoordinatorService>(resources, compiled.strategy,
-                                                                     job_id, coordinator_options);
+    coordinator_service = std::make_unique<coordinator::CoordinatorService>(
+        resources, compiled.strategy, job_id, coordinator_options);
     services.push_back(coordinator_service.get());
     listen = fmt::format("{}:{}", HostOf(options.listen, "--listen"),
                          PortOf(options.coordinator, "--coordinator"));
   }
-  comm::RpcServer server(listen, services);
+  rpc::RpcServer server(listen, services);
   // Beside the gRPC port, on the same host; the DataChannel RPC tells clients its port.
   if (options.ps_data_channel) parameter_server.ServeDataChannel(HostOf(listen, "--listen"));
-  comm::MemberInfo me = self;
+  coordinator::MemberInfo me = self;
   me.endpoint = options.advertise_host.empty()
                     ? server.endpoint()
                     : fmt::format("{}:{}", options.advertise_host, server.port());
   me.pid = ::getpid();
-  comm::CoordinatorClient coordinator(options.coordinator);
-  const comm::RegisterResult registration =
+  coordinator::CoordinatorClient coordinator(options.coordinator);
+  const coordinator::RegisterResult registration =
       coordinator.Register(me, job_id, options.rendezvous_timeout);
   std::cout << fmt::format("{} registered as {} rank {} of job '{}' ({} workers)", me.node,
-                           comm::MemberRoleName(me.role), registration.rank, job_id,
+                           coordinator::MemberRoleName(me.role), registration.rank, job_id,
                            registration.world_size)
             << std::endl;
 
   const std::string node = me.node;
   // Heartbeats have their own client with a short call deadline: a heartbeat that cannot get
   // through must fail fast so the next one (or the end of the process) is not held up.
-  comm::CoordinatorClientOptions heartbeat_calls;
+  coordinator::CoordinatorClientOptions heartbeat_calls;
   heartbeat_calls.call_timeout =
       std::min(options.heartbeat_timeout,
                std::max(options.heartbeat_interval * 2, std::chrono::milliseconds(500)));
-  comm::CoordinatorClient heartbeat_client(options.coordinator, heartbeat_calls);
+  coordinator::CoordinatorClient heartbeat_client(options.coordinator, heartbeat_calls);
   Heartbeat heartbeat(heartbeat_client, node,
                       HeartbeatOptions{options.heartbeat_interval, options.heartbeat_timeout},
                       [node](const std::string& reason) { AbortProcess(node, reason); });
   job::MemberResult result;
   result.node = node;
-  result.role = comm::MemberRoleName(me.role);
+  result.role = coordinator::MemberRoleName(me.role);
   result.rank = registration.rank;
   try {
     if (worker) {
@@ -213,7 +213,7 @@ void RunMember(const MemberOptions& options) {
     }
     // Parameter servers (dedicated, or hosted by a worker) serve until every worker is done.
     heartbeat.WaitWorkersFinished();
-    const comm::PsStats stats = parameter_server.CurrentStats();
+    const ps::PsStats stats = parameter_server.CurrentStats();
     if (stats.updates > 0 || stats.bytes_pulled > 0) {
       result.parameter_server =
           job::ParameterServerTraffic{stats.bytes_pushed, stats.bytes_pulled, stats.updates};

@@ -25,15 +25,9 @@ struct MemberOptions {
   std::chrono::milliseconds rendezvous_timeout{std::chrono::minutes(2)};
 };
 
-// Exit codes of a member process.
-inline constexpr int kMemberExitOk = 0;
-inline constexpr int kMemberExitFailure = 1;
-inline constexpr int kMemberExitBadInput = 2;
-inline constexpr int kMemberExitJobFailed = 3;  // another member failed; this one was stopped
-
 // Runs the member to the end. Throws autodist::Error on bad input or failure (after telling the
 // coordinator, when it was reached). A job failure seen through the heartbeat ends the process
-// with kMemberExitJobFailed.
+// with job::kMemberExitJobFailed (runtime/job/member_exit.h).
 void RunMember(const MemberOptions& options);
 
 }  // namespace autodist::cli

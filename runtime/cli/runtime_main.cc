@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -13,12 +14,14 @@
 #include "runtime/common/error.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/exec/trainer.h"
+#include "runtime/job/member_exit.h"
 #include "runtime/ops/parallel.h"
+#include "runtime/tensor/storage.h"
 
 namespace {
 
-constexpr int kExitBadInput = 2;
-constexpr int kExitFailure = 1;
+using autodist::job::kMemberExitBadInput;
+using autodist::job::kMemberExitFailure;
 
 std::vector<std::pair<std::string, std::string>> ParseFiles(const std::vector<std::string>& pairs,
                                                             const std::string& flag) {
@@ -133,10 +136,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     const int code = app.exit(error);
-    return code == 0 ? 0 : kExitBadInput;
+    return code == 0 ? 0 : kMemberExitBadInput;
   }
 
   try {
+    // The tensor pool's cap is read here, where the process starts, and nowhere else.
+    autodist::tensor::ConfigureTensorPool(
+        autodist::tensor::ParseTensorPoolOptions(std::getenv(autodist::tensor::kTensorPoolEnv)));
     if (!member.job_file.empty()) {
       AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,
                "--job needs --node and --coordinator");
@@ -178,10 +184,10 @@ int main(int argc, char** argv) {
     std::cout << std::endl;
   } catch (const autodist::Error& error) {
     std::cerr << "autodist-runtime: error: " << error.what() << "\n";
-    return error.IsUserError() ? kExitBadInput : kExitFailure;
+    return error.IsUserError() ? kMemberExitBadInput : kMemberExitFailure;
   } catch (const std::exception& error) {
     std::cerr << "autodist-runtime: internal error: " << error.what() << "\n";
-    return kExitFailure;
+    return kMemberExitFailure;
   }
   return 0;
 }

@@ -9,23 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::compress {
 
-// AutoDist's enum values (synchronizers.proto) first, then ours.
+// AutoDist's enum values (synchronizers.proto) first, then ours; each kind's value is its wire
+// value in the Strategy.
 enum class CompressorKind {
-  kNone,       // float32 on the wire
-  kHorovod,    // float16 on the wire: cast, all-reduce in float16, cast back
-  kHorovodEF,  // float16 with error feedback: the previous step's rounding error is added back
-  kPowerSGD,   // rank-r low-rank approximation with error feedback (Vogels et al. 2019)
-  kTopKEF,     // the largest k-fraction of elements with error feedback (all-gather based)
+  kNone = 0,       // float32 on the wire
+  kHorovod = 1,    // float16 on the wire: cast, all-reduce in float16, cast back
+  kHorovodEF = 2,  // float16 with error feedback: the previous step's rounding error is added back
+  kPowerSGD = 3,   // rank-r low-rank approximation with error feedback (Vogels et al. 2019)
+  kTopKEF = 4,     // the largest k-fraction of elements with error feedback (all-gather based)
 };
 
 struct CompressorOptions {
   CompressorKind kind = CompressorKind::kNone;
-  comm::AllReduceAlgorithm algorithm = comm::AllReduceAlgorithm::kAuto;
+  collective::AllReduceAlgorithm algorithm = collective::AllReduceAlgorithm::kAuto;
   // PowerSGD.
   int rank = 1;                          // r
   int64_t start_step = 0;                // steps before this one are reduced uncompressed
@@ -66,7 +67,7 @@ class Compressor {
   // the group and tensor unless every gradient is a defined float32 tensor with a unique,
   // non-empty name, and FailedPrecondition if a name's size differs from an earlier step's.
   virtual void Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-                      comm::Communicator& communicator, int64_t step) = 0;
+                      collective::Communicator& communicator, int64_t step) = 0;
 
   const CompressionStats& stats() const { return stats_; }
 
@@ -74,12 +75,13 @@ class Compressor {
   CompressionStats stats_;
 };
 
-// Throws InvalidArgument for options out of range: PowerSGD's rank < 1, start_step < 0 or
-// min_compression_elements < 0; TopK's fraction outside (0, 1].
+// The registered compressor of options.kind (registry.h). Throws InvalidArgument for options out
+// of range: PowerSGD's rank < 1, start_step < 0 or min_compression_elements < 0; TopK's fraction
+// outside (0, 1].
 std::unique_ptr<Compressor> MakeCompressor(const CompressorOptions& options);
 
-// "NoneCompressor", "HorovodCompressor", "HorovodCompressorEF", "PowerSGDCompressor",
-// "TopKCompressorEF".
+// The registered name: "NoneCompressor", "HorovodCompressor", "HorovodCompressorEF",
+// "PowerSGDCompressor", "TopKCompressorEF".
 const char* CompressorName(CompressorKind kind);
 
 }  // namespace autodist::compress

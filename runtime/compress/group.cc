@@ -52,18 +52,19 @@ void Unfuse(const std::vector<float>& buffer, const std::vector<NamedGradient>& 
 }
 
 int64_t FusedAllReduce(const std::vector<NamedGradient>& gradients,
-                       comm::Communicator& communicator, comm::AllReduceAlgorithm algorithm,
-                       const std::string& tag, std::vector<float>& buffer) {
+                       collective::Communicator& communicator,
+                       collective::AllReduceAlgorithm algorithm, const std::string& tag,
+                       std::vector<float>& buffer) {
   const int64_t count = TotalElements(gradients);
   if (gradients.empty()) return 0;
   if (gradients.size() == 1) {
     // Nothing to fuse: spare the two copies.
     communicator.AllReduceSum(gradients[0].gradient->data<float>(), static_cast<size_t>(count),
-                              comm::ElementType::kFloat32, algorithm, tag);
+                              collective::ElementType::kFloat32, algorithm, tag);
   } else {
     Fuse(gradients, buffer);
-    communicator.AllReduceSum(buffer.data(), buffer.size(), comm::ElementType::kFloat32, algorithm,
-                              tag);
+    communicator.AllReduceSum(buffer.data(), buffer.size(), collective::ElementType::kFloat32,
+                              algorithm, tag);
     Unfuse(buffer, gradients);
   }
   return count * static_cast<int64_t>(sizeof(float));

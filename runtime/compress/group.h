@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/compress/compressor.h"
 #include "runtime/tensor/tensor.h"
 
@@ -30,8 +30,9 @@ void Unfuse(const std::vector<float>& buffer, const std::vector<NamedGradient>& 
 // Replaces each gradient by its exact sum over the ranks with one float32 all-reduce (in place
 // when there is a single gradient, through `buffer` otherwise). Returns the bytes contributed.
 int64_t FusedAllReduce(const std::vector<NamedGradient>& gradients,
-                       comm::Communicator& communicator, comm::AllReduceAlgorithm algorithm,
-                       const std::string& tag, std::vector<float>& buffer);
+                       collective::Communicator& communicator,
+                       collective::AllReduceAlgorithm algorithm, const std::string& tag,
+                       std::vector<float>& buffer);
 
 // Per-tensor float32 state (error-feedback residuals, PowerSGD's Q) kept across steps by name. A
 // name must keep its size from step to step: the same variable (or shard) every step.

@@ -29,7 +29,7 @@ class HorovodCompressor : public Compressor {
   explicit HorovodCompressor(const CompressorOptions& options);
 
   void Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-              comm::Communicator& communicator, int64_t step) override;
+              collective::Communicator& communicator, int64_t step) override;
 
   // The error-feedback residual of a tensor (float32, its elements); nullptr without error
   // feedback or before the tensor's first step.
@@ -39,7 +39,7 @@ class HorovodCompressor : public Compressor {
 
  private:
   // Writes half(g + residual) of each tensor into the halves to send and replaces the residual
-  // by this step's rounding error (tensor::FloatsToHalvesWithFeedback).
+  // by this step's rounding error (error_feedback.h).
   void ApplyErrorFeedback(const std::string& group, const std::vector<NamedGradient>& gradients);
 
   CompressorOptions options_;

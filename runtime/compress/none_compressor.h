@@ -14,7 +14,7 @@ class NoneCompressor : public Compressor {
   explicit NoneCompressor(const CompressorOptions& options);
 
   void Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-              comm::Communicator& communicator, int64_t step) override;
+              collective::Communicator& communicator, int64_t step) override;
 
  private:
   CompressorOptions options_;

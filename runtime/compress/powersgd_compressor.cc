@@ -4,12 +4,24 @@
 
 #include "runtime/common/error.h"
 #include "runtime/compress/powersgd_math.h"
+#include "runtime/compress/registry.h"
 #include "runtime/ops/math/blas.h"
 
 namespace autodist::compress {
 namespace {
 
 constexpr const char* kName = "PowerSGDCompressor";
+
+// No push form: the low-rank factors are found with an all-reduce.
+const CompressorRegistrar kRegistrar(
+    {.kind = CompressorKind::kPowerSGD,
+     .name = kName,
+     .make = [](const CompressorOptions& options) -> std::unique_ptr<Compressor> {
+       return std::make_unique<PowerSGDCompressor>(options);
+     },
+     .encode_push = nullptr,
+     .pushes = false,
+     .error_feedback = false});
 
 // A P column keeping less than this fraction of its norm after orthogonalization is rounding
 // noise of float32 products (relative error ~1e-7 per element), not a direction.
@@ -39,7 +51,7 @@ bool PowerSGDCompressor::Compresses(const tensor::Shape& shape) const {
 
 void PowerSGDCompressor::Reduce(const std::string& group,
                                 const std::vector<NamedGradient>& gradients,
-                                comm::Communicator& communicator, int64_t step) {
+                                collective::Communicator& communicator, int64_t step) {
   ValidateGroup(kName, group, gradients);
   const int64_t raw = TotalElements(gradients) * static_cast<int64_t>(sizeof(float));
   stats_.raw_bytes += raw;
@@ -74,8 +86,8 @@ void PowerSGDCompressor::Reduce(const std::string& group,
   p_.resize(p_size);
   q_.resize(q_size);
   for (const LowRank& matrix : low_rank) ProjectOnQ(group, matrix, step);
-  communicator.AllReduceSum(p_.data(), p_.size(), comm::ElementType::kFloat32, options_.algorithm,
-                            group + "/P");
+  communicator.AllReduceSum(p_.data(), p_.size(), collective::ElementType::kFloat32,
+                            options_.algorithm, group + "/P");
   for (const LowRank& matrix : low_rank) {
     float* p = p_.data() + matrix.p_offset;
     OrthonormalizeColumns(p, matrix.n, r, kOrthogonalizationEpsilon);
@@ -83,8 +95,8 @@ void PowerSGDCompressor::Reduce(const std::string& group,
     ops::Sgemm(true, false, matrix.m, r, matrix.n, 1.0F, matrix.named->gradient->data<float>(), p,
                0.0F, q_.data() + matrix.q_offset);
   }
-  communicator.AllReduceSum(q_.data(), q_.size(), comm::ElementType::kFloat32, options_.algorithm,
-                            group + "/Q");
+  communicator.AllReduceSum(q_.data(), q_.size(), collective::ElementType::kFloat32,
+                            options_.algorithm, group + "/Q");
   for (const LowRank& matrix : low_rank) Decompress(group, matrix, communicator.size());
   stats_.wire_bytes += static_cast<int64_t>((p_.size() + q_.size()) * sizeof(float));
 }

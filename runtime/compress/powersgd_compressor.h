@@ -41,7 +41,7 @@ class PowerSGDCompressor : public Compressor {
   explicit PowerSGDCompressor(const CompressorOptions& options);
 
   void Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-              comm::Communicator& communicator, int64_t step) override;
+              collective::Communicator& communicator, int64_t step) override;
 
   // Whether a gradient of this shape is compressed (from start_step on).
   bool Compresses(const tensor::Shape& shape) const;

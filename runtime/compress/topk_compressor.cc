@@ -3,12 +3,32 @@
 #include <algorithm>
 
 #include "runtime/common/error.h"
-#include "runtime/tensor/top_k.h"
+#include "runtime/compress/error_feedback.h"
+#include "runtime/compress/registry.h"
+#include "runtime/compress/top_k.h"
 
 namespace autodist::compress {
 namespace {
 
 constexpr const char* kName = "TopKCompressorEF";
+
+void EncodeLargestWithFeedback(const float* values, size_t count, const CompressorOptions& options,
+                               PushState& state, EncodedPush& out) {
+  out.form = EncodedPush::Form::kTopK;
+  const int64_t k = TopKCount(options.fraction, static_cast<int64_t>(count));
+  TakeLargestWithFeedback(values, count, state.residual.data(), k, state.scratch, out.values);
+  out.indices = state.scratch;
+}
+
+const CompressorRegistrar kRegistrar(
+    {.kind = CompressorKind::kTopKEF,
+     .name = kName,
+     .make = [](const CompressorOptions& options) -> std::unique_ptr<Compressor> {
+       return std::make_unique<TopKCompressorEF>(options);
+     },
+     .encode_push = EncodeLargestWithFeedback,
+     .pushes = true,
+     .error_feedback = true});
 
 }  // namespace
 
@@ -19,25 +39,27 @@ TopKCompressorEF::TopKCompressorEF(const CompressorOptions& options)
 }
 
 int64_t TopKCompressorEF::PickCount(int64_t elements) const {
-  return tensor::TopKCount(options_.fraction, elements);
+  return TopKCount(options_.fraction, elements);
 }
 
 void TopKCompressorEF::Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-                              comm::Communicator& communicator, int64_t /*step*/) {
+                              collective::Communicator& communicator, int64_t /*step*/) {
   ValidateGroup(kName, group, gradients);
   const int64_t elements = TotalElements(gradients);
   if (elements == 0) return;
   const int64_t k = PickCount(elements);
-  AddResiduals(group, gradients);
-  PickLargest(k);
-  KeepUnsent(group, gradients);
+  Fuse(gradients, fused_);
+  GatherResiduals(group, gradients);
+  TakeLargestWithFeedback(fused_.data(), fused_.size(), fused_residual_.data(), k, indices_,
+                          values_);
+  ScatterResiduals(group, gradients);
 
   const auto world = static_cast<size_t>(communicator.size());
   all_indices_.resize(world * static_cast<size_t>(k));
   all_values_.resize(world * static_cast<size_t>(k));
-  communicator.AllGather(indices_.data(), indices_.size(), comm::ElementType::kInt64,
+  communicator.AllGather(indices_.data(), indices_.size(), collective::ElementType::kInt64,
                          all_indices_.data(), group + "/indices");
-  communicator.AllGather(values_.data(), values_.size(), comm::ElementType::kFloat32,
+  communicator.AllGather(values_.data(), values_.size(), collective::ElementType::kFloat32,
                          all_values_.data(), group + "/values");
 
   // Rank order on every rank: the same float additions, so every rank gets the same sum.
@@ -54,34 +76,28 @@ void TopKCompressorEF::Reduce(const std::string& group, const std::vector<NamedG
   stats_.wire_bytes += k * static_cast<int64_t>(sizeof(int64_t) + sizeof(float));
 }
 
-void TopKCompressorEF::AddResiduals(const std::string& group,
-                                    const std::vector<NamedGradient>& gradients) {
-  Fuse(gradients, fused_);
+void TopKCompressorEF::GatherResiduals(const std::string& group,
+                                       const std::vector<NamedGradient>& gradients) {
+  fused_residual_.resize(fused_.size());
   size_t offset = 0;
   for (const NamedGradient& named : gradients) {
     const auto count = static_cast<size_t>(named.gradient->numel());
     const std::vector<float>& residual = residuals_.Get(group, named.name, count);
-    for (size_t i = 0; i < count; ++i) fused_[offset + i] += residual[i];
+    std::copy(residual.begin(), residual.end(),
+              fused_residual_.begin() + static_cast<std::ptrdiff_t>(offset));
     offset += count;
   }
 }
 
-void TopKCompressorEF::PickLargest(int64_t k) {
-  tensor::SelectLargest(fused_.data(), static_cast<int64_t>(fused_.size()), k, indices_);
-  values_.resize(indices_.size());
-  for (size_t i = 0; i < indices_.size(); ++i)
-    values_[i] = fused_[static_cast<size_t>(indices_[i])];
-}
-
-void TopKCompressorEF::KeepUnsent(const std::string& group,
-                                  const std::vector<NamedGradient>& gradients) {
-  for (const int64_t index : indices_) fused_[static_cast<size_t>(index)] = 0.0F;
+void TopKCompressorEF::ScatterResiduals(const std::string& group,
+                                        const std::vector<NamedGradient>& gradients) {
   size_t offset = 0;
   for (const NamedGradient& named : gradients) {
     const auto count = static_cast<size_t>(named.gradient->numel());
     std::vector<float>& residual = residuals_.Get(group, named.name, count);
-    std::copy(fused_.begin() + static_cast<std::ptrdiff_t>(offset),
-              fused_.begin() + static_cast<std::ptrdiff_t>(offset + count), residual.begin());
+    std::copy(fused_residual_.begin() + static_cast<std::ptrdiff_t>(offset),
+              fused_residual_.begin() + static_cast<std::ptrdiff_t>(offset + count),
+              residual.begin());
     offset += count;
   }
 }

@@ -28,7 +28,7 @@ class TopKCompressorEF : public Compressor {
   explicit TopKCompressorEF(const CompressorOptions& options);
 
   void Reduce(const std::string& group, const std::vector<NamedGradient>& gradients,
-              comm::Communicator& communicator, int64_t step) override;
+              collective::Communicator& communicator, int64_t step) override;
 
   // Elements sent per rank for a group of `elements` elements.
   int64_t PickCount(int64_t elements) const;
@@ -39,16 +39,16 @@ class TopKCompressorEF : public Compressor {
   }
 
  private:
-  // g' = g + e into fused_, for every tensor of the group.
-  void AddResiduals(const std::string& group, const std::vector<NamedGradient>& gradients);
-  // Picks the k largest |g'| into indices_/values_ (indices ascending).
-  void PickLargest(int64_t k);
-  // e = g' with the picked entries zeroed, written back per tensor.
-  void KeepUnsent(const std::string& group, const std::vector<NamedGradient>& gradients);
+  // The group's residuals, one per tensor, back to back into fused_residual_ (laid out as Fuse
+  // lays out the gradients), so that error feedback runs over the group at once
+  // (error_feedback.h), and back.
+  void GatherResiduals(const std::string& group, const std::vector<NamedGradient>& gradients);
+  void ScatterResiduals(const std::string& group, const std::vector<NamedGradient>& gradients);
 
   CompressorOptions options_;
   TensorState residuals_;
   std::vector<float> fused_;
+  std::vector<float> fused_residual_;
   std::vector<int64_t> indices_;
   std::vector<float> values_;
   std::vector<int64_t> all_indices_;

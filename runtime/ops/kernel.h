@@ -13,21 +13,15 @@
 #include <vector>
 
 #include "runtime/ops/node_info.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::ops {
 
 using tensor::DType;
 using tensor::Shape;
+using tensor::SparseGradient;
 using tensor::Tensor;
-
-// A row-sparse gradient (TensorFlow's IndexedSlices): rows `indices` of a [N, ...] variable.
-// Indices are unique and ascending; duplicates were summed.
-struct SparseGradient {
-  Tensor indices;     // int64 [n]
-  Tensor values;      // float32 [n, row dims...]
-  Shape dense_shape;  // shape of the variable
-};
 
 // What a kernel keeps from Forward for Backward beyond inputs and outputs (masks, statistics).
 struct KernelState {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "runtime/common/error.h"
-#include "runtime/ops/sparse_gradient.h"
 #include "runtime/optim/optimizers.h"
+#include "runtime/tensor/sparse_gradient.h"
 
 namespace autodist::optim {
 
@@ -23,9 +23,9 @@ void Optimizer::set_learning_rate(double lr) {
 }
 
 void Optimizer::ApplySparse(const std::string& name, Tensor& param,
-                            const ops::SparseGradient& grad) {
+                            const tensor::SparseGradient& grad) {
   CheckSparse(name, param, grad);
-  Apply(name, param, ops::Densify(grad));
+  Apply(name, param, tensor::Densify(grad));
 }
 
 void Optimizer::CheckDense(const std::string& name, const Tensor& param, const Tensor& grad) {
@@ -41,7 +41,7 @@ void Optimizer::CheckDense(const std::string& name, const Tensor& param, const T
 }
 
 void Optimizer::CheckSparse(const std::string& name, const Tensor& param,
-                            const ops::SparseGradient& grad) {
+                            const tensor::SparseGradient& grad) {
   AD_CHECK(param.dtype() == DType::kFloat32, kInvalidArgument,
            "optimizer: variable '{}' must be float32, got {}", name,
            tensor::DTypeName(param.dtype()));

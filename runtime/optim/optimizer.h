@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/ops/kernel.h"
 #include "runtime/optim/optimizer_options.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::optim {
@@ -33,7 +33,7 @@ class Optimizer {
   // where that is mathematically identical. With lazy_sparse, stateful optimizers update only
   // the rows present.
   virtual void ApplySparse(const std::string& name, tensor::Tensor& param,
-                           const ops::SparseGradient& grad);
+                           const tensor::SparseGradient& grad);
 
   // The learning rate of the next updates (a schedule sets it before each step). Kept in double,
   // as torch keeps group['lr'].
@@ -55,7 +55,7 @@ class Optimizer {
   static void CheckDense(const std::string& name, const tensor::Tensor& param,
                          const tensor::Tensor& grad);
   static void CheckSparse(const std::string& name, const tensor::Tensor& param,
-                          const ops::SparseGradient& grad);
+                          const tensor::SparseGradient& grad);
 
   OptimizerOptions options_;
 };

@@ -2,8 +2,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 
@@ -115,24 +113,6 @@ void AddHalves(uint16_t* sum, const uint16_t* addend, size_t count) {
   // innocuous (Figueroa, 1995).
   for (size_t i = 0; i < count; ++i)
     sum[i] = FloatToHalf(HalfToFloat(sum[i]) + HalfToFloat(addend[i]));
-}
-
-void FloatsToHalvesWithFeedback(const float* gradient, size_t count, float* residual,
-                                uint16_t* out) {
-  for (size_t i = 0; i < count; ++i) residual[i] += gradient[i];
-  // Converted in bulk (vectorized); what was sent comes back through a small block buffer, so
-  // the only full-size buffers are the caller's.
-  FloatsToHalves(residual, count, out);
-  constexpr size_t kBlock = 1024;
-  std::array<float, kBlock> sent{};
-  for (size_t start = 0; start < count; start += kBlock) {
-    const size_t length = std::min(kBlock, count - start);
-    HalvesToFloats(out + start, length, sent.data());
-    float* error = residual + start;
-    for (size_t i = 0; i < length; ++i) {
-      error[i] = std::isinf(sent[i]) && std::isfinite(error[i]) ? 0.0F : error[i] - sent[i];
-    }
-  }
 }
 
 }  // namespace autodist::tensor

@@ -1,6 +1,6 @@
-// IEEE 754 binary16 ("half", float16) conversions, shared by everything that sends float16: the
-// all-reduce compressors (runtime/compress), the communicators that sum float16 buffers, and
-// compressed parameter-server pushes (runtime/comm). The scalar conversions are bit manipulation,
+// IEEE 754 binary16 ("half", float16) conversions, shared by everything that sends or reads
+// float16: the compressors (runtime/compress), the communicators that sum float16 buffers, and
+// the wire format's decoder (runtime/rpc). The scalar conversions are bit manipulation,
 // so the result is the same on every compiler and CPU; the bulk ones use F16C where present,
 // which gives the same bits.
 #pragma once
@@ -25,14 +25,5 @@ void HalvesToFloats(const uint16_t* in, size_t count, float* out);
 // In place: sum[i] = half(float(sum[i]) + float(addend[i])): one float16 addition rounded once,
 // what a communicator does when it adds a peer's float16 buffer into its own.
 void AddHalves(uint16_t* sum, const uint16_t* addend, size_t count);
-
-// A float16 cast with error feedback, element-wise over `count` elements:
-//   g' = gradient + residual;  out = half(g');  residual = g' - float(out)
-// so the rounding error of one step is added to the next one's gradient instead of being lost.
-// Where the cast overflowed (a finite g' became +-inf) the residual is set to 0 rather than -inf:
-// the infinity is reported by whoever receives it, and a step thrown away for it must not poison
-// later ones. The gradient is only read, so callers need no copy of it.
-void FloatsToHalvesWithFeedback(const float* gradient, size_t count, float* residual,
-                                uint16_t* out);
 
 }  // namespace autodist::tensor

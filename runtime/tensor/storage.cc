@@ -4,9 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdint>
-#include <cstdlib>
+#include <mutex>
 #include <string_view>
 
 #include "runtime/common/error.h"
@@ -78,15 +79,46 @@ PoolOptions ParseTensorPoolOptions(const char* megabytes) {
   return options;
 }
 
+namespace {
+
+struct ProcessPool {
+  std::mutex mutex;  // guards both below
+  PoolOptions options;
+  BufferPool* pool = nullptr;
+};
+
+ProcessPool& Process() {
+  static ProcessPool process;
+  return process;
+}
+
+}  // namespace
+
+void ConfigureTensorPool(const PoolOptions& options) {
+  ProcessPool& process = Process();
+  const std::lock_guard lock(process.mutex);
+  const bool same = process.pool == nullptr ||
+                    (process.pool->options().max_cached_bytes == options.max_cached_bytes &&
+                     process.pool->options().min_pooled_bytes == options.min_pooled_bytes);
+  AD_CHECK(same, kFailedPrecondition,
+           "the tensor buffer pool is in use already; configure it before the first tensor");
+  process.options = options;
+}
+
 BufferPool& TensorBufferPool() {
   // Leaked on purpose: a static tensor destroyed after the pool would return its buffer to a dead
-  // pool. The idle buffers it holds at exit go back to the OS with the process.
-  static auto* const pool = [] {
-    auto* created = new BufferPool(ParseTensorPoolOptions(std::getenv(kTensorPoolEnv)));
-    if (created->options().max_cached_bytes > 0) KeepMessageBuffersOnTheHeap();
-    return created;
-  }();
-  return *pool;
+  // pool. The idle buffers it holds at exit go back to the OS with the process. Allocation takes
+  // this path every time, so it reads the pointer without the lock once it is set.
+  static std::atomic<BufferPool*> created{nullptr};
+  if (BufferPool* pool = created.load(std::memory_order_acquire)) return *pool;
+  ProcessPool& process = Process();
+  const std::lock_guard lock(process.mutex);
+  if (process.pool == nullptr) {
+    process.pool = new BufferPool(process.options);
+    if (process.options.max_cached_bytes > 0) KeepMessageBuffersOnTheHeap();
+    created.store(process.pool, std::memory_order_release);
+  }
+  return *process.pool;
 }
 
 Storage AllocateStorage(size_t bytes, Pages pages) {

@@ -114,7 +114,8 @@ TEST(CompressorErrorsTest, RejectsOptionsOutOfRange) {
     MakeCompressor({.kind = static_cast<CompressorKind>(42)});
     ADD_FAILURE() << "accepted an unknown kind";
   } catch (const Error& error) {
-    ExpectMentions(error, {"unknown compressor kind 42", "PowerSGDCompressor, TopKCompressorEF"});
+    ExpectMentions(
+        error, {"no compressor of kind 42 is registered", "PowerSGDCompressor, TopKCompressorEF"});
   }
 }
 

@@ -1,5 +1,5 @@
-// Test double: an in-process comm::Communicator for N ranks running as threads of one test. Each
-// collective publishes every rank's buffer in shared slots, waits at a barrier, lets each rank
+// Test double: an in-process collective::Communicator for N ranks running as threads of one test.
+// Each collective publishes every rank's buffer in shared slots, waits at a barrier, lets each rank
 // compute its result from all slots, and waits again before anyone may reuse its buffer. Sums
 // run in rank order, so every rank gets bit-identical results, and a float16 sum rounds after
 // every addition like a real float16 all-reduce. Sizes, types and tags are checked across ranks
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/comm/communicator.h"
+#include "runtime/collective/communicator.h"
 #include "runtime/common/error.h"
 #include "runtime/tensor/float16.h"
 
@@ -32,13 +32,13 @@ struct PeerFailed : std::runtime_error {
   PeerFailed() : std::runtime_error("another rank failed") {}
 };
 
-inline size_t TestElementBytes(comm::ElementType type) {
+inline size_t TestElementBytes(collective::ElementType type) {
   switch (type) {
-    case comm::ElementType::kFloat32:
+    case collective::ElementType::kFloat32:
       return 4;
-    case comm::ElementType::kFloat16:
+    case collective::ElementType::kFloat16:
       return 2;
-    case comm::ElementType::kInt64:
+    case collective::ElementType::kInt64:
       return 8;
   }
   return 0;
@@ -52,7 +52,7 @@ class ThreadWorld {
   struct Slot {
     const void* data = nullptr;
     size_t count = 0;
-    comm::ElementType type = comm::ElementType::kFloat32;
+    collective::ElementType type = collective::ElementType::kFloat32;
     std::string tag;
     int root = 0;
   };
@@ -90,7 +90,7 @@ class ThreadWorld {
   bool aborted_ = false;
 };
 
-class ThreadCommunicator : public comm::Communicator {
+class ThreadCommunicator : public collective::Communicator {
  public:
   ThreadCommunicator(std::shared_ptr<ThreadWorld> world, int rank)
       : world_(std::move(world)), rank_(rank) {}
@@ -100,8 +100,8 @@ class ThreadCommunicator : public comm::Communicator {
   int64_t bytes_sent() const override { return bytes_sent_; }
   int collectives() const { return collectives_; }
 
-  void AllReduceSum(void* data, size_t count, comm::ElementType type,
-                    comm::AllReduceAlgorithm /*algorithm*/, const std::string& tag) override {
+  void AllReduceSum(void* data, size_t count, collective::ElementType type,
+                    collective::AllReduceAlgorithm /*algorithm*/, const std::string& tag) override {
     Publish(data, count, type, tag, 0, true);
     const size_t bytes = count * TestElementBytes(type);
     std::vector<std::byte> sum(bytes);
@@ -114,7 +114,7 @@ class ThreadCommunicator : public comm::Communicator {
                                         static_cast<size_t>(size()));
   }
 
-  void AllGather(const void* in, size_t count, comm::ElementType type, void* out,
+  void AllGather(const void* in, size_t count, collective::ElementType type, void* out,
                  const std::string& tag) override {
     Publish(in, count, type, tag, 0, true);
     const size_t bytes = count * TestElementBytes(type);
@@ -126,7 +126,7 @@ class ThreadCommunicator : public comm::Communicator {
     bytes_sent_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
   }
 
-  std::vector<size_t> AllGatherV(const void* in, size_t count, comm::ElementType type,
+  std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,
                                  std::vector<std::byte>& out, const std::string& tag) override {
     Publish(in, count, type, tag, 0, false);
     const size_t element = TestElementBytes(type);
@@ -144,7 +144,7 @@ class ThreadCommunicator : public comm::Communicator {
   }
 
   void Broadcast(void* data, size_t bytes, int root, const std::string& tag) override {
-    Publish(data, bytes, comm::ElementType::kFloat32, tag, root, true);
+    Publish(data, bytes, collective::ElementType::kFloat32, tag, root, true);
     AD_CHECK(root >= 0 && root < size(), kInvalidArgument, "broadcast '{}': root {} of {} ranks",
              tag, root, size());
     for (int r = 0; r < size(); ++r) {
@@ -158,13 +158,13 @@ class ThreadCommunicator : public comm::Communicator {
   }
 
   void Barrier(const std::string& tag) override {
-    Publish(nullptr, 0, comm::ElementType::kFloat32, tag, 0, true);
+    Publish(nullptr, 0, collective::ElementType::kFloat32, tag, 0, true);
     world_->Wait();
   }
 
  private:
   // Fills this rank's slot, waits for all, and checks that they call the same collective.
-  void Publish(const void* data, size_t count, comm::ElementType type, const std::string& tag,
+  void Publish(const void* data, size_t count, collective::ElementType type, const std::string& tag,
                int root, bool same_count) {
     ++collectives_;
     ThreadWorld::Slot& mine = world_->slot(rank_);
@@ -180,19 +180,19 @@ class ThreadCommunicator : public comm::Communicator {
     }
   }
 
-  static void Add(std::byte* sum, const void* addend, size_t count, comm::ElementType type) {
+  static void Add(std::byte* sum, const void* addend, size_t count, collective::ElementType type) {
     switch (type) {
-      case comm::ElementType::kFloat32: {
+      case collective::ElementType::kFloat32: {
         auto* s = reinterpret_cast<float*>(sum);
         const auto* a = static_cast<const float*>(addend);
         for (size_t i = 0; i < count; ++i) s[i] += a[i];
         break;
       }
-      case comm::ElementType::kFloat16:
+      case collective::ElementType::kFloat16:
         tensor::AddHalves(reinterpret_cast<uint16_t*>(sum), static_cast<const uint16_t*>(addend),
                           count);
         break;
-      case comm::ElementType::kInt64: {
+      case collective::ElementType::kInt64: {
         auto* s = reinterpret_cast<int64_t*>(sum);
         const auto* a = static_cast<const int64_t*>(addend);
         for (size_t i = 0; i < count; ++i) s[i] += a[i];

@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "runtime/exec/job_options.h"
+#include "runtime/cli/trainer_options.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/job/job_parser.h"
 #include "tests/launcher/run_job_test_util.h"
@@ -24,7 +24,7 @@ std::map<std::string, std::vector<float>> OneProcessReference(JobParams params,
   const std::string checkpoints = dir / "reference-ckpt";
   const job::JobSpec job =
       job::ParseJob(JobYaml(params, checkpoints), "reference.yaml", dir.path().string());
-  exec::Train(exec::TrainerOptionsFromJob(job, 0, 1, 1), [](const std::string&) {});
+  exec::Train(cli::TrainerOptionsFromJob(job, 0, 1, 1), [](const std::string&) {});
   return CheckpointVariables(checkpoints);
 }
 

@@ -7,7 +7,7 @@
 
 #include <regex>
 
-#include "runtime/exec/job_options.h"
+#include "runtime/cli/trainer_options.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/member_result.h"
@@ -53,7 +53,7 @@ TEST(RunTrainingTest, ExportedBatchNormStateDoesNotDependOnTheStrategy) {
   // The same two replicas as in-graph replicas of one process, with the local optimizer.
   const job::JobSpec job =
       job::ParseJob(JobYaml(params, dir / "local-ckpt"), "local.yaml", dir.path().string());
-  exec::TrainerOptions local = exec::TrainerOptionsFromJob(job, 0, 2, 2);
+  exec::TrainerOptions local = cli::TrainerOptionsFromJob(job, 0, 2, 2);
   local.export_path = dir / "local.onnx";
   exec::Train(local, [](const std::string&) {});
 

@@ -13,7 +13,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
-#include "runtime/ops/sparse_gradient.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::ops::testing {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/ops/kernel.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::optim::testing {
@@ -141,8 +141,8 @@ inline std::vector<ReferenceSchedule> ReadSchedules() {
 }
 
 // The sparse gradient holding `rows` of the densified gradient `dense` of shape `shape`.
-inline ops::SparseGradient SparseFromRows(const std::vector<int64_t>& rows,
-                                          const std::vector<float>& dense, const Shape& shape) {
+inline tensor::SparseGradient SparseFromRows(const std::vector<int64_t>& rows,
+                                             const std::vector<float>& dense, const Shape& shape) {
   const int64_t row_size = tensor::NumElements(Shape(shape.begin() + 1, shape.end()));
   std::vector<float> values;
   for (const int64_t r : rows) {
@@ -150,7 +150,7 @@ inline ops::SparseGradient SparseFromRows(const std::vector<int64_t>& rows,
   }
   Shape values_shape = shape;
   values_shape[0] = static_cast<int64_t>(rows.size());
-  ops::SparseGradient grad;
+  tensor::SparseGradient grad;
   grad.indices = Tensor::FromVector<int64_t>({static_cast<int64_t>(rows.size())}, rows);
   grad.values = Tensor::FromVector<float>(values_shape, values);
   grad.dense_shape = shape;

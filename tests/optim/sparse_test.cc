@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/common/error.h"
-#include "runtime/ops/sparse_gradient.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "tests/optim/optim_test_util.h"
 #include "tests/optim/reference_data.h"
 
@@ -40,7 +40,7 @@ const std::vector<std::vector<int64_t>> kRowSets{{1, 4, 6}, {},     {0, 1, 2, 3,
                                                  {3},       {0, 7}, {2, 3, 4}};
 
 // A sparse gradient with `rows` of random values.
-ops::SparseGradient RandomSparse(std::mt19937& rng, const std::vector<int64_t>& rows) {
+tensor::SparseGradient RandomSparse(std::mt19937& rng, const std::vector<int64_t>& rows) {
   std::vector<float> dense(static_cast<size_t>(kRows * kCols), 0.0F);
   const std::vector<float> values = RandomValues(rng, kRows * kCols);
   for (const int64_t r : rows) {
@@ -70,9 +70,9 @@ TEST_P(DenseEquivalentTest, ApplySparseEqualsApplyOnTheDensifiedGradient) {
   Tensor p_sparse = Tensor::FromVector<float>({kRows, kCols}, RandomValues(rng, kRows * kCols));
   Tensor p_dense = p_sparse.Clone();
   for (size_t step = 0; step < kRowSets.size(); ++step) {
-    const ops::SparseGradient grad = RandomSparse(rng, kRowSets[step]);
+    const tensor::SparseGradient grad = RandomSparse(rng, kRowSets[step]);
     sparse->ApplySparse("emb", p_sparse, grad);
-    dense->Apply("emb", p_dense, ops::Densify(grad));
+    dense->Apply("emb", p_dense, tensor::Densify(grad));
     ASSERT_TRUE(BitIdentical(p_sparse, p_dense)) << "after step " << step + 1;
   }
   const auto sparse_state = sparse->SaveState();
@@ -116,9 +116,9 @@ TEST(SparseTest, AdagradWithoutEpsKeepsTorchsNanOnNeverSeenRows) {
   std::mt19937 rng(3);
   Tensor p_sparse = Tensor::FromVector<float>({kRows, kCols}, RandomValues(rng, kRows * kCols));
   Tensor p_dense = p_sparse.Clone();
-  const ops::SparseGradient grad = RandomSparse(rng, {2, 5});
+  const tensor::SparseGradient grad = RandomSparse(rng, {2, 5});
   sparse->ApplySparse("emb", p_sparse, grad);
-  dense->Apply("emb", p_dense, ops::Densify(grad));
+  dense->Apply("emb", p_dense, tensor::Densify(grad));
   EXPECT_TRUE(std::isnan(p_dense.data<float>()[0]));
   EXPECT_TRUE(BitIdentical(p_sparse, p_dense));
 }
@@ -142,7 +142,7 @@ TEST_P(LazyTest, OnlyPresentRowsChangeAndTheyFollowTheDenseRule) {
   Tensor p_rows = Tensor::FromVector<float>({2, kCols}, sub_start);
   std::map<std::string, Tensor> first_state;
   for (int step = 0; step < 5; ++step) {
-    const ops::SparseGradient grad = RandomSparse(rng, {1, 4});
+    const tensor::SparseGradient grad = RandomSparse(rng, {1, 4});
     lazy->ApplySparse("emb", p_lazy, grad);
     rows_only->Apply("emb", p_rows, grad.values);
     if (step == 0) first_state = lazy->SaveState();
@@ -230,26 +230,26 @@ TEST(SparseTest, MalformedSparseGradientsAreRejected) {
     const auto optimizer = MakeOptimizer(ParseOptimizerOptions(name, options));
     Tensor p = Tensor::Zeros(tensor::DType::kFloat32, {4, 2});
     const std::vector<float> values(8, 1.0F);
-    ops::SparseGradient unsorted = SparseFromRows({2, 1}, values, {4, 2});
+    tensor::SparseGradient unsorted = SparseFromRows({2, 1}, values, {4, 2});
     EXPECT_THAT(
         ErrorOf([&] { optimizer->ApplySparse("emb", p, unsorted); }),
         HasSubstr("sparse gradient of 'emb' must have unique ascending rows, got 1 after 2"));
-    ops::SparseGradient repeated = SparseFromRows({1, 1}, values, {4, 2});
+    tensor::SparseGradient repeated = SparseFromRows({1, 1}, values, {4, 2});
     EXPECT_THAT(ErrorOf([&] { optimizer->ApplySparse("emb", p, repeated); }),
                 HasSubstr("unique ascending rows"));
-    ops::SparseGradient outside = SparseFromRows({0}, values, {4, 2});
+    tensor::SparseGradient outside = SparseFromRows({0}, values, {4, 2});
     outside.indices.data<int64_t>()[0] = 4;
     EXPECT_THAT(ErrorOf([&] { optimizer->ApplySparse("emb", p, outside); }),
                 HasSubstr("sparse gradient of 'emb' has row 4 outside [0, 4)"));
-    ops::SparseGradient other_shape = SparseFromRows({0}, values, {4, 2});
+    tensor::SparseGradient other_shape = SparseFromRows({0}, values, {4, 2});
     other_shape.dense_shape = {5, 2};
     EXPECT_THAT(ErrorOf([&] { optimizer->ApplySparse("emb", p, other_shape); }),
                 HasSubstr("sparse gradient of 'emb' is for shape [5, 2], the variable has [4, 2]"));
-    ops::SparseGradient short_rows = SparseFromRows({0, 1}, values, {4, 2});
+    tensor::SparseGradient short_rows = SparseFromRows({0, 1}, values, {4, 2});
     short_rows.values = Tensor::Zeros(tensor::DType::kFloat32, {2, 3});
     EXPECT_THAT(ErrorOf([&] { optimizer->ApplySparse("emb", p, short_rows); }),
                 HasSubstr("needs float32 [2, 2] rows, got float32 [2, 3]"));
-    ops::SparseGradient int32_rows = SparseFromRows({0}, values, {4, 2});
+    tensor::SparseGradient int32_rows = SparseFromRows({0}, values, {4, 2});
     int32_rows.indices = Tensor::FromVector<int32_t>({1}, {0});
     EXPECT_THAT(ErrorOf([&] { optimizer->ApplySparse("emb", p, int32_rows); }),
                 HasSubstr("needs int64 [n] row indices, got int32 [1]"));

@@ -89,6 +89,21 @@ TEST(TensorStorageTest, PrefaultedMapsEveryPage) {
   EXPECT_EQ(t.shape(), (Shape{10 * kMiBFloats}));
 }
 
+// The binaries configure the pool at startup; once it exists, only the same options are accepted.
+TEST(TensorPoolOptionsTest, ConfiguredBeforeTheFirstTensorOnly) {
+  const PoolOptions current = TensorBufferPool().options();
+  ConfigureTensorPool(current);  // the same options: nothing to change
+  PoolOptions other = current;
+  other.max_cached_bytes += 1 << 20;
+  try {
+    ConfigureTensorPool(other);
+    ADD_FAILURE() << "the pool in use was reconfigured";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(TensorBufferPool().options().max_cached_bytes, current.max_cached_bytes);
+}
+
 TEST(TensorPoolOptionsTest, ParsesMegabytes) {
   EXPECT_EQ(ParseTensorPoolOptions(nullptr).max_cached_bytes, PoolOptions().max_cached_bytes);
   EXPECT_EQ(ParseTensorPoolOptions("0").max_cached_bytes, 0U);

@@ -8,8 +8,8 @@
 #include "runtime/common/error.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
-#include "runtime/ops/sparse_gradient.h"
 #include "runtime/ops/tensor/layout.h"
+#include "runtime/tensor/sparse_gradient.h"
 
 namespace autodist::ops {
 namespace {
@@ -97,7 +97,8 @@ class GatherKernel final : public OpKernel {
     const auto n = static_cast<int64_t>(state.indices.size());
     const int64_t inner = DimProduct(shape, state.axis + 1, shape.size());
     if (state.axis == 0) {
-      ctx.set_input_sparse_grad(0, CoalesceRows(state.indices, dy->Reshaped({n, inner}), shape));
+      ctx.set_input_sparse_grad(
+          0, tensor::CoalesceRows(state.indices, dy->Reshaped({n, inner}), shape));
       return;
     }
     // Dense: add each gathered row back at its index. Threads own disjoint blocks (or, with few

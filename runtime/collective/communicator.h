@@ -1,0 +1,59 @@
+// Collectives between the worker processes of a job, behind one interface so that strategies
+// don't care which library moves the bytes: Gloo over TCP on CPU (gloo_communicator.h), NCCL on
+// GPU (gpu/, later). Every rank calls the same collectives in the same order with the same sizes;
+// sizes are checked across ranks before a collective runs (on a tag's first call and whenever its
+// sizes change), so a mismatch is an error on every rank instead of a hang or silently mixed
+// data. Errors are autodist::Error: kInvalidArgument for a mismatch, kUnavailable when a peer
+// failed or did not take part within the communicator's timeout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace autodist::collective {
+
+enum class ElementType { kFloat32, kFloat16, kInt64 };
+
+// Bytes per element.
+size_t ElementBytes(ElementType type);
+const char* ElementTypeName(ElementType type);
+
+// How an all-reduce is run (AllReduceSynchronizer.spec): AUTO picks per message size, RING is
+// the ring algorithm; NCCL means RING on a CPU-only run (with a warning by the caller).
+enum class AllReduceAlgorithm { kAuto, kRing, kHalvingDoubling };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: every rank ends with the element-wise sum over all ranks of `count` elements at
+  // `data`. `tag` names the call site ("group-3") in errors and in the size check.
+  virtual void AllReduceSum(void* data, size_t count, ElementType type,
+                            AllReduceAlgorithm algorithm, const std::string& tag) = 0;
+
+  // Every rank contributes `count` elements; `out` (size() * count elements) receives them in
+  // rank order.
+  virtual void AllGather(const void* in, size_t count, ElementType type, void* out,
+                         const std::string& tag) = 0;
+
+  // Every rank contributes its own number of elements; returns every rank's count, and `out`
+  // holds their elements back to back in rank order (resized to fit).
+  virtual std::vector<size_t> AllGatherV(const void* in, size_t count, ElementType type,
+                                         std::vector<std::byte>& out, const std::string& tag) = 0;
+
+  // `bytes` at `data` from `root` to every rank.
+  virtual void Broadcast(void* data, size_t bytes, int root, const std::string& tag) = 0;
+
+  virtual void Barrier(const std::string& tag) = 0;
+
+  // Payload bytes this rank has sent so far (an estimate from the algorithm used), for the
+  // run's summary and compression ratios.
+  virtual int64_t bytes_sent() const = 0;
+};
+
+}  // namespace autodist::collective

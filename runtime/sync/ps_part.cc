@@ -1,0 +1,230 @@
+#include "runtime/sync/ps_part.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <future>
+#include <set>
+
+#include "runtime/common/error.h"
+#include "runtime/sync/gradient_sum.h"
+#include "runtime/sync/sharded_values.h"
+#include "runtime/tensor/sparse_gradient.h"
+
+namespace autodist::sync {
+namespace {
+
+using exec::Gradient;
+using exec::Session;
+using tensor::Tensor;
+
+bool HasParameterServerShard(const VariablePlan& variable) {
+  return std::any_of(variable.shards.begin(), variable.shards.end(),
+                     [](const ShardPlan& s) { return s.kind == SyncKind::kParameterServer; });
+}
+
+}  // namespace
+
+// One Step RPC: the gradients of some shards hosted by one server, summed over `replicas`
+// replicas from global index `first_replica`. `local_replica` < 0 means the values are shared by
+// every replica of this process (a proxy push); otherwise they belong to that replica alone.
+struct ParameterServerPart::Push {
+  std::string ps_node;
+  int local_replica = -1;
+  ps::PsStepRequest request;
+  std::vector<const ShardPlan*> shards;
+  ps::PsValues reply;
+};
+
+ParameterServerPart::ParameterServerPart(const StrategyPlan& plan,
+                                         ParameterServerPartOptions options)
+    : plan_(plan), options_(std::move(options)) {
+  for (const std::string& node : plan_.ps_nodes) {
+    const auto it = options_.endpoints.find(node);
+    AD_CHECK(it != options_.endpoints.end(), kInvalidArgument,
+             "no endpoint is known for parameter server '{}'", node);
+    clients_[node] = std::make_unique<ps::PsClient>(node, it->second);
+  }
+}
+
+ParameterServerPart::~ParameterServerPart() = default;
+
+ps::PsClient& ParameterServerPart::Client(const std::string& ps_node) {
+  const auto it = clients_.find(ps_node);
+  AD_CHECK(it != clients_.end(), kInternal, "no client for parameter server '{}'", ps_node);
+  return *it->second;
+}
+
+void ParameterServerPart::Initialize(const TensorMap& variables, const TensorMap& optimizer_state,
+                                     int64_t start_step) {
+  const TensorMap values = SplitVariables(plan_, variables);
+  std::vector<std::future<void>> inits;
+  for (const std::string& node : plan_.ps_nodes) {
+    ps::PsInitRequest request;
+    request.optimizer = options_.optimizer;
+    request.optimizer_options = options_.optimizer_options;
+    request.num_workers = options_.num_workers;
+    request.total_replicas = options_.placement.total_replicas;
+    request.start_step = start_step;
+    for (const ShardPlan* shard : plan_.HostedBy(node)) {
+      request.tensors.push_back(ps::HostedTensor{shard->name, shard->sync, shard->staleness,
+                                                 plan_.Variable(shard->variable).sparse});
+      request.values[shard->name] = values.at(shard->name);
+      const std::string prefix = shard->name + "/";
+      for (auto it = optimizer_state.lower_bound(prefix);
+           it != optimizer_state.end() && it->first.starts_with(prefix); ++it) {
+        request.optimizer_state[it->first] = it->second;
+      }
+    }
+    inits.push_back(std::async(std::launch::async, [this, node, request = std::move(request)] {
+      Client(node).Init(request);
+    }));
+  }
+  for (auto& init : inits) init.get();
+}
+
+void ParameterServerPart::PullAll(const std::vector<Session*>& replicas) {
+  std::vector<std::future<ps::PsValues>> pulls;
+  for (const std::string& node : plan_.ps_nodes) {
+    pulls.push_back(
+        std::async(std::launch::async, [this, node] { return Client(node).Pull({}, false); }));
+  }
+  TensorMap shards;
+  for (auto& pull : pulls) shards.merge(pull.get().values);
+  for (const auto& [name, value] : shards) {
+    const ShardPlan& shard = plan_.Shard(name);
+    for (Session* replica : replicas) {
+      Tensor& target = replica->variable(shard.variable);
+      if (plan_.Variable(shard.variable).partitioned) {
+        WriteShard(target, shard, value, "parameter server " + shard.ps_node);
+      } else {
+        target = value.Clone();
+      }
+    }
+  }
+}
+
+void ParameterServerPart::Synchronize(int64_t step, double lr,
+                                      const std::vector<std::map<std::string, Gradient>>& gradients,
+                                      const std::vector<Session*>& replicas) {
+  const int local = static_cast<int>(replicas.size());
+  AD_CHECK(local == options_.placement.local_replicas && gradients.size() == replicas.size(),
+           kInternal, "expected {} replicas, got {}", options_.placement.local_replicas, local);
+  // Gradients cut into the tensors the pushes point at; deques keep addresses stable.
+  std::deque<Gradient> owned;
+  std::deque<Tensor> dense_parts;
+  std::deque<tensor::SparseGradient> sparse_parts;
+  std::map<std::pair<std::string, int>, Push> pushes;  // (server, local replica or -1)
+
+  const auto add = [&](const VariablePlan& variable, const ShardPlan& shard, const Gradient& g,
+                       int local_replica) {
+    Push& push = pushes[{shard.ps_node, local_replica}];
+    if (push.shards.empty()) {
+      push.ps_node = shard.ps_node;
+      push.local_replica = local_replica;
+      push.request.worker = options_.worker_rank;
+      push.request.first_replica =
+          options_.placement.first_replica + (local_replica < 0 ? 0 : local_replica);
+      push.request.replicas = local_replica < 0 ? local : 1;
+      push.request.step = step;
+      push.request.learning_rate = lr;
+      push.request.pull = true;
+    }
+    push.shards.push_back(&shard);
+    ps::GradientRef ref;
+    // Error feedback is kept by the server's client per (first_replica, shard name): one
+    // residual per replica stream (a replica, or this process's proxy sum) and shard.
+    ref.compression = shard.push_compressor;
+    ref.topk_fraction = shard.push_topk_fraction;
+    if (g.is_sparse()) {
+      ref.sparse = variable.partitioned
+                       ? &sparse_parts.emplace_back(SliceSparse(*g.sparse, shard.range))
+                       : &*g.sparse;
+    } else {
+      ref.dense =
+          variable.partitioned ? &dense_parts.emplace_back(Slice(g.dense, shard.range)) : &g.dense;
+    }
+    push.request.gradients[shard.name] = ref;
+  };
+
+  for (const VariablePlan& variable : plan_.variables) {
+    if (!HasParameterServerShard(variable)) continue;
+    // A variable the loss does not reach has no gradient in any replica: nothing to push, as a
+    // single process would apply nothing to it.
+    if (!gradients[0].contains(variable.name)) continue;
+    std::vector<const Gradient*> parts;
+    for (int r = 0; r < local; ++r) {
+      const auto it = gradients[static_cast<size_t>(r)].find(variable.name);
+      AD_CHECK(it != gradients[static_cast<size_t>(r)].end(), kInternal,
+               "replica {} has no gradient for '{}'", r, variable.name);
+      parts.push_back(&it->second);
+    }
+    const Gradient* summed = nullptr;
+    for (const ShardPlan& shard : variable.shards) {
+      if (shard.kind != SyncKind::kParameterServer) continue;
+      if (shard.local_replication || local == 1) {
+        if (summed == nullptr) summed = &owned.emplace_back(SumGradients(parts));
+        add(variable, shard, *summed, -1);
+      } else {
+        for (int r = 0; r < local; ++r) add(variable, shard, *parts[static_cast<size_t>(r)], r);
+      }
+    }
+  }
+
+  if (pushes.empty()) return;
+  const auto run = [this](Push& push) { push.reply = Client(push.ps_node).Step(push.request); };
+  if (pushes.size() == 1) {
+    run(pushes.begin()->second);
+  } else {
+    std::vector<std::future<void>> running;
+    for (auto& entry : pushes) {
+      Push* push = &entry.second;
+      running.push_back(std::async(std::launch::async, [&run, push] { run(*push); }));
+    }
+    for (auto& future : running) future.get();
+  }
+
+  for (auto& [key, push] : pushes) {
+    const std::string peer = fmt::format("parameter server {}", push.ps_node);
+    for (const ShardPlan* shard : push.shards) {
+      const auto it = push.reply.values.find(shard->name);
+      AD_CHECK(it != push.reply.values.end(), kFailedPrecondition,
+               "{} returned no value for '{}' after step {}", peer, shard->name, step);
+      const VariablePlan& variable = plan_.Variable(shard->variable);
+      for (int r = 0; r < local; ++r) {
+        if (push.local_replica >= 0 && push.local_replica != r) continue;
+        Tensor& target = replicas[static_cast<size_t>(r)]->variable(variable.name);
+        if (variable.partitioned) {
+          WriteShard(target, *shard, it->second, peer);
+        } else {
+          AD_CHECK(it->second.shape() == target.shape(), kFailedPrecondition,
+                   "{}: '{}' came back with shape {}, expected {}", peer, shard->name,
+                   tensor::ShapeToString(it->second.shape()),
+                   tensor::ShapeToString(target.shape()));
+          // Replicas only read variables (the servers apply the optimizer), so a proxy value
+          // can be shared by every replica without a copy.
+          target = it->second;
+        }
+      }
+    }
+  }
+}
+
+void ParameterServerPart::CurrentState(TensorMap& shard_values, TensorMap& shard_slots) {
+  for (const std::string& node : plan_.ps_nodes) {
+    std::set<std::string> hosted;
+    for (const ShardPlan* shard : plan_.HostedBy(node)) hosted.insert(shard->name);
+    for (auto& [name, value] : Client(node).Pull({}, true).values) {
+      (hosted.contains(name) ? shard_values : shard_slots)[name] = std::move(value);
+    }
+  }
+}
+
+std::map<std::string, ps::PsStats> ParameterServerPart::ServerStats() {
+  std::map<std::string, ps::PsStats> stats;
+  for (const std::string& node : plan_.ps_nodes) stats[node] = Client(node).Stats();
+  return stats;
+}
+
+}  // namespace autodist::sync

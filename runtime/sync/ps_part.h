@@ -1,0 +1,68 @@
+// The parameter-server half of a worker's step: every gradient of a shard placed on a parameter
+// server is pushed to it (cut into shards where the variable is partitioned; one Step RPC per
+// server, all servers in parallel) and the values the servers return are written back into the
+// replicas' sessions.
+//
+// In-graph replicas of this process: a shard with local_replication (AutoDist's local proxy)
+// has its replicas' gradients summed here and pushed once, and the one pulled value is shared by
+// every replica; without it each replica pushes and pulls for itself. With one replica per
+// process both are the same single push.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/exec/session.h"
+#include "runtime/ps/client.h"
+#include "runtime/sync/replicator.h"
+#include "runtime/sync/sharded_values.h"
+#include "runtime/sync/strategy_plan.h"
+
+namespace autodist::sync {
+
+struct ParameterServerPartOptions {
+  int worker_rank = 0;
+  int num_workers = 1;
+  ReplicaPlacement placement;
+  std::map<std::string, std::string> endpoints;  // parameter-server node -> host:port
+  std::string optimizer;                         // name and options as the manifest gives them
+  std::map<std::string, std::string> optimizer_options;
+};
+
+class ParameterServerPart {
+ public:
+  // `plan` must outlive the part. Throws InvalidArgument for a server without endpoint. Dense
+  // gradients are pushed compressed as each shard's push_compressor says (row-sparse ones as
+  // rows); the error-feedback residuals live in the part's clients, so one part serves a run.
+  ParameterServerPart(const StrategyPlan& plan, ParameterServerPartOptions options);
+  ~ParameterServerPart();
+
+  bool empty() const { return plan_.ps_nodes.empty(); }
+
+  // On the chief: every server gets its shards' values cut from `variables` (whole values) and
+  // its shards' optimizer slots from `optimizer_state` ("<shard>/<slot>"); versions start at
+  // `start_step`.
+  void Initialize(const TensorMap& variables, const TensorMap& optimizer_state, int64_t start_step);
+  // Pulls every shard and writes the whole variables into every replica.
+  void PullAll(const std::vector<exec::Session*>& replicas);
+  // Pushes step `step`'s gradients of every PS shard and writes the returned values back.
+  void Synchronize(int64_t step, double lr,
+                   const std::vector<std::map<std::string, exec::Gradient>>& gradients,
+                   const std::vector<exec::Session*>& replicas);
+  // Every PS shard's value and optimizer slots ("<shard>/<slot>"), added to the maps.
+  void CurrentState(TensorMap& shard_values, TensorMap& shard_slots);
+  std::map<std::string, ps::PsStats> ServerStats();
+
+ private:
+  struct Push;  // one Step RPC of a step: a server, the replicas it covers, its gradients
+
+  ps::PsClient& Client(const std::string& ps_node);
+
+  const StrategyPlan& plan_;
+  ParameterServerPartOptions options_;
+  std::map<std::string, std::unique_ptr<ps::PsClient>> clients_;  // by PS node
+};
+
+}  // namespace autodist::sync

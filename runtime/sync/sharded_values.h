@@ -1,0 +1,37 @@
+// Whole-variable values and optimizer state <-> the per-shard tensors the parameter servers host.
+// Checkpoints always hold whole variables and "<variable>/<slot>" optimizer state, whatever the
+// strategy, so a run can resume under another strategy (or in one process).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/sync/strategy_plan.h"
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::sync {
+
+using TensorMap = std::map<std::string, tensor::Tensor>;
+
+// Every shard of every planned variable, keyed by shard name, cut from `variables` (whole values
+// by variable name). Throws InvalidArgument naming a planned variable that is missing or has
+// another shape.
+TensorMap SplitVariables(const StrategyPlan& plan, const TensorMap& variables);
+
+// Optimizer state "<variable>/<slot>" as "<shard>/<slot>": buffers shaped like the variable are
+// cut like it; anything else (step counts) is copied to every shard. Throws InvalidArgument for a
+// key naming no planned variable.
+TensorMap SplitOptimizerState(const StrategyPlan& plan, const TensorMap& state);
+
+// The inverse of SplitVariables: whole variables from shard values (every shard must be present).
+TensorMap AssembleVariables(const StrategyPlan& plan, const TensorMap& shards);
+
+// The inverse of SplitOptimizerState: buffers reassembled; other slots taken from the first
+// shard (in synchronous training every shard counts the same steps).
+TensorMap AssembleOptimizerState(const StrategyPlan& plan, const TensorMap& shard_state);
+
+// Writes the value of `shard` (as pulled) into the whole `variable` tensor, in place.
+void WriteShard(tensor::Tensor& variable, const ShardPlan& shard, const tensor::Tensor& value,
+                const std::string& peer);
+
+}  // namespace autodist::sync

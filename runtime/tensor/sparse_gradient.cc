@@ -1,0 +1,90 @@
+#include "runtime/tensor/sparse_gradient.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/common/error.h"
+
+namespace autodist::tensor {
+
+SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& values,
+                            const Shape& dense_shape) {
+  const auto n = static_cast<int64_t>(indices.size());
+  const int64_t row =
+      n == 0 ? NumElements(Shape(dense_shape.begin() + 1, dense_shape.end())) : values.numel() / n;
+  std::vector<int64_t> order(indices.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return indices[static_cast<size_t>(a)] < indices[static_cast<size_t>(b)];
+  });
+  std::vector<int64_t> unique;
+  for (const int64_t i : order) {
+    const int64_t index = indices[static_cast<size_t>(i)];
+    if (unique.empty() || unique.back() != index) unique.push_back(index);
+  }
+  Shape values_shape = dense_shape;
+  values_shape[0] = static_cast<int64_t>(unique.size());
+  SparseGradient out;
+  out.dense_shape = dense_shape;
+  out.values = Tensor::Zeros(DType::kFloat32, values_shape);
+  out.indices = Tensor::FromVector<int64_t>({static_cast<int64_t>(unique.size())}, unique);
+  const float* in = values.data<float>();
+  float* sum = out.values.data<float>();
+  int64_t slot = -1;
+  int64_t previous = 0;
+  for (const int64_t i : order) {
+    const int64_t index = indices[static_cast<size_t>(i)];
+    if (slot < 0 || index != previous) ++slot;
+    previous = index;
+    // Summed in the order rows appear, so the result does not depend on sorting details.
+    float* dst = sum + slot * row;
+    const float* src = in + i * row;
+    for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+  }
+  return out;
+}
+
+SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts) {
+  AD_CHECK(!parts.empty(), kInternal, "merging no sparse gradients");
+  if (parts.size() == 1) return *parts[0];
+  std::vector<int64_t> indices;
+  int64_t rows = 0;
+  for (const auto* part : parts) rows += part->indices.numel();
+  Shape values_shape = parts[0]->dense_shape;
+  values_shape[0] = rows;
+  Tensor values(DType::kFloat32, values_shape);
+  auto* out = static_cast<std::byte*>(values.raw());
+  for (const auto* part : parts) {
+    const std::vector<int64_t> part_indices = part->indices.ToInt64Vector("sparse gradient");
+    indices.insert(indices.end(), part_indices.begin(), part_indices.end());
+    std::memcpy(out, part->values.raw(), part->values.nbytes());
+    out += part->values.nbytes();
+  }
+  return CoalesceRows(indices, values, parts[0]->dense_shape);
+}
+
+SparseGradient MergeSparse(const std::vector<SparseGradient>& parts) {
+  std::vector<const SparseGradient*> pointers;
+  pointers.reserve(parts.size());
+  for (const SparseGradient& part : parts) pointers.push_back(&part);
+  return MergeSparse(pointers);
+}
+
+Tensor Densify(const SparseGradient& gradient) {
+  Tensor out = Tensor::Zeros(DType::kFloat32, gradient.dense_shape);
+  const int64_t n = gradient.indices.numel();
+  if (n == 0) return out;
+  const int64_t row = gradient.values.numel() / n;
+  const std::vector<int64_t> indices = gradient.indices.ToInt64Vector("sparse gradient");
+  const float* src = gradient.values.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = indices[static_cast<size_t>(i)];
+    AD_CHECK(r >= 0 && r < gradient.dense_shape[0], kInternal, "sparse row {} out of range", r);
+    for (int64_t k = 0; k < row; ++k) dst[r * row + k] += src[i * row + k];
+  }
+  return out;
+}
+
+}  // namespace autodist::tensor

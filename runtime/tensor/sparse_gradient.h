@@ -1,0 +1,33 @@
+// Row-sparse gradients (TensorFlow's IndexedSlices) and what is done with them. They live beside
+// the tensor type, not with the op kernels, because every layer that moves or applies gradients
+// (kernels, optimizers, parameter servers, the wire format) handles them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::tensor {
+
+// Rows `indices` of a [N, ...] variable. Indices are unique and ascending; duplicates were
+// summed.
+struct SparseGradient {
+  Tensor indices;     // int64 [n]
+  Tensor values;      // float32 [n, row dims...]
+  Shape dense_shape;  // shape of the variable
+};
+
+// Builds a SparseGradient from possibly repeated row indices: rows with the same index are
+// summed; the result's indices are unique and ascending. `values` is [n, row dims...].
+SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& values,
+                            const Shape& dense_shape);
+
+// Merges several sparse gradients of one variable into one coalesced gradient.
+SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts);
+SparseGradient MergeSparse(const std::vector<SparseGradient>& parts);
+
+// The dense equivalent: zeros with the rows added in.
+Tensor Densify(const SparseGradient& gradient);
+
+}  // namespace autodist::tensor
