@@ -2,7 +2,11 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build run test bench format tidy clean
+# What `make run` runs: the CLI and the runtime it starts. Everything else (tests, benchmarks, the
+# operator) is built by `make build` and `make test`.
+RUN_TARGETS := autodist autodist-runtime
+
+.PHONY: all setup configure build build-run run test bench format tidy clean
 
 all: build
 
@@ -15,8 +19,11 @@ configure: setup
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+build-run: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
+
 # Inspects the example model, compiles a strategy and trains it with `autodist run`.
-run: build
+run: build-run
 	scripts/run-example.sh $(BUILD_DIR)
 
 test: build
