@@ -9,7 +9,7 @@
 set -euo pipefail
 
 BUILD_PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libonnx-dev
   libgloo-dev
