@@ -38,6 +38,7 @@ void Executor::BindFeeds(const Feeds& feeds, std::vector<Tensor>& live) const {
   const auto& values = plan_.values;
   const auto& source = plan_.source;
   std::vector<std::string> expected;
+  expected.reserve(inputs.size());
   for (const InputSpec& spec : inputs) expected.push_back(spec.name + " " + DescribeSpec(spec));
   for (const auto& [name, tensor] : feeds) {
     const auto it = value_ids.find(name);

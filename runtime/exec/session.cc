@@ -13,7 +13,7 @@ struct Session::Impl {
   std::vector<Tensor> stored;
   std::mt19937_64 rng;
 
-  Executor executor() { return Executor(plan, stored, rng); }
+  Executor executor() { return {plan, stored, rng}; }
   Tensor& Stored(const std::string& name, ValueKind kind, const char* what);
 };
 
@@ -24,7 +24,8 @@ Tensor& Session::Impl::Stored(const std::string& name, ValueKind kind, const cha
   return stored[static_cast<size_t>(it->second)];
 }
 
-Session::Session(const onnx::ModelProto& model, const std::string& source, SessionOptions options)
+Session::Session(const onnx::ModelProto& model, const std::string& source,
+                 const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->plan = PlanExecution(model, source, options.loss, impl_->stored);
   impl_->rng.seed(options.seed);

@@ -28,7 +28,7 @@ struct SessionOptions {
 
 class Session {
  public:
-  Session(const onnx::ModelProto& model, const std::string& source, SessionOptions options);
+  Session(const onnx::ModelProto& model, const std::string& source, const SessionOptions& options);
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;

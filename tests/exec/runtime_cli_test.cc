@@ -73,6 +73,24 @@ TEST(RuntimeCliTest, BadInputExitsTwoWithAClearMessage) {
   EXPECT_NE(result.err.find("input=file"), std::string::npos) << result.err;
 }
 
+// The tensor pool's cap is read where the process starts: a bad value stops it before any work.
+TEST(RuntimeCliTest, BadTensorPoolSizeExitsTwoNamingTheVariable) {
+  const Result result =
+      RunRuntime("--model " + kParity + "model.onnx --steps 1 --train image=" + kParity +
+                 "image.npy --train label=" + kParity + "label.npy");  // a run that would succeed
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string command = "AUTODIST_TENSOR_POOL_MB=64MB " + std::string(AUTODIST_BIN_DIR) +
+                              "/autodist-runtime --model " + kParity +
+                              "model.onnx --steps 1 > /dev/null 2> " + ::testing::TempDir() +
+                              "/pool." + std::to_string(getpid()) + ".err";
+  const int status = std::system(command.c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2);
+  const std::string err =
+      Slurp(::testing::TempDir() + "/pool." + std::to_string(getpid()) + ".err");
+  EXPECT_NE(err.find("AUTODIST_TENSOR_POOL_MB"), std::string::npos) << err;
+  EXPECT_NE(err.find("'64MB'"), std::string::npos) << err;
+}
+
 TEST(RuntimeCliTest, DivergenceExitsNonZeroNamingTheStep) {
   const Result result = RunRuntime("--model " + kParity + "model.onnx --train image=" + kParity +
                                    "image.npy --train label=" + kParity +
