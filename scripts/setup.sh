@@ -6,6 +6,7 @@
 #   scripts/setup.sh fixtures   # also the Python tools that regenerate tests/fixtures
 #   scripts/setup.sh bench      # also the peers benchmarks compare against (Open MPI for
 #                               # scripts/bench-allreduce.sh); the normal build never needs them
+#   scripts/setup.sh device     # also what scripts/device-check.sh needs to pack a GPU bundle
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -23,11 +24,13 @@ BUILD_PACKAGES=(
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
+DEVICE_PACKAGES=(patchelf)
 
 packages=("${BUILD_PACKAGES[@]}")
 case "${1:-}" in
   fixtures) packages+=("${FIXTURE_PACKAGES[@]}") ;;
   bench) packages+=("${BENCH_PACKAGES[@]}") ;;
+  device) packages+=("${DEVICE_PACKAGES[@]}") ;;
 esac
 
 missing=()

@@ -1,39 +1,19 @@
 // Internal: what Apply and ApplySparse do around an element-wise update rule, written once for
-// the four optimizers (sgd.cc, adam.cc, adagrad.cc, rmsprop.cc hold only their rules): check the
-// gradient, take the variable's state, and run the rule over every element, or over the rows a
-// sparse gradient has.
+// the four optimizers (rules/ holds only their rules): check the gradient, take the variable's
+// state, and run the rule over every element, or over the rows a sparse gradient has.
 #pragma once
 
-#include <concepts>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/rules/update_rule.h"
 #include "runtime/optim/update_math.h"
 #include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::optim::detail {
-
-// The update of one optimizer, element by element, with the state it keeps.
-template <typename Rule>
-concept UpdateRule = requires(const OptimizerOptions& options, const StepState& state,
-                              const Rule& rule, float* p, const float* g,
-                              const BufferPointers& buffers, int64_t n) {
-  // Whether the variable's state has slot "step".
-  { Rule::kCountsSteps } -> std::convertible_to<bool>;
-  // The variable's state buffers, in the order the rule gets them.
-  { Rule::Slots(options) } -> std::same_as<std::vector<BufferSlot>>;
-  // Whether a zero gradient row leaves that row of the variable and of its state exactly as it
-  // was, so that ApplySparse may skip absent rows and still equal Apply on the densified gradient.
-  { Rule::RowWiseExact(options) } -> std::same_as<bool>;
-  // The coefficients of one update.
-  { Rule::ForStep(options, state) } -> std::same_as<Rule>;
-  // Updates n elements of the variable (p), from its gradient (g), with its state buffers, all
-  // at the same offset.
-  rule(p, g, buffers, n);
-};
 
 // The buffers at element `offset` (absent buffers stay null).
 inline BufferPointers Shifted(const BufferPointers& buffers, int64_t offset) {
@@ -42,6 +22,25 @@ inline BufferPointers Shifted(const BufferPointers& buffers, int64_t offset) {
     out[i] = buffers[i] == nullptr ? nullptr : buffers[i] + offset;
   }
   return out;
+}
+
+// Runs the rule's variant over n elements. The restrict pointers and `omp simd` let the loop
+// vectorize: a variable, its gradient and its state buffers never overlap.
+template <typename Rule, typename Variant>
+void RunElements(const Rule& rule, Variant variant, float* __restrict p, const float* __restrict g,
+                 const BufferPointers& buffers, int64_t n) {
+  float* __restrict slot0 = buffers[0];
+  float* __restrict slot1 = buffers[1];
+  float* __restrict slot2 = buffers[2];
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) rule.Update(variant, i, p, g, slot0, slot1, slot2);
+}
+
+// Runs the rule over n elements at the given pointers.
+template <typename Rule>
+void RunRule(const Rule& rule, float* p, const float* g, const BufferPointers& buffers,
+             int64_t n) {
+  rule.Visit([&](auto variant) { RunElements(rule, variant, p, g, buffers, n); });
 }
 
 // The optimizer that applies `Rule`: MakeSgd & co. return ElementwiseOptimizer<SgdRule> & co.
@@ -58,7 +57,7 @@ class ElementwiseOptimizer final : public StatefulOptimizer {
     auto* p = param.data<float>();
     const auto* g = grad.data<float>();
     ForAllElements(param.numel(), [&](int64_t offset, int64_t n) {
-      rule(p + offset, g + offset, Shifted(state.buffers, offset), n);
+      RunRule(rule, p + offset, g + offset, Shifted(state.buffers, offset), n);
     });
   }
 
@@ -77,8 +76,8 @@ class ElementwiseOptimizer final : public StatefulOptimizer {
     const auto* g = grad.values.data<float>();
     ForPresentRows(grad.indices.ToInt64Vector("sparse gradient"), RowSize(param),
                    [&](int64_t param_offset, int64_t grad_offset, int64_t n) {
-                     rule(p + param_offset, g + grad_offset, Shifted(state.buffers, param_offset),
-                          n);
+                     RunRule(rule, p + param_offset, g + grad_offset,
+                             Shifted(state.buffers, param_offset), n);
                    });
   }
 };

@@ -16,58 +16,29 @@ tensor::Tensor StepTensor(int64_t step) { return tensor::Tensor::FromVector<int6
 
 }  // namespace
 
-StatefulOptimizer::StatefulOptimizer(OptimizerOptions options, bool counts_steps,
-                                     std::vector<BufferSlot> slots)
-    : Optimizer(std::move(options)), counts_steps_(counts_steps), slots_(std::move(slots)) {
+StateSchema::StateSchema(const OptimizerOptions& options, bool counts_steps,
+                         std::vector<BufferSlot> slots)
+    : optimizer_(options.name),
+      description_(DescribeOptimizerOptions(options)),
+      counts_steps_(counts_steps),
+      slots_(std::move(slots)) {
   // BeginStep hands the buffers out in a fixed-size array.
   AD_CHECK(slots_.size() <= kMaxBufferSlots, kInternal,
-           "optimizer {} has {} state buffers, more than the {} an update can take", options_.name,
+           "optimizer {} has {} state buffers, more than the {} an update can take", optimizer_,
            slots_.size(), kMaxBufferSlots);
 }
 
-std::string StatefulOptimizer::SlotList() const {
+std::string StateSchema::SlotList() const {
   std::vector<std::string> names;
   if (counts_steps_) names.emplace_back(kStepSlot);
   for (const auto& slot : slots_) names.push_back(slot.name);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-VariableState& StatefulOptimizer::StateFor(const std::string& name, const tensor::Tensor& param,
-                                           bool* created) {
-  auto it = states_.find(name);
-  *created = it == states_.end();
-  if (*created) {
-    VariableState state;
-    for (const auto& slot : slots_) {
-      state.buffers.push_back(slot.initial == 0.0F
-                                  ? tensor::Tensor::Zeros(tensor::DType::kFloat32, param.shape())
-                                  : tensor::Tensor::Full(param.shape(), slot.initial));
-    }
-    it = states_.emplace(name, std::move(state)).first;
-    return it->second;
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const tensor::Tensor& buffer = it->second.buffers[i];
-    AD_CHECK(buffer.shape() == param.shape(), kInvalidArgument,
-             "optimizer {}: state '{}/{}' has shape {} but variable '{}' has shape {}",
-             options_.name, name, slots_[i].name, tensor::ShapeToString(buffer.shape()), name,
-             tensor::ShapeToString(param.shape()));
-  }
-  return it->second;
-}
-
-StepState StatefulOptimizer::BeginStep(const std::string& name, const tensor::Tensor& param) {
-  StepState begun;
-  if (!stateful()) return begun;
-  VariableState& state = StateFor(name, param, &begun.first);
-  if (counts_steps_) begun.step = ++state.step;
-  for (size_t i = 0; i < slots_.size(); ++i) begun.buffers[i] = state.buffer(i);
-  return begun;
-}
-
-std::map<std::string, tensor::Tensor> StatefulOptimizer::SaveState() const {
+std::map<std::string, tensor::Tensor> StateSchema::Save(
+    const std::map<std::string, VariableState>& states) const {
   std::map<std::string, tensor::Tensor> out;
-  for (const auto& [name, state] : states_) {
+  for (const auto& [name, state] : states) {
     if (counts_steps_) out.emplace(name + "/" + kStepSlot, StepTensor(state.step));
     for (size_t i = 0; i < slots_.size(); ++i) {
       out.emplace(name + "/" + slots_[i].name, state.buffers[i].Clone());
@@ -76,13 +47,13 @@ std::map<std::string, tensor::Tensor> StatefulOptimizer::SaveState() const {
   return out;
 }
 
-void StatefulOptimizer::LoadState(const std::map<std::string, tensor::Tensor>& state) {
-  const std::string& optimizer = options_.name;
+std::map<std::string, VariableState> StateSchema::Load(
+    const std::map<std::string, tensor::Tensor>& state) const {
+  const std::string& optimizer = optimizer_;
   AD_CHECK(stateful() || state.empty(), kInvalidArgument,
            "optimizer {} keeps no state with these options ({}), but the state to load has "
            "'{}'",
-           optimizer, DescribeOptimizerOptions(options_),
-           state.empty() ? "" : state.begin()->first);
+           optimizer, description_, state.empty() ? "" : state.begin()->first);
 
   // Group by variable (the slot follows the last '/': variable names may contain '/').
   std::map<std::string, std::map<std::string, const tensor::Tensor*>> by_variable;
@@ -95,7 +66,7 @@ void StatefulOptimizer::LoadState(const std::map<std::string, tensor::Tensor>& s
     for (const auto& candidate : slots_) known = known || candidate.name == slot;
     AD_CHECK(known, kInvalidArgument,
              "optimizer {}: state '{}' has slot '{}', which {} does not keep; its slots: {}",
-             optimizer, key, slot, DescribeOptimizerOptions(options_), SlotList());
+             optimizer, key, slot, description_, SlotList());
     AD_CHECK(value.defined(), kInvalidArgument, "optimizer {}: state '{}' is an undefined tensor",
              optimizer, key);
     by_variable[key.substr(0, slash)][slot] = &value;
@@ -137,7 +108,53 @@ void StatefulOptimizer::LoadState(const std::map<std::string, tensor::Tensor>& s
     }
     loaded.emplace(variable, std::move(variable_state));
   }
-  states_ = std::move(loaded);
+  return loaded;
+}
+
+StatefulOptimizer::StatefulOptimizer(OptimizerOptions options, bool counts_steps,
+                                     std::vector<BufferSlot> slots)
+    : Optimizer(std::move(options)), schema_(options_, counts_steps, std::move(slots)) {}
+
+VariableState& StatefulOptimizer::StateFor(const std::string& name, const tensor::Tensor& param,
+                                           bool* created) {
+  const std::vector<BufferSlot>& slots = schema_.slots();
+  auto it = states_.find(name);
+  *created = it == states_.end();
+  if (*created) {
+    VariableState state;
+    for (const auto& slot : slots) {
+      state.buffers.push_back(slot.initial == 0.0F
+                                  ? tensor::Tensor::Zeros(tensor::DType::kFloat32, param.shape())
+                                  : tensor::Tensor::Full(param.shape(), slot.initial));
+    }
+    it = states_.emplace(name, std::move(state)).first;
+    return it->second;
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const tensor::Tensor& buffer = it->second.buffers[i];
+    AD_CHECK(buffer.shape() == param.shape(), kInvalidArgument,
+             "optimizer {}: state '{}/{}' has shape {} but variable '{}' has shape {}",
+             options_.name, name, slots[i].name, tensor::ShapeToString(buffer.shape()), name,
+             tensor::ShapeToString(param.shape()));
+  }
+  return it->second;
+}
+
+StepState StatefulOptimizer::BeginStep(const std::string& name, const tensor::Tensor& param) {
+  StepState begun;
+  if (!schema_.stateful()) return begun;
+  VariableState& state = StateFor(name, param, &begun.first);
+  if (schema_.counts_steps()) begun.step = ++state.step;
+  for (size_t i = 0; i < schema_.slots().size(); ++i) begun.buffers[i] = state.buffer(i);
+  return begun;
+}
+
+std::map<std::string, tensor::Tensor> StatefulOptimizer::SaveState() const {
+  return schema_.Save(states_);
+}
+
+void StatefulOptimizer::LoadState(const std::map<std::string, tensor::Tensor>& state) {
+  states_ = schema_.Load(state);
 }
 
 }  // namespace autodist::optim::detail

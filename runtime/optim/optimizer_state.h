@@ -39,6 +39,34 @@ struct VariableState {
   float* buffer(size_t i) { return buffers[i].data<float>(); }
 };
 
+// What a configuration of an optimizer keeps per variable (a step count, when counted, and its
+// buffer slots), and the checkpoint form of that state: tensors keyed "<variable>/<slot>". The
+// CPU optimizers and the GPU's fused ones (gpu/optim/) keep the same state in this form.
+class StateSchema {
+ public:
+  StateSchema(const OptimizerOptions& options, bool counts_steps, std::vector<BufferSlot> slots);
+
+  bool counts_steps() const { return counts_steps_; }
+  const std::vector<BufferSlot>& slots() const { return slots_; }
+  // Whether this configuration keeps any state (SGD without momentum does not).
+  bool stateful() const { return counts_steps_ || !slots_.empty(); }
+
+  // The checkpoint form of `states` (buffers copied).
+  std::map<std::string, tensor::Tensor> Save(const std::map<std::string, VariableState>& states) const;
+  // The states in `state`, validated (copies). Throws InvalidArgument on a slot this
+  // configuration does not keep, a missing slot, or a wrong dtype or shape.
+  std::map<std::string, VariableState> Load(const std::map<std::string, tensor::Tensor>& state) const;
+
+  // "step, exp_avg, exp_avg_sq": the slots of this configuration, for messages.
+  std::string SlotList() const;
+
+ private:
+  std::string optimizer_;    // for messages
+  std::string description_;  // the options, for messages
+  bool counts_steps_;
+  std::vector<BufferSlot> slots_;
+};
+
 class StatefulOptimizer : public Optimizer {
  public:
   StatefulOptimizer(OptimizerOptions options, bool counts_steps, std::vector<BufferSlot> slots);
@@ -56,14 +84,7 @@ class StatefulOptimizer : public Optimizer {
   // The state of variable `name`, created on its first update (`*created` tells).
   VariableState& StateFor(const std::string& name, const tensor::Tensor& param, bool* created);
 
-  // Whether this configuration keeps any state (SGD without momentum does not).
-  bool stateful() const { return counts_steps_ || !slots_.empty(); }
-
-  // "step, exp_avg, exp_avg_sq": the slots of this configuration, for messages.
-  std::string SlotList() const;
-
-  bool counts_steps_;
-  std::vector<BufferSlot> slots_;
+  StateSchema schema_;
   std::map<std::string, VariableState> states_;
 };
 

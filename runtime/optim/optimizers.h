@@ -1,5 +1,5 @@
-// Internal: the constructors behind MakeOptimizer, one per file (sgd.cc, adam.cc, adagrad.cc,
-// rmsprop.cc). Options arrive validated.
+// Internal: the constructors behind MakeOptimizer (elementwise_optimizers.cc, over the rules in
+// rules/). Options arrive validated.
 #pragma once
 
 #include <memory>

@@ -1,9 +1,8 @@
-// Internal: the float32 arithmetic torch's CPU kernels do, and the loops that apply an
-// element-wise update to a whole tensor or to the rows of a sparse gradient.
+// Internal: the CPU loops that apply an element-wise update to a whole tensor or to the rows of a
+// sparse gradient. The per-element arithmetic is in rules/element_math.h.
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -11,37 +10,6 @@
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::optim::detail {
-
-// a * b + c rounded once, as torch's AVX2/AVX512 kernels compute `x.add_(y, alpha=a)` and
-// `addcmul_` (vec::fmadd, and fused multiply-adds the compiler forms): checked against
-// PyTorch 1.13 at development time. The product of two floats is exact in double, so this
-// matches a hardware FMA except when the double sum lands exactly halfway between two floats
-// (vanishingly rare), and needs no FMA instruction in our portable build.
-inline float Fma(float a, float b, float c) {
-  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b) +
-                            static_cast<double>(c));
-}
-
-// torch.maximum: NaN if either is NaN.
-inline float Maximum(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return a + b;
-  return a > b ? a : b;
-}
-
-// Calls fn.template operator()<b1, b2, ...>() with the runtime flags as template arguments, so
-// that update loops are compiled once per option combination, free of branches, and vectorize.
-template <bool... kFixed, typename Fn>
-void DispatchFlags(Fn&& fn) {
-  fn.template operator()<kFixed...>();
-}
-template <bool... kFixed, typename Fn, typename... Flags>
-void DispatchFlags(Fn&& fn, bool flag, Flags... rest) {
-  if (flag) {
-    DispatchFlags<kFixed..., true>(fn, rest...);
-  } else {
-    DispatchFlags<kFixed..., false>(fn, rest...);
-  }
-}
 
 // Element-wise updates are independent per element, so splitting the work changes no result.
 inline constexpr int64_t kGrainElements = int64_t{1} << 15;

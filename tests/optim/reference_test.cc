@@ -3,7 +3,7 @@
 // [6, 7] parameter, compared after steps 1, 2, 3, 5, 10, 15 and 20. Besides the 1e-6 relative
 // tolerance, nearly every value must be bit-identical: that is what reproducing torch's
 // operation order and fused multiply-adds buys, and a plain a * b + c in place of those
-// (update_math.h) already drifts by up to 6e-6 here.
+// (rules/element_math.h) already drifts by up to 6e-6 here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,7 +84,7 @@ TEST(ReferenceTest, EveryOptimizerFollowsPyTorch) {
     total.identical += agreement.identical;
   }
   // 22 cases x 7 recorded steps x 42 values. All are identical today; a rare double-rounding
-  // difference of the emulated FMA (update_math.h) on another input would be tolerated.
+  // difference of the emulated FMA (rules/element_math.h) on another input would be tolerated.
   EXPECT_EQ(total.compared, 22U * 7U * 42U);
   EXPECT_GE(static_cast<double>(total.identical), 0.99 * static_cast<double>(total.compared));
 }

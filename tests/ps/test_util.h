@@ -85,7 +85,7 @@ inline Error ErrorOf(const std::function<void()>& body) {
   return Error(ErrorCode::kInternal, "no error");
 }
 
-// p - lr * d as SGD computes it (one rounding, optim/update_math.h).
+// p - lr * d as SGD computes it (one rounding, optim/rules/element_math.h).
 inline float SgdStep(float p, float d, double lr) {
   const auto neg_lr = static_cast<float>(-lr);
   return static_cast<float>(static_cast<double>(d) * static_cast<double>(neg_lr) +

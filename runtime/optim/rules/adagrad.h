@@ -3,17 +3,18 @@
 //   g = g + weight_decay * p                       (when weight_decay != 0)
 //   sum = sum + g * g                              (sum starts at initial_accumulator_value)
 //   p = p - (lr / (1 + (t - 1) * lr_decay)) * g / (sqrt(sum) + eps)
-#include <cmath>
+#pragma once
+
+#include <cstdint>
 #include <vector>
 
-#include "runtime/optim/elementwise_optimizer.h"
-#include "runtime/optim/optimizers.h"
-#include "runtime/optim/update_math.h"
+#include "runtime/common/host_device.h"
+#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/rules/element_math.h"
 
 namespace autodist::optim::detail {
-namespace {
 
-// The update above as an UpdateRule (elementwise_optimizer.h).
+// The update above as an UpdateRule (update_rule.h).
 struct AdagradRule {
   static constexpr bool kCountsSteps = true;
 
@@ -44,28 +45,21 @@ struct AdagradRule {
     return rule;
   }
 
-  // buffers[0]: sum.
-  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
-    DispatchFlags([&]<bool kDecay>() { Run<kDecay>(p, g, buffers[0], n); }, has_weight_decay);
+  template <typename Body>
+  void Visit(Body&& body) const {
+    DispatchFlags(body, has_weight_decay);
   }
 
+  // Element i; sum is slot 0.
   template <bool kDecay>
-  void Run(float* __restrict p, const float* __restrict g, float* __restrict sum, int64_t n) const {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      float grad = g[i];
-      if constexpr (kDecay) grad = Fma(p[i], weight_decay, grad);
-      sum[i] = Fma(grad, grad, sum[i]);
-      const float denom = std::sqrt(sum[i]) + eps;
-      p[i] += neg_clr * grad / denom;
-    }
+  AUTODIST_HOST_DEVICE void Update(Flags<kDecay> /*variant*/, int64_t i, float* p, const float* g,
+                                   float* sum, float* /*unused*/, float* /*unused*/) const {
+    float grad = g[i];
+    if constexpr (kDecay) grad = Fma(p[i], weight_decay, grad);
+    sum[i] = Fma(grad, grad, sum[i]);
+    const float denom = Sqrt(sum[i]) + eps;
+    p[i] += neg_clr * grad / denom;
   }
 };
-
-}  // namespace
-
-std::unique_ptr<Optimizer> MakeAdagrad(const OptimizerOptions& options) {
-  return std::make_unique<ElementwiseOptimizer<AdagradRule>>(options);
-}
 
 }  // namespace autodist::optim::detail

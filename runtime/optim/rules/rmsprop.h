@@ -7,17 +7,18 @@
 //   momentum > 0: buf = momentum * buf + g / avg;  p = p - lr * buf
 //   else:         p = p - lr * g / avg
 // The step count is kept (slot "step") as torch keeps it, although the update does not use it.
-#include <cmath>
+#pragma once
+
+#include <cstdint>
 #include <vector>
 
-#include "runtime/optim/elementwise_optimizer.h"
-#include "runtime/optim/optimizers.h"
-#include "runtime/optim/update_math.h"
+#include "runtime/common/host_device.h"
+#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/rules/element_math.h"
 
 namespace autodist::optim::detail {
-namespace {
 
-// The update above as an UpdateRule (elementwise_optimizer.h).
+// The update above as an UpdateRule (update_rule.h).
 struct RmspropRule {
   static constexpr bool kCountsSteps = true;
 
@@ -55,47 +56,36 @@ struct RmspropRule {
     return rule;
   }
 
-  // buffers in slot order: square_avg, then momentum_buffer and grad_avg where kept.
-  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
-    float* buf = has_momentum ? buffers[1] : nullptr;
-    float* grad_avg = centered ? buffers[has_momentum ? 2 : 1] : nullptr;
-    DispatchFlags(
-        [&]<bool kDecay, bool kCentered, bool kMomentum>() {
-          Run<kDecay, kCentered, kMomentum>(p, g, buffers[0], grad_avg, buf, n);
-        },
-        has_weight_decay, centered, has_momentum);
+  template <typename Body>
+  void Visit(Body&& body) const {
+    DispatchFlags(body, has_weight_decay, centered, has_momentum);
   }
 
+  // Element i; the slots in order: square_avg, then momentum_buffer and grad_avg where kept.
   template <bool kDecay, bool kCentered, bool kMomentum>
-  void Run(float* __restrict p, const float* __restrict g, float* __restrict square_avg,
-           float* __restrict grad_avg, float* __restrict buf, int64_t n) const {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      float grad = g[i];
-      if constexpr (kDecay) grad = Fma(p[i], weight_decay, grad);
-      square_avg[i] = Fma(one_minus_alpha * grad, grad, square_avg[i] * alpha);
-      float avg = 0;
-      if constexpr (kCentered) {
-        grad_avg[i] = Fma(grad, one_minus_alpha, grad_avg[i] * alpha);
-        avg = std::sqrt(Fma(-grad_avg[i], grad_avg[i], square_avg[i]));
-      } else {
-        avg = std::sqrt(square_avg[i]);
-      }
-      avg += eps;
-      if constexpr (kMomentum) {
-        buf[i] = buf[i] * momentum + grad / avg;
-        p[i] = Fma(buf[i], neg_lr, p[i]);
-      } else {
-        p[i] += neg_lr * grad / avg;
-      }
+  AUTODIST_HOST_DEVICE void Update(Flags<kDecay, kCentered, kMomentum> /*variant*/, int64_t i,
+                                   float* p, const float* g, float* square_avg, float* slot1,
+                                   float* slot2) const {
+    float* buf = slot1;
+    float* grad_avg = kMomentum ? slot2 : slot1;
+    float grad = g[i];
+    if constexpr (kDecay) grad = Fma(p[i], weight_decay, grad);
+    square_avg[i] = Fma(one_minus_alpha * grad, grad, square_avg[i] * alpha);
+    float avg = 0;
+    if constexpr (kCentered) {
+      grad_avg[i] = Fma(grad, one_minus_alpha, grad_avg[i] * alpha);
+      avg = Sqrt(Fma(-grad_avg[i], grad_avg[i], square_avg[i]));
+    } else {
+      avg = Sqrt(square_avg[i]);
+    }
+    avg += eps;
+    if constexpr (kMomentum) {
+      buf[i] = buf[i] * momentum + grad / avg;
+      p[i] = Fma(buf[i], neg_lr, p[i]);
+    } else {
+      p[i] += neg_lr * grad / avg;
     }
   }
 };
-
-}  // namespace
-
-std::unique_ptr<Optimizer> MakeRmsprop(const OptimizerOptions& options) {
-  return std::make_unique<ElementwiseOptimizer<RmspropRule>>(options);
-}
 
 }  // namespace autodist::optim::detail

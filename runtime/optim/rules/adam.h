@@ -7,17 +7,19 @@
 //   v_max = max(v_max, v); use v_max for v           (amsgrad)
 //   p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 // with the scalar coefficients computed in double and rounded to float, as torch does.
+#pragma once
+
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-#include "runtime/optim/elementwise_optimizer.h"
-#include "runtime/optim/optimizers.h"
-#include "runtime/optim/update_math.h"
+#include "runtime/common/host_device.h"
+#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/rules/element_math.h"
 
 namespace autodist::optim::detail {
-namespace {
 
-// The update above as an UpdateRule (elementwise_optimizer.h).
+// The update above as an UpdateRule (update_rule.h).
 struct AdamRule {
   static constexpr bool kCountsSteps = true;
 
@@ -64,37 +66,26 @@ struct AdamRule {
     return rule;
   }
 
-  // buffers: m, v and v_max (null without amsgrad), in slot order.
-  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
-    DispatchFlags(
-        [&]<bool kL2, bool kDecoupled, bool kAmsgrad>() {
-          Run<kL2, kDecoupled, kAmsgrad>(p, g, buffers[0], buffers[1], buffers[2], n);
-        },
-        l2, decoupled, amsgrad);
+  template <typename Body>
+  void Visit(Body&& body) const {
+    DispatchFlags(body, l2, decoupled, amsgrad);
   }
 
+  // Element i; m, v and v_max are slots 0, 1 and 2 (v_max only with amsgrad).
   template <bool kL2, bool kDecoupled, bool kAmsgrad>
-  void Run(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
-           float* __restrict v_max, int64_t n) const {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      float grad = g[i];
-      if constexpr (kL2) grad = Fma(p[i], weight_decay, grad);
-      if constexpr (kDecoupled) p[i] *= decay_factor;
-      m[i] = Fma(grad, one_minus_beta1, m[i] * beta1);
-      v[i] = Fma(one_minus_beta2 * grad, grad, v[i] * beta2);
-      float second = v[i];
-      if constexpr (kAmsgrad) second = v_max[i] = Maximum(v_max[i], v[i]);
-      const float denom = std::sqrt(second) / bias_correction2_sqrt + eps;
-      p[i] += neg_step_size * m[i] / denom;
-    }
+  AUTODIST_HOST_DEVICE void Update(Flags<kL2, kDecoupled, kAmsgrad> /*variant*/, int64_t i,
+                                   float* p, const float* g, float* m, float* v,
+                                   float* v_max) const {
+    float grad = g[i];
+    if constexpr (kL2) grad = Fma(p[i], weight_decay, grad);
+    if constexpr (kDecoupled) p[i] *= decay_factor;
+    m[i] = Fma(grad, one_minus_beta1, m[i] * beta1);
+    v[i] = Fma(one_minus_beta2 * grad, grad, v[i] * beta2);
+    float second = v[i];
+    if constexpr (kAmsgrad) second = v_max[i] = Maximum(v_max[i], v[i]);
+    const float denom = Sqrt(second) / bias_correction2_sqrt + eps;
+    p[i] += neg_step_size * m[i] / denom;
   }
 };
-
-}  // namespace
-
-std::unique_ptr<Optimizer> MakeAdam(const OptimizerOptions& options) {
-  return std::make_unique<ElementwiseOptimizer<AdamRule>>(options);
-}
 
 }  // namespace autodist::optim::detail

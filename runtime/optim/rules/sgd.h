@@ -3,16 +3,18 @@
 //   buf = d on the first step, else momentum * buf + (1 - dampening) * d   (momentum != 0)
 //   d = nesterov ? d + momentum * buf : buf
 //   p = p - lr * d
+#pragma once
+
+#include <cstdint>
 #include <vector>
 
-#include "runtime/optim/elementwise_optimizer.h"
-#include "runtime/optim/optimizers.h"
-#include "runtime/optim/update_math.h"
+#include "runtime/common/host_device.h"
+#include "runtime/optim/optimizer_state.h"
+#include "runtime/optim/rules/element_math.h"
 
 namespace autodist::optim::detail {
-namespace {
 
-// The update above as an UpdateRule (elementwise_optimizer.h).
+// The update above as an UpdateRule (update_rule.h).
 struct SgdRule {
   static constexpr bool kCountsSteps = false;
 
@@ -50,34 +52,24 @@ struct SgdRule {
     return rule;
   }
 
-  // buffers[0]: the momentum buffer (null without momentum).
-  void operator()(float* p, const float* g, const BufferPointers& buffers, int64_t n) const {
-    DispatchFlags(
-        [&]<bool kDecay, bool kMomentum, bool kNesterov, bool kFirst>() {
-          Run<kDecay, kMomentum, kNesterov, kFirst>(p, g, buffers[0], n);
-        },
-        has_weight_decay, has_momentum, nesterov, first);
+  template <typename Body>
+  void Visit(Body&& body) const {
+    DispatchFlags(body, has_weight_decay, has_momentum, nesterov, first);
   }
 
+  // Element i; buf: the momentum buffer (slot 0).
   template <bool kDecay, bool kMomentum, bool kNesterov, bool kFirst>
-  void Run(float* __restrict p, const float* __restrict g, float* __restrict buf, int64_t n) const {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      float d = g[i];
-      if constexpr (kDecay) d = Fma(p[i], weight_decay, d);
-      if constexpr (kMomentum) {
-        buf[i] = kFirst ? d : Fma(d, one_minus_dampening, buf[i] * momentum);
-        d = kNesterov ? Fma(buf[i], momentum, d) : buf[i];
-      }
-      p[i] = Fma(d, neg_lr, p[i]);
+  AUTODIST_HOST_DEVICE void Update(Flags<kDecay, kMomentum, kNesterov, kFirst> /*variant*/,
+                                   int64_t i, float* p, const float* g, float* buf,
+                                   float* /*unused*/, float* /*unused*/) const {
+    float d = g[i];
+    if constexpr (kDecay) d = Fma(p[i], weight_decay, d);
+    if constexpr (kMomentum) {
+      buf[i] = kFirst ? d : Fma(d, one_minus_dampening, buf[i] * momentum);
+      d = kNesterov ? Fma(buf[i], momentum, d) : buf[i];
     }
+    p[i] = Fma(d, neg_lr, p[i]);
   }
 };
-
-}  // namespace
-
-std::unique_ptr<Optimizer> MakeSgd(const OptimizerOptions& options) {
-  return std::make_unique<ElementwiseOptimizer<SgdRule>>(options);
-}
 
 }  // namespace autodist::optim::detail

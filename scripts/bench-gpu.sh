@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# GPU benchmarks beside PyTorch on the same GPU, in one run: each pair alternates ours and the
+# peer, 5 runs each, and prints the median of each and their ratio (peer time / ours: above 1.0
+# we are faster). Needs a GPU and python3 with torch (the GPU machine's image has both).
+#
+#   scripts/bench-gpu.sh BIN_DIR [OUT_DIR]
+#
+# BIN_DIR holds fused_optimizer_bench; OUT_DIR (default: the current directory) gets
+# bench-gpu.jsonl (every run) and bench-gpu.md (the table).
+set -euo pipefail
+
+bin_dir=$1
+out_dir=${2:-.}
+here=$(cd "$(dirname "$0")/.." && pwd)
+runs=5
+jsonl="$out_dir/bench-gpu.jsonl"
+: >"$jsonl"
+
+median_ms() {  # impl optimizer -> median ms_per_step of the runs recorded
+  python3 - "$jsonl" "$1" "$2" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ms = [r["ms_per_step"] for r in rows if r["impl"] == sys.argv[2] and r["optimizer"] == sys.argv[3]]
+print(statistics.median(ms))
+PY
+}
+
+{
+  echo "| benchmark | ours (ms) | PyTorch (ms) | PyTorch / ours | device |"
+  echo "| --- | --- | --- | --- | --- |"
+} >"$out_dir/bench-gpu.md"
+device=$(python3 -c 'import torch; print(torch.cuda.get_device_name(0))')
+
+for optimizer in adam sgd; do
+  for ((i = 0; i < runs; i++)); do
+    "$bin_dir/fused_optimizer_bench" --optimizer "$optimizer" --params 100000000 >>"$jsonl"
+    python3 "$here/bench/gpu/torch_fused_optimizer.py" --optimizer "$optimizer" \
+      --params 100000000 >>"$jsonl"
+  done
+  ours=$(median_ms autodist "$optimizer")
+  peer=$(median_ms torch "$optimizer")
+  ratio=$(python3 -c "print(f'{$peer / $ours:.3f}')")
+  echo "| fused $optimizer, 100M parameters (median of $runs) | $ours | $peer | $ratio | $device |" \
+    >>"$out_dir/bench-gpu.md"
+done
+cat "$out_dir/bench-gpu.md"

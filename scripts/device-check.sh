@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU checks, in two halves, for a GPU machine that has CUDA, PyTorch and no network and none
+# of our Debian libraries:
+#
+#   scripts/device-check.sh pack [BUILD_DIR]   # here: build the GPU tests and benchmarks, and
+#                                             # pack them with their non-CUDA shared libraries
+#                                             # into .device-bundle/autodist-gpu.tar.gz
+#   scripts/device-check.sh run OUT_DIR        # there, from the repository root: unpack, run the
+#                                             # GPU tests and benchmarks, write results to OUT_DIR
+#
+# The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
+# cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
+# time; the bundle carries none of them. docs/gpu.md records every device run.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle_dir="$root/.device-bundle"
+bundle="$bundle_dir/autodist-gpu.tar.gz"
+limit_mib=60  # the GPU machine takes 64 MiB per call, the working tree included
+
+# Libraries the GPU machine has itself: the C runtime and the CUDA libraries.
+is_system_library() {
+  case "$1" in
+    linux-vdso* | ld-linux* | libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | \
+      libcuda.so* | libcudart* | libcublas* | libcudnn* | libnccl* | libnvidia*) return 0 ;;
+  esac
+  return 1
+}
+
+pack() {
+  local build=${1:-$root/build}
+  "$root/scripts/setup.sh" device
+  local targets=(fused_optimizer_bench)
+  local test
+  for test in "$root"/tests/gpu/*_test.cc; do targets+=("gpu_$(basename "$test" .cc)"); done
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+
+  local stage="$bundle_dir/autodist-gpu"
+  rm -rf "$stage" "$bundle"
+  mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
+  cp "$build/bin/fused_optimizer_bench" "$stage/bin/"
+  for test in "$root"/tests/gpu/*_test.cc; do cp "$build/tests/gpu_$(basename "$test" .cc)" "$stage/tests/"; done
+  local binary library name
+  for binary in "$stage"/bin/* "$stage"/tests/*; do
+    strip --strip-unneeded "$binary"
+    patchelf --set-rpath '$ORIGIN/../lib' "$binary"
+    while read -r name library; do
+      is_system_library "$name" && continue
+      [[ -f "$stage/lib/$name" ]] || cp -L "$library" "$stage/lib/$name"
+    done < <(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  done
+  for library in "$stage"/lib/*; do
+    strip --strip-unneeded "$library" 2>/dev/null || true
+    patchelf --set-rpath '$ORIGIN' "$library"
+  done
+  tar -C "$bundle_dir" -czf "$bundle" autodist-gpu
+  rm -rf "$stage"
+  local size_mib=$(($(stat -c %s "$bundle") / 1024 / 1024))
+  echo "device-check: $bundle is $size_mib MiB (limit $limit_mib MiB)"
+  if ((size_mib > limit_mib)); then
+    echo "device-check: the bundle is over $limit_mib MiB; the GPU machine would refuse it" >&2
+    exit 1
+  fi
+}
+
+run() {
+  local out=${1:?usage: scripts/device-check.sh run OUT_DIR}
+  [[ -f "$bundle" ]] || { echo "device-check: no bundle at $bundle (pack it first)" >&2; exit 2; }
+  local unpacked=/tmp/autodist-device-check
+  rm -rf "$unpacked" && mkdir -p "$unpacked" "$out"
+  tar -C "$unpacked" -xzf "$bundle"
+  local dir="$unpacked/autodist-gpu"
+  { date -u +%FT%TZ; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
+    git -C "$root" rev-parse HEAD 2>/dev/null || true; } >"$out/device.txt" 2>&1
+  local status=0 test
+  for test in "$dir"/tests/*; do
+    "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
+  done
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log" || true
+  "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" || status=1
+  return $status
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR" >&2; exit 2 ;;
+esac
