@@ -53,6 +53,10 @@ pack() {
     strip --strip-unneeded "$library" 2>/dev/null || true
     patchelf --set-rpath '$ORIGIN' "$library"
   done
+  # The commit the bundle was built from ("+dirty" with uncommitted changes), for docs/gpu.md.
+  { git -C "$root" rev-parse HEAD
+    git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' || echo "+dirty"; } | paste -sd '' \
+    >"$stage/COMMIT"
   tar -C "$bundle_dir" -czf "$bundle" autodist-gpu
   rm -rf "$stage"
   local size_mib=$(($(stat -c %s "$bundle") / 1024 / 1024))
@@ -70,8 +74,9 @@ run() {
   rm -rf "$unpacked" && mkdir -p "$unpacked" "$out"
   tar -C "$unpacked" -xzf "$bundle"
   local dir="$unpacked/autodist-gpu"
-  { date -u +%FT%TZ; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
-    git -C "$root" rev-parse HEAD 2>/dev/null || true; } >"$out/device.txt" 2>&1
+  { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L
+    echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader)"; } \
+    >"$out/device.txt" 2>&1
   local status=0 test
   for test in "$dir"/tests/*; do
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
