@@ -5,8 +5,9 @@
 #   scripts/device-check.sh pack [BUILD_DIR]   # here: build the GPU tests and benchmarks, and
 #                                             # pack them with their non-CUDA shared libraries
 #                                             # into .device-bundle/autodist-gpu.tar.gz
-#   scripts/device-check.sh run OUT_DIR        # there, from the repository root: unpack, run the
-#                                             # GPU tests and benchmarks, write results to OUT_DIR
+#   scripts/device-check.sh run OUT_DIR [tests] # there, from the repository root: unpack, run the
+#                                             # GPU tests and (without `tests`) the benchmarks,
+#                                             # write results to OUT_DIR
 #
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
@@ -68,7 +69,8 @@ pack() {
 }
 
 run() {
-  local out=${1:?usage: scripts/device-check.sh run OUT_DIR}
+  local out=${1:?usage: scripts/device-check.sh run OUT_DIR [tests]}
+  local what=${2:-all}
   [[ -f "$bundle" ]] || { echo "device-check: no bundle at $bundle (pack it first)" >&2; exit 2; }
   local unpacked=/tmp/autodist-device-check
   rm -rf "$unpacked" && mkdir -p "$unpacked" "$out"
@@ -82,12 +84,14 @@ run() {
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
   done
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log" || true
-  "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" || status=1
+  if [[ "$what" != tests ]]; then
+    "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" || status=1
+  fi
   return $status
 }
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR" >&2; exit 2 ;;
+  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [tests]" >&2; exit 2 ;;
 esac

@@ -10,7 +10,7 @@
 set -euo pipefail
 
 BUILD_PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config lld
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libonnx-dev
   libgloo-dev

@@ -1,5 +1,8 @@
-// Kernel registry: op type + opset range -> factory. Kernels register themselves next to their
-// code with AUTODIST_REGISTER_KERNEL; the ops library is linked whole so every registration runs.
+// Kernel registry: backend + op type + opset range -> factory. Kernels register themselves next
+// to their code, the CPU ones here with AUTODIST_REGISTER_KERNEL, the CUDA ones in gpu/ops/ with
+// AUTODIST_REGISTER_DEVICE_KERNEL (as ONNX Runtime's providers/cpu and providers/cuda register
+// theirs); the libraries are linked whole so every registration runs. The engine asks for the
+// kernel of a node on a backend and names neither op nor device itself.
 #pragma once
 
 #include <functional>
@@ -18,16 +21,19 @@ class KernelRegistry {
  public:
   static KernelRegistry& Global();
 
-  // Registers a kernel for opsets [since, until] of the default ONNX domain.
-  void Register(const std::string& op_type, int since, int until, KernelFactory factory);
+  // Registers a kernel of `backend` for opsets [since, until] of the default ONNX domain.
+  void Register(const std::string& op_type, int since, int until, KernelFactory factory,
+                tensor::DeviceKind backend = tensor::DeviceKind::kCpu);
 
-  // Creates the kernel for `node`; throws InvalidArgument naming the op type, node and opset
-  // when no kernel supports it.
-  std::unique_ptr<OpKernel> Create(const NodeInfo& node) const;
+  // Creates the kernel of `backend` for `node`; throws InvalidArgument naming the op type, node,
+  // opset and backend when no kernel supports it.
+  std::unique_ptr<OpKernel> Create(const NodeInfo& node,
+                                   tensor::DeviceKind backend = tensor::DeviceKind::kCpu) const;
 
-  bool Supports(const std::string& op_type, int64_t opset) const;
-  // Every registered op type, sorted.
-  std::vector<std::string> OpTypes() const;
+  bool Supports(const std::string& op_type, int64_t opset,
+                tensor::DeviceKind backend = tensor::DeviceKind::kCpu) const;
+  // Every op type registered for `backend`, sorted.
+  std::vector<std::string> OpTypes(tensor::DeviceKind backend = tensor::DeviceKind::kCpu) const;
 
  private:
   struct Entry {
@@ -35,11 +41,15 @@ class KernelRegistry {
     int until;
     KernelFactory factory;
   };
-  std::map<std::string, std::vector<Entry>> entries_;
+  using Table = std::map<std::string, std::vector<Entry>>;
+  const Table& TableOf(tensor::DeviceKind backend) const;
+
+  std::map<tensor::DeviceKind, Table> tables_;
 };
 
 namespace detail {
-bool RegisterKernel(const char* op_type, int since, int until, KernelFactory factory);
+bool RegisterKernel(const char* op_type, int since, int until, KernelFactory factory,
+                    tensor::DeviceKind backend = tensor::DeviceKind::kCpu);
 }
 
 }  // namespace autodist::ops
@@ -55,3 +65,14 @@ bool RegisterKernel(const char* op_type, int since, int until, KernelFactory fac
                                                   -> std::unique_ptr<::autodist::ops::OpKernel> { \
                                                 return std::make_unique<KernelClass>(node);       \
                                               })
+
+// AUTODIST_REGISTER_DEVICE_KERNEL(Relu, 6, 17, CudaReluKernel, kCuda): the kernel of the kCuda
+// backend for Relu in opsets 6..17.
+#define AUTODIST_REGISTER_DEVICE_KERNEL(op_type, since, until, KernelClass, backend)             \
+  [[maybe_unused]] static const bool AUTODIST_CONCAT(kRegistered_, __LINE__) =                    \
+      ::autodist::ops::detail::RegisterKernel(                                                    \
+          #op_type, since, until,                                                                 \
+          [](const ::autodist::ops::NodeInfo& node) -> std::unique_ptr<::autodist::ops::OpKernel> { \
+            return std::make_unique<KernelClass>(node);                                           \
+          },                                                                                      \
+          ::autodist::tensor::DeviceKind::backend)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/common/error.h"
@@ -36,6 +37,22 @@ Tensor::Tensor(DType dtype, Shape shape, Pages pages) : dtype_(dtype), shape_(st
   storage_ = AllocateStorage(nbytes(), pages);
 }
 
+Tensor::Tensor(DType dtype, Shape shape, const Device& device) {
+  if (device.is_cpu()) {
+    *this = Tensor(dtype, std::move(shape));
+    return;
+  }
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  for (const int64_t dim : shape_) {
+    AD_CHECK(dim >= 0, kInternal, "negative dimension in shape {}", ShapeToString(shape_));
+  }
+  numel_ = NumElements(shape_);
+  device_ = device;
+  // A device allocation is never empty, so an empty tensor still has storage to point at.
+  storage_ = MemoryOf(device).Allocate(std::max<size_t>(nbytes(), 1), device.index);
+}
+
 Tensor Tensor::Prefaulted(DType dtype, Shape shape) {
   return {dtype, std::move(shape), Pages::kMapped};
 }
@@ -66,13 +83,34 @@ Tensor Tensor::Reshaped(Shape shape) const {
 
 Tensor Tensor::Clone() const {
   if (!defined()) return {};
-  Tensor copy(dtype_, shape_);
-  if (nbytes() > 0) std::memcpy(copy.raw(), raw(), nbytes());
+  Tensor copy(dtype_, shape_, device_);
+  if (nbytes() == 0) return copy;
+  if (device_.is_cpu()) {
+    std::memcpy(copy.raw(), raw(), nbytes());
+  } else {
+    MemoryOf(device_).Copy(copy.raw(), device_, raw(), device_, nbytes());
+  }
+  return copy;
+}
+
+Tensor Tensor::To(const Device& device) const {
+  if (!defined() || device == device_) return *this;
+  Tensor copy(dtype_, shape_, device);
+  if (nbytes() == 0) return copy;
+  // The copy goes through the memory of whichever side is not the CPU (a GPU to another GPU:
+  // the destination's).
+  DeviceMemory& memory = MemoryOf(device.is_cpu() ? device_ : device);
+  memory.Copy(copy.raw(), device, raw(), device_, nbytes());
   return copy;
 }
 
 void Tensor::SetZero() {
-  if (nbytes() > 0) std::memset(raw(), 0, nbytes());
+  if (nbytes() == 0) return;
+  if (device_.is_cpu()) {
+    std::memset(raw(), 0, nbytes());
+  } else {
+    MemoryOf(device_).Zero(raw(), device_, nbytes());
+  }
 }
 
 double Tensor::GetAsDouble(int64_t index) const {
@@ -110,6 +148,11 @@ std::vector<int64_t> Tensor::ToInt64Vector(const std::string& what) const {
 }
 
 void Tensor::CheckType(DType requested) const {
+  CheckDType(requested);
+  AD_CHECK(device_.is_cpu(), kInternal, "a tensor on {} read as host memory", DeviceName(device_));
+}
+
+void Tensor::CheckDType(DType requested) const {
   AD_CHECK(requested == dtype_, kInternal, "tensor of {} accessed as {}", DTypeName(dtype_),
            DTypeName(requested));
 }

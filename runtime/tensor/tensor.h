@@ -1,5 +1,7 @@
 // Tensor: a dense, row-major, typed n-d array with shared storage. Copies share data (like
-// PyTorch tensors); Clone() copies. Reshaped() is a zero-copy view with another shape.
+// PyTorch tensors); Clone() copies. Reshaped() is a zero-copy view with another shape. A tensor
+// knows its device (device.h): host code reads a tensor's elements only on the CPU, and a
+// kernel of another backend takes the device's pointer with device_data().
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/tensor/device.h"
 #include "runtime/tensor/dtype.h"
 
 namespace autodist::tensor {
@@ -31,6 +34,8 @@ class Tensor {
   // Allocates uninitialized storage (64-byte aligned, for vectorized kernels). Large buffers come
   // from the process-wide pool (storage.h), so the storage may hold a freed tensor's data.
   Tensor(DType dtype, Shape shape);
+  // Uninitialized storage on `device` (the CPU's as above; a GPU's from its DeviceMemory).
+  Tensor(DType dtype, Shape shape, const Device& device);
 
   // Like the constructor, for a caller about to overwrite every byte (a tensor received from the
   // network): the storage's pages are mapped before it returns, with one system call instead of
@@ -49,8 +54,10 @@ class Tensor {
   size_t rank() const { return shape_.size(); }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * ElementSize(dtype_); }
+  const Device& device() const { return device_; }
 
-  // Typed access; throws Internal if T does not match dtype().
+  // Typed access to the elements from the host; throws Internal if T does not match dtype() or
+  // the tensor is not on the CPU.
   template <typename T>
   T* data() {
     CheckType(DTypeOf<T>());
@@ -61,13 +68,27 @@ class Tensor {
     CheckType(DTypeOf<T>());
     return static_cast<const T*>(raw());
   }
+  // The elements on the tensor's device, for that device's kernels (dtype checked, device not).
+  template <typename T>
+  T* device_data() {
+    CheckDType(DTypeOf<T>());
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* device_data() const {
+    CheckDType(DTypeOf<T>());
+    return static_cast<const T*>(raw());
+  }
+  // The storage's address on the tensor's device.
   void* raw() { return storage_ ? storage_.get() + offset_ : nullptr; }
   const void* raw() const { return storage_ ? storage_.get() + offset_ : nullptr; }
 
   // The same data with another shape of equal element count.
   Tensor Reshaped(Shape shape) const;
-  // A deep copy.
+  // A deep copy, on the same device.
   Tensor Clone() const;
+  // A copy on `device` (this tensor itself when it is there already).
+  Tensor To(const Device& device) const;
   // Sets every element to zero.
   void SetZero();
   // Whether two tensors share storage.
@@ -80,7 +101,8 @@ class Tensor {
 
  private:
   Tensor(DType dtype, Shape shape, Pages pages);
-  void CheckType(DType requested) const;
+  void CheckType(DType requested) const;  // dtype, and the tensor on the CPU
+  void CheckDType(DType requested) const;
   static void CheckElementCount(size_t given, const Tensor& tensor);
 
   DType dtype_ = DType::kUndefined;
@@ -88,6 +110,7 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<std::byte[]> storage_;
   size_t offset_ = 0;  // bytes
+  Device device_;
 };
 
 template <typename T>

@@ -75,7 +75,11 @@ struct OpResult {
 
 class OpRunner {
  public:
-  explicit OpRunner(const OpCase& op_case) : case_(op_case) {
+  // The kernel of `backend` for the case's op (the CPU's unless asked; tests/gpu runs the same
+  // cases on the CUDA backend).
+  explicit OpRunner(const OpCase& op_case,
+                    tensor::DeviceKind backend = tensor::DeviceKind::kCpu)
+      : case_(op_case) {
     node_.set_op_type(op_case.op_type);
     node_.set_name("test_" + op_case.op_type);
     for (size_t i = 0; i < op_case.inputs.size(); ++i) {
@@ -84,7 +88,7 @@ class OpRunner {
     for (size_t o = 0; o < op_case.num_outputs; ++o) node_.add_output("out" + std::to_string(o));
     for (const auto& attribute : op_case.attributes) *node_.add_attribute() = attribute;
     info_ = std::make_unique<NodeInfo>(node_, op_case.opset);
-    kernel_ = KernelRegistry::Global().Create(*info_);
+    kernel_ = KernelRegistry::Global().Create(*info_, backend);
   }
 
   const OpKernel& kernel() const { return *kernel_; }

@@ -1,6 +1,6 @@
-// Relu: y = max(x, 0); dx = dy where y > 0 (PyTorch's choice at 0: gradient 0).
-#include <algorithm>
-
+// Relu: y = max(x, 0); dx = dy where y > 0 (PyTorch's choice at 0: gradient 0). The math is
+// ReluOp (math/unary_math.h), shared with the CUDA kernel.
+#include "runtime/ops/math/unary_math.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
 
@@ -17,7 +17,7 @@ class ReluKernel final : public OpKernel {
     const float* in = x.data<float>();
     float* out = y.data<float>();
     ParallelFor(x.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = std::max(in[i], 0.0F);  // vectorizes (maxps)
+      for (int64_t i = begin; i < end; ++i) out[i] = ReluOp::Forward(in[i]);
     });
     ctx.set_output(0, std::move(y));
   }
@@ -31,7 +31,7 @@ class ReluKernel final : public OpKernel {
     const float* out = y.data<float>();
     float* d = dx.data<float>();
     ParallelFor(y.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) d[i] = out[i] > 0.0F ? g[i] : 0.0F;
+      for (int64_t i = begin; i < end; ++i) d[i] = ReluOp::Grad(g[i], out[i]);
     });
     ctx.set_input_grad(0, std::move(dx));
   }

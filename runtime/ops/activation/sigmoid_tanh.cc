@@ -2,21 +2,11 @@
 // PyTorch: Sigmoid dx = dy * (1 - y) * y, Tanh dx = dy * (1 - y^2).
 #include "runtime/common/error.h"
 #include "runtime/ops/math/elementwise.h"
-#include "runtime/ops/math/vector_math.h"
+#include "runtime/ops/math/unary_math.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::ops {
 namespace {
-
-struct SigmoidOp {
-  static float Forward(float x) { return 1.0F / (1.0F + vec::Exp(-x)); }
-  static float Grad(float dy, float y) { return dy * (1.0F - y) * y; }
-};
-
-struct TanhOp {
-  static float Forward(float x) { return vec::Tanh(x); }
-  static float Grad(float dy, float y) { return dy * (1.0F - y * y); }
-};
 
 template <typename Op>
 class OutputGradientActivation final : public OpKernel {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/math/arithmetic_math.h"
 #include "runtime/ops/math/elementwise.h"
 #include "runtime/ops/math/reduce_sum.h"
 #include "runtime/ops/registry.h"
@@ -13,23 +14,10 @@
 namespace autodist::ops {
 namespace {
 
-enum class Arithmetic { kAdd, kSub, kMul, kDiv };
-
 // Add and Sub read no input values in Backward, only the shapes kept here.
 struct OperandShapes final : KernelState {
   Shape a;
   Shape b;
-};
-
-// fn(x, y) for one operation and element type.
-template <Arithmetic kOp, typename T>
-struct Apply {
-  T operator()(T x, T y) const {
-    if constexpr (kOp == Arithmetic::kAdd) return x + y;
-    if constexpr (kOp == Arithmetic::kSub) return x - y;
-    if constexpr (kOp == Arithmetic::kMul) return x * y;
-    if constexpr (kOp == Arithmetic::kDiv) return x / y;
-  }
 };
 
 template <Arithmetic kOp>
@@ -47,7 +35,7 @@ class ArithmeticKernel final : public OpKernel {
     Tensor y(a.dtype(), shape);
     if (a.dtype() == DType::kFloat32) {
       BroadcastBinary(a.data<float>(), a.shape(), b.data<float>(), b.shape(), y.data<float>(),
-                      shape, Apply<kOp, float>{});
+                      shape, ArithmeticOp<kOp, float>{});
     } else if (a.dtype() == DType::kInt64) {
       if constexpr (kOp == Arithmetic::kDiv) {
         const int64_t* divisor = b.data<int64_t>();
@@ -57,7 +45,7 @@ class ArithmeticKernel final : public OpKernel {
         }
       }
       BroadcastBinary(a.data<int64_t>(), a.shape(), b.data<int64_t>(), b.shape(), y.data<int64_t>(),
-                      shape, Apply<kOp, int64_t>{});
+                      shape, ArithmeticOp<kOp, int64_t>{});
     } else {
       Fail(ErrorCode::kInvalidArgument, "{}: supports float32 and int64 operands, got {}",
            ctx.Describe(), tensor::DTypeName(a.dtype()));
@@ -96,11 +84,9 @@ class ArithmeticKernel final : public OpKernel {
       if (ctx.needs_grad(0)) {
         Tensor da(DType::kFloat32, shape);
         if constexpr (kOp == Arithmetic::kMul) {  // da = dy * b
-          BroadcastBinary(g, shape, z, b.shape(), da.data<float>(), shape,
-                          [](float gi, float zi) { return gi * zi; });
+          BroadcastBinary(g, shape, z, b.shape(), da.data<float>(), shape, TimesOp{});
         } else {  // da = dy / b
-          BroadcastBinary(g, shape, z, b.shape(), da.data<float>(), shape,
-                          [](float gi, float zi) { return gi / zi; });
+          BroadcastBinary(g, shape, z, b.shape(), da.data<float>(), shape, OverOp{});
         }
         const Shape a_shape = [&] {
           if constexpr (kOp == Arithmetic::kDiv) {
@@ -119,12 +105,10 @@ class ArithmeticKernel final : public OpKernel {
         float* d = db.data<float>();
         if constexpr (kOp == Arithmetic::kMul) {  // db = dy * a
           const Tensor& a = ctx.input(0);
-          BroadcastBinary(g, shape, a.data<float>(), a.shape(), d, shape,
-                          [](float gi, float xi) { return gi * xi; });
+          BroadcastBinary(g, shape, a.data<float>(), a.shape(), d, shape, TimesOp{});
         } else {  // db = -dy * ((a / b) / b) as PyTorch computes it, with a / b = y
-          BroadcastBinary(ctx.output(0).data<float>(), shape, z, b.shape(), d, shape,
-                          [](float yi, float zi) { return yi / zi; });
-          MapBinary(g, d, d, db.numel(), [](float gi, float qi) { return -gi * qi; });
+          BroadcastBinary(ctx.output(0).data<float>(), shape, z, b.shape(), d, shape, OverOp{});
+          MapBinary(g, d, d, db.numel(), NegTimesOp{});
         }
         ctx.set_input_grad(1, SumToShape(std::move(db), b.shape()));
       }
@@ -140,7 +124,7 @@ class ArithmeticKernel final : public OpKernel {
  private:
   static Tensor Negated(const Tensor& t) {
     Tensor out(DType::kFloat32, t.shape());
-    MapUnary(t.data<float>(), out.data<float>(), t.numel(), [](float v) { return -v; });
+    MapUnary(t.data<float>(), out.data<float>(), t.numel(), NegateOp{});
     return out;
   }
 };

@@ -1,63 +1,13 @@
 // Neg, Exp, Log, Sqrt (opsets 6..17) and Erf (9..17) on float32; Neg also on int64 (shape
-// arithmetic). Each op names what its gradient reads, so the executor can free the rest:
-//   Neg:  dx = -dy                      (nothing)
-//   Exp:  dx = dy * y                   (output)
-//   Log:  dx = dy / x                   (input)
-//   Sqrt: dx = dy / (2 y)               (output, PyTorch's form)
-//   Erf:  dx = dy * 2/sqrt(pi) e^(-x^2) (input)
-#include <cmath>
-#include <numbers>
-
+// arithmetic). Their math, and what each gradient reads (so the executor can free the rest), is
+// in unary_math.h.
 #include "runtime/common/error.h"
 #include "runtime/ops/math/elementwise.h"
-#include "runtime/ops/math/vector_math.h"
+#include "runtime/ops/math/unary_math.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::ops {
 namespace {
-
-enum class GradReads { kNothing, kInput, kOutput };
-
-struct NegOp {
-  static constexpr GradReads kReads = GradReads::kNothing;
-  static constexpr bool kInt64 = true;
-  template <typename T>
-  static T Forward(T x) {
-    return -x;
-  }
-  static float Grad(float dy, float /*unused*/) { return -dy; }
-};
-
-struct ExpOp {
-  static constexpr GradReads kReads = GradReads::kOutput;
-  static constexpr bool kInt64 = false;
-  static float Forward(float x) { return vec::Exp(x); }
-  static float Grad(float dy, float y) { return dy * y; }
-};
-
-struct LogOp {
-  static constexpr GradReads kReads = GradReads::kInput;
-  static constexpr bool kInt64 = false;
-  static float Forward(float x) { return std::log(x); }
-  static float Grad(float dy, float x) { return dy / x; }
-};
-
-struct SqrtOp {
-  static constexpr GradReads kReads = GradReads::kOutput;
-  static constexpr bool kInt64 = false;
-  static float Forward(float x) { return std::sqrt(x); }
-  static float Grad(float dy, float y) { return dy / (2.0F * y); }
-};
-
-struct ErfOp {
-  static constexpr GradReads kReads = GradReads::kInput;
-  static constexpr bool kInt64 = false;
-  static float Forward(float x) { return std::erf(x); }
-  static float Grad(float dy, float x) {
-    constexpr float kTwoOverSqrtPi = static_cast<float>(2.0 * std::numbers::inv_sqrtpi);
-    return kTwoOverSqrtPi * vec::Exp(-(x * x)) * dy;
-  }
-};
 
 template <typename Op>
 class UnaryKernel final : public OpKernel {

@@ -1,7 +1,9 @@
 // exp and tanh for float32 written so that the compiler vectorizes them inside `#pragma omp simd`
 // loops (the C library's expf/tanhf are opaque calls, which keeps every loop that uses them
 // scalar and several times slower than PyTorch's vectorized versions). Both are branch-free:
-// every path is computed and the result selected, so the loops stay straight-line code.
+// every path is computed and the result selected, so the loops stay straight-line code. They
+// compile for the GPU as well (AUTODIST_HOST_DEVICE), where the same operations give the same
+// bits (gpu/ops is built without FMA contraction, like this code).
 //
 // Accuracy: both stay within 1 ulp of the correctly rounded result (found by comparing every
 // 7th float against double precision; tests/ops/math_vector_math_test.cc keeps a sparser sweep),
@@ -13,20 +15,37 @@
 #include <cmath>
 #include <cstdint>
 
+#include "runtime/common/host_device.h"
+
 namespace autodist::ops::vec {
+
+AUTODIST_HOST_DEVICE inline int32_t FloatBits(float x) {
+#ifdef __CUDA_ARCH__
+  return __float_as_int(x);
+#else
+  return std::bit_cast<int32_t>(x);
+#endif
+}
+
+AUTODIST_HOST_DEVICE inline float BitsFloat(int32_t bits) {
+#ifdef __CUDA_ARCH__
+  return __int_as_float(bits);
+#else
+  return std::bit_cast<float>(bits);
+#endif
+}
 
 // condition ? if_true : if_false as bit operations on a mask. GCC turns a conditional whose
 // sides are floating-point values into control flow, and with IEEE exception semantics
 // (-ftrapping-math, the default) it then refuses to vectorize the loop; a mask select is
 // straight-line code.
-inline float Select(bool condition, float if_true, float if_false) {
+AUTODIST_HOST_DEVICE inline float Select(bool condition, float if_true, float if_false) {
   const int32_t mask = -static_cast<int32_t>(condition);
-  return std::bit_cast<float>((std::bit_cast<int32_t>(if_true) & mask) |
-                              (std::bit_cast<int32_t>(if_false) & ~mask));
+  return BitsFloat((FloatBits(if_true) & mask) | (FloatBits(if_false) & ~mask));
 }
 
 // e^x.
-inline float Exp(float x) {
+AUTODIST_HOST_DEVICE inline float Exp(float x) {
   // Beyond these, e^x is +inf or rounds to 0 in float; clamping keeps 2^n in range below.
   constexpr float kMax = 88.8F;
   constexpr float kMin = -104.0F;
@@ -54,14 +73,18 @@ inline float Exp(float x) {
   // overflow come out of plain multiplications.
   const auto ni = static_cast<int32_t>(n);
   const int32_t half = ni >> 1;
-  const float s1 = std::bit_cast<float>((half + 127) << 23);
-  const float s2 = std::bit_cast<float>((ni - half + 127) << 23);
+  const float s1 = BitsFloat((half + 127) << 23);
+  const float s2 = BitsFloat((ni - half + 127) << 23);
   return Select(x == x, p * s1 * s2, x);
 }
 
 // tanh(x).
-inline float Tanh(float x) {
+AUTODIST_HOST_DEVICE inline float Tanh(float x) {
+#ifdef __CUDA_ARCH__
+  const float a = fabsf(x);
+#else
   const float a = std::fabs(x);
+#endif
   // |x| < 0.625: odd polynomial, free of the cancellation the exp form has near 0.
   const float z = x * x;
   float p = -5.70498872745e-3F;
@@ -72,7 +95,11 @@ inline float Tanh(float x) {
   const float small = p * z * x + x;
   // Otherwise 1 - 2 / (e^(2|x|) + 1) with the sign of x (e^(2|x|) = inf gives exactly 1).
   const float e = Exp(2.0F * a);
+#ifdef __CUDA_ARCH__
+  const float large = copysignf(1.0F - 2.0F / (e + 1.0F), x);
+#else
   const float large = std::copysign(1.0F - 2.0F / (e + 1.0F), x);
+#endif
   return Select(a < 0.625F, small, large);
 }
 

@@ -1,0 +1,151 @@
+// The element-wise CUDA kernels: unary maps and their gradients, broadcast binary maps, and the
+// sum of a broadcast gradient back to its operand's shape. The per-element math is the CPU
+// kernels' (runtime/ops/math/unary_math.h, arithmetic_math.h), compiled without FMA contraction
+// (CMake: --fmad=false), as the CPU build compiles it.
+#include "gpu/device/cuda_error.h"
+#include "gpu/ops/launch.h"
+#include "runtime/ops/math/arithmetic_math.h"
+#include "runtime/ops/math/unary_math.h"
+
+namespace autodist::gpu::detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned Blocks(int64_t n) {
+  // A grid-stride loop covers the rest; this many blocks fill an H100 several times over.
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
+}
+
+__device__ int64_t First() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
+__device__ int64_t Stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <typename Op>
+__global__ void UnaryForwardKernel(const float* x, float* y, int64_t n) {
+  for (int64_t i = First(); i < n; i += Stride()) y[i] = Op::Forward(x[i]);
+}
+
+template <typename Op>
+__global__ void UnaryGradKernel(const float* dy, const float* v, float* dx, int64_t n) {
+  for (int64_t i = First(); i < n; i += Stride()) {
+    dx[i] = Op::Grad(dy[i], v == nullptr ? 0.0F : v[i]);
+  }
+}
+
+template <typename Fn>
+__global__ void MapUnaryKernel(const float* a, float* out, int64_t n) {
+  for (int64_t i = First(); i < n; i += Stride()) out[i] = Fn{}(a[i]);
+}
+
+template <typename Fn>
+__global__ void BroadcastBinaryKernel(const float* a, const float* b, float* out,
+                                      BroadcastPlan plan) {
+  for (int64_t i = First(); i < plan.n; i += Stride()) {
+    int64_t rest = i;
+    int64_t a_at = 0;
+    int64_t b_at = 0;
+    for (int axis = plan.rank - 1; axis >= 0; --axis) {
+      const int64_t coordinate = rest % plan.dims[axis];
+      rest /= plan.dims[axis];
+      a_at += coordinate * plan.a_strides[axis];
+      b_at += coordinate * plan.b_strides[axis];
+    }
+    out[i] = Fn{}(a[a_at], b[b_at]);
+  }
+}
+
+// One thread per output element; it sums its inputs in order (row-major over the reduced axes),
+// in double, as the CPU adds its partial sums, so the two differ by the CPU's float partial sums
+// at most.
+__global__ void SumToShapeKernel(const float* in, float* out, SumPlan plan) {
+  for (int64_t o = First(); o < plan.outputs; o += Stride()) {
+    int64_t rest = o;
+    int64_t base = 0;
+    for (int axis = plan.kept_rank - 1; axis >= 0; --axis) {
+      base += rest % plan.kept_dims[axis] * plan.kept_strides[axis];
+      rest /= plan.kept_dims[axis];
+    }
+    double sum = 0.0;
+    for (int64_t r = 0; r < plan.reduced_count; ++r) {
+      int64_t left = r;
+      int64_t at = base;
+      for (int axis = plan.reduced_rank - 1; axis >= 0; --axis) {
+        at += left % plan.reduced_dims[axis] * plan.reduced_strides[axis];
+        left /= plan.reduced_dims[axis];
+      }
+      sum += in[at];
+    }
+    out[o] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace
+
+template <typename Op>
+void LaunchUnaryForward(const float* x, float* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  UnaryForwardKernel<Op><<<Blocks(n), kThreads, 0, stream>>>(x, y, n);
+  CheckCuda(cudaGetLastError(), "launching an element-wise kernel");
+}
+
+template <typename Op>
+void LaunchUnaryGrad(const float* dy, const float* v, float* dx, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  UnaryGradKernel<Op><<<Blocks(n), kThreads, 0, stream>>>(dy, v, dx, n);
+  CheckCuda(cudaGetLastError(), "launching an element-wise gradient kernel");
+}
+
+template <typename Fn>
+void LaunchMapUnary(const float* a, float* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  MapUnaryKernel<Fn><<<Blocks(n), kThreads, 0, stream>>>(a, out, n);
+  CheckCuda(cudaGetLastError(), "launching an element-wise kernel");
+}
+
+template <typename Fn>
+void LaunchBroadcastBinary(const float* a, const float* b, float* out, const BroadcastPlan& plan,
+                           cudaStream_t stream) {
+  if (plan.n == 0) return;
+  BroadcastBinaryKernel<Fn><<<Blocks(plan.n), kThreads, 0, stream>>>(a, b, out, plan);
+  CheckCuda(cudaGetLastError(), "launching a broadcast kernel");
+}
+
+void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream) {
+  if (plan.outputs == 0) return;
+  SumToShapeKernel<<<Blocks(plan.outputs), kThreads, 0, stream>>>(in, out, plan);
+  CheckCuda(cudaGetLastError(), "launching a sum-to-shape kernel");
+}
+
+#define AUTODIST_UNARY_LAUNCHES(Op)                                                          \
+  template void LaunchUnaryForward<ops::Op>(const float*, float*, int64_t, cudaStream_t);    \
+  template void LaunchUnaryGrad<ops::Op>(const float*, const float*, float*, int64_t,        \
+                                         cudaStream_t)
+AUTODIST_UNARY_LAUNCHES(NegOp);
+AUTODIST_UNARY_LAUNCHES(ExpOp);
+AUTODIST_UNARY_LAUNCHES(LogOp);
+AUTODIST_UNARY_LAUNCHES(SqrtOp);
+AUTODIST_UNARY_LAUNCHES(ErfOp);
+AUTODIST_UNARY_LAUNCHES(SigmoidOp);
+AUTODIST_UNARY_LAUNCHES(TanhOp);
+AUTODIST_UNARY_LAUNCHES(ReluOp);
+#undef AUTODIST_UNARY_LAUNCHES
+
+#define AUTODIST_BINARY_LAUNCH(Fn)                                                            \
+  template void LaunchBroadcastBinary<Fn>(const float*, const float*, float*,                \
+                                          const BroadcastPlan&, cudaStream_t)
+using AddFloat = ops::ArithmeticOp<ops::Arithmetic::kAdd, float>;
+using SubFloat = ops::ArithmeticOp<ops::Arithmetic::kSub, float>;
+using MulFloat = ops::ArithmeticOp<ops::Arithmetic::kMul, float>;
+using DivFloat = ops::ArithmeticOp<ops::Arithmetic::kDiv, float>;
+AUTODIST_BINARY_LAUNCH(AddFloat);
+AUTODIST_BINARY_LAUNCH(SubFloat);
+AUTODIST_BINARY_LAUNCH(MulFloat);
+AUTODIST_BINARY_LAUNCH(DivFloat);
+AUTODIST_BINARY_LAUNCH(ops::TimesOp);
+AUTODIST_BINARY_LAUNCH(ops::OverOp);
+AUTODIST_BINARY_LAUNCH(ops::NegTimesOp);
+#undef AUTODIST_BINARY_LAUNCH
+template void LaunchMapUnary<ops::NegateOp>(const float*, float*, int64_t, cudaStream_t);
+
+}  // namespace autodist::gpu::detail

@@ -1,0 +1,54 @@
+// Where a tensor's storage lives: the host (the CPU engine's) or a GPU. Storage on a device other
+// than the CPU comes from that kind's DeviceMemory, which its backend installs (the CUDA one:
+// gpu/memory/cuda_tensor_memory.h), so that this module names no device library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace autodist::tensor {
+
+enum class DeviceKind : uint8_t { kCpu, kCuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;  // which GPU; 0 for the CPU
+
+  static Device Cpu() { return {}; }
+  static Device Cuda(int index) { return {DeviceKind::kCuda, index}; }
+  bool is_cpu() const { return kind == DeviceKind::kCpu; }
+  bool operator==(const Device&) const = default;
+};
+
+// "cpu", "cuda:0".
+std::string DeviceName(const Device& device);
+// "cpu" or "cuda" (which GPU is not part of a kind).
+std::string_view DeviceKindName(DeviceKind kind);
+// The device named "cpu", "cuda" (GPU 0) or "cuda:N"; throws InvalidArgument naming `field` and
+// the accepted forms otherwise.
+Device ParseDevice(std::string_view name, std::string_view field);
+
+// Memory of one kind of device, as tensors need it. Implementations are thread-safe.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `bytes` (> 0) of uninitialized memory on GPU `index`, freed when the last owner goes.
+  virtual std::shared_ptr<std::byte[]> Allocate(size_t bytes, int index) = 0;  // NOLINT
+  // Copies `bytes` from `source` on `from` to `destination` on `to`, one of them this kind's,
+  // the other this kind's or the CPU; returns once the copy is complete.
+  virtual void Copy(void* destination, const Device& to, const void* source, const Device& from,
+                    size_t bytes) = 0;
+  // Sets `bytes` at `data` on `device` to zero.
+  virtual void Zero(void* data, const Device& device, size_t bytes) = 0;
+};
+
+// Installs the memory of `kind` (not kCpu); `memory` must outlive every tensor on that kind.
+void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory);
+// The memory of `device`'s kind; throws FailedPrecondition when none is installed (a build or
+// a binary without that backend).
+DeviceMemory& MemoryOf(const Device& device);
+
+}  // namespace autodist::tensor

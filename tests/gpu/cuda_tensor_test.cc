@@ -1,0 +1,58 @@
+// Tensors on CUDA devices: the round trip through the device, copies and zeroing on it, and the
+// error for a GPU the process does not have (which runs without a GPU too).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "gpu/device/devices.h"
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/common/error.h"
+#include "runtime/tensor/tensor.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace autodist::gpu {
+namespace {
+
+using ::testing::HasSubstr;
+using tensor::Device;
+using tensor::Tensor;
+
+TEST(CudaTensorTest, AGpuThisProcessDoesNotHaveIsAClearError) {
+  InstallCudaTensorMemory();
+  const int present = static_cast<int>(DiscoverGpus().gpus.size());
+  try {
+    Tensor t(tensor::DType::kFloat32, {4}, Device::Cuda(present));
+    FAIL() << "made a tensor on a GPU that is not there";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_THAT(error.what(), HasSubstr("a tensor on cuda:" + std::to_string(present) +
+                                        " needs GPU " + std::to_string(present) +
+                                        ", but this process sees "));
+  }
+}
+
+TEST(CudaTensorTest, RoundTripsCopiesAndZeroesOnTheDevice) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  std::vector<float> values(100003);
+  std::iota(values.begin(), values.end(), -5.0F);
+  const Tensor host = Tensor::FromVector<float>({100003}, values);
+  const Tensor device = host.To(Device::Cuda(0));
+  EXPECT_EQ(device.device(), Device::Cuda(0));
+  Tensor copy = device.Clone();
+  const Tensor back = copy.To(Device::Cpu());
+  for (size_t i = 0; i < values.size(); i += 997) ASSERT_EQ(back.data<float>()[i], values[i]);
+  copy.SetZero();
+  const Tensor zeros = copy.To(Device::Cpu());
+  for (size_t i = 0; i < values.size(); i += 997) ASSERT_EQ(zeros.data<float>()[i], 0.0F);
+  // The original on the device is untouched by the clone's zeroing.
+  EXPECT_EQ(device.To(Device::Cpu()).data<float>()[7], values[7]);
+  // Empty tensors move too.
+  const Tensor empty = Tensor(tensor::DType::kFloat32, {0, 3}).To(Device::Cuda(0));
+  EXPECT_EQ(empty.To(Device::Cpu()).numel(), 0);
+}
+
+}  // namespace
+}  // namespace autodist::gpu

@@ -1,0 +1,168 @@
+// Every CUDA op kernel against the CPU kernel of the same op, through the CPU op tests' runner
+// (tests/ops/op_test_util.h): the same cases on both backends, forward and backward, within a
+// tolerance per case. Where the math is the same code on both (element_math, vector_math) the
+// results are identical; sums of broadcast gradients may add in another order.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/ops/registry.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/ops/op_test_util.h"
+
+namespace autodist::gpu {
+namespace {
+
+using ops::testing::OpCase;
+using ops::testing::OpRunner;
+using ops::testing::RandomTensor;
+using tensor::Device;
+using tensor::Shape;
+using tensor::Tensor;
+
+struct ParityCase {
+  OpCase op;
+  float tolerance = 0.0F;  // |cuda - cpu| <= tolerance * max(1, |cpu|)
+};
+
+std::vector<ParityCase> Cases() {
+  std::vector<ParityCase> cases;
+  const std::vector<Shape> unary_shapes{{1}, {7, 13}, {3, 4, 5}, {70001}, {0, 4}};
+  // Exact where both backends run the same float operations; Log and Erf use each backend's
+  // library function.
+  const std::vector<std::pair<std::string, float>> unary{
+      {"Neg", 0.0F},  {"Exp", 0.0F},     {"Log", 2e-7F},  {"Sqrt", 0.0F},
+      {"Erf", 2e-7F}, {"Sigmoid", 0.0F}, {"Tanh", 0.0F}, {"Relu", 0.0F}};
+  uint64_t seed = 1;
+  for (const auto& [op, tolerance] : unary) {
+    for (const Shape& shape : unary_shapes) {
+      // Log and Sqrt on positive inputs; the others across zero.
+      const bool positive = op == "Log" || op == "Sqrt";
+      cases.push_back({OpCase{op, {RandomTensor(shape, seed++, positive ? 0.1F : -3.0F, 3.0F)}},
+                       tolerance});
+    }
+  }
+  const std::vector<std::pair<Shape, Shape>> binary_shapes{
+      {{2, 3}, {2, 3}},       {{4, 1, 5}, {3, 1}},       {{5}, {2, 3, 5}},   {{}, {3, 4}},
+      {{6, 1}, {1, 7}},       {{2, 3, 4, 5}, {3, 1, 5}}, {{64, 10}, {10}},  {{300, 257}, {300, 1}}};
+  for (const std::string op : {"Add", "Sub", "Mul", "Div"}) {
+    for (const auto& [a, b] : binary_shapes) {
+      // Divisors away from zero.
+      Tensor divisor = RandomTensor(b, seed++, 0.5F, 2.0F);
+      Tensor other = RandomTensor(b, seed++, -2.0F, 2.0F);
+      // Gradients of broadcast operands are sums: the GPU adds in double, the CPU in float
+      // partial sums of 16 terms (reduce_sum.cc), so they differ by the CPU's rounding.
+      cases.push_back({OpCase{op, {RandomTensor(a, seed++, -2.0F, 2.0F),
+                                   op == "Div" ? divisor : other}},
+                       a == b ? 0.0F : 1e-5F});
+    }
+  }
+  return cases;
+}
+
+std::vector<Tensor> To(const std::vector<Tensor>& tensors, const Device& device) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : tensors) out.push_back(t.defined() ? t.To(device) : Tensor());
+  return out;
+}
+
+void ExpectSame(const Tensor& cpu, const Tensor& cuda, float tolerance, const std::string& what) {
+  ASSERT_EQ(cpu.defined(), cuda.defined()) << what;
+  if (!cpu.defined()) return;
+  ASSERT_EQ(cuda.device(), Device::Cuda(0)) << what;
+  const Tensor back = cuda.To(Device::Cpu());
+  ASSERT_EQ(cpu.shape(), back.shape()) << what;
+  ASSERT_EQ(cpu.dtype(), back.dtype()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < cpu.numel() && reported < 5; ++i) {
+    const float x = cpu.data<float>()[i];
+    const float y = back.data<float>()[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    const float bound = tolerance * std::max(1.0F, std::abs(x));
+    if (!(std::abs(x - y) <= bound)) {
+      ADD_FAILURE() << what << " element " << i << ": cpu " << x << ", cuda " << y;
+      ++reported;
+    }
+  }
+}
+
+std::string Describe(const OpCase& op) {
+  std::string out = op.op_type;
+  for (const Tensor& t : op.inputs) out += " " + tensor::ShapeToString(t.shape());
+  return out;
+}
+
+class OpParityTest : public ::testing::Test {
+ protected:
+  void SetUp() override { InstallCudaTensorMemory(); }
+};
+
+TEST_F(OpParityTest, EveryCudaOpHasCases) {
+  std::set<std::string> covered;
+  for (const ParityCase& c : Cases()) covered.insert(c.op.op_type);
+  const std::vector<std::string> registered =
+      ops::KernelRegistry::Global().OpTypes(tensor::DeviceKind::kCuda);
+  EXPECT_FALSE(registered.empty());
+  for (const std::string& op : registered) {
+    EXPECT_TRUE(covered.contains(op)) << op << " has a CUDA kernel but no parity case";
+  }
+}
+
+TEST_F(OpParityTest, ForwardAndBackwardMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  for (const ParityCase& c : Cases()) {
+    const std::string what = Describe(c.op);
+    OpRunner cpu(c.op);
+    OpRunner cuda(c.op, tensor::DeviceKind::kCuda);
+    const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
+    std::vector<Tensor> grads;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
+    }
+    const ops::testing::OpResult expected = cpu.ForwardBackward(c.op.inputs, grads);
+    const ops::testing::OpResult actual =
+        cuda.ForwardBackward(To(c.op.inputs, Device::Cuda(0)), To(grads, Device::Cuda(0)));
+    ASSERT_EQ(expected.outputs.size(), actual.outputs.size()) << what;
+    for (size_t o = 0; o < expected.outputs.size(); ++o) {
+      ExpectSame(expected.outputs[o], actual.outputs[o], c.tolerance,
+                 what + ": output " + std::to_string(o));
+    }
+    ASSERT_EQ(expected.input_grads.size(), actual.input_grads.size()) << what;
+    for (size_t i = 0; i < expected.input_grads.size(); ++i) {
+      ExpectSame(expected.input_grads[i], actual.input_grads[i], c.tolerance,
+                 what + ": gradient of input " + std::to_string(i));
+    }
+  }
+}
+
+TEST_F(OpParityTest, OtherElementTypesAreRefusedNamingTheNode) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  const OpCase op{"Neg", {Tensor::FromVector<int64_t>({2}, {1, 2})}};
+  OpRunner cuda(op, tensor::DeviceKind::kCuda);
+  try {
+    cuda.Forward(To(op.inputs, Device::Cuda(0)));
+    FAIL() << "int64 Neg ran on cuda";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("Neg node 'test_Neg'"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("the input must be float32 on cuda, got int64"));
+  }
+}
+
+TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
+  try {
+    OpRunner cuda(OpCase{"Softmax", {RandomTensor({2, 3}, 1)}}, tensor::DeviceKind::kCuda);
+    FAIL() << "Softmax has no CUDA kernel yet, but one was made";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Softmax' on cuda"));
+  }
+}
+
+}  // namespace
+}  // namespace autodist::gpu

@@ -1,0 +1,106 @@
+// Devices and tensors on them, on the CPU: the device names users write, and what a tensor on a
+// device other than the CPU does, with a stand-in for a GPU's memory that lives in host memory
+// (the real one is tested in tests/gpu on a GPU machine).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "runtime/common/error.h"
+#include "runtime/tensor/device.h"
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::tensor {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A "GPU" whose memory is host memory, counting what it is asked to do.
+class HostBackedMemory final : public DeviceMemory {
+ public:
+  std::shared_ptr<std::byte[]> Allocate(size_t bytes, int /*index*/) override {  // NOLINT
+    ++allocations;
+    return std::shared_ptr<std::byte[]>(new std::byte[bytes]);  // NOLINT
+  }
+  void Copy(void* destination, const Device& /*to*/, const void* source, const Device& /*from*/,
+            size_t bytes) override {
+    ++copies;
+    std::memcpy(destination, source, bytes);
+  }
+  void Zero(void* data, const Device& /*device*/, size_t bytes) override {
+    ++zeroes;
+    std::memset(data, 0, bytes);
+  }
+  int allocations = 0;
+  int copies = 0;
+  int zeroes = 0;
+};
+
+TEST(DeviceTest, NamesParseAndPrint) {
+  EXPECT_EQ(ParseDevice("cpu", "--device"), Device::Cpu());
+  EXPECT_EQ(ParseDevice("cuda", "--device"), Device::Cuda(0));
+  EXPECT_EQ(ParseDevice("cuda:3", "--device"), Device::Cuda(3));
+  EXPECT_EQ(DeviceName(Device::Cuda(3)), "cuda:3");
+  EXPECT_EQ(DeviceName(Device::Cpu()), "cpu");
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:1x", "CPU", ""}) {
+    try {
+      ParseDevice(bad, "--device");
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+      EXPECT_THAT(error.what(), HasSubstr(std::string("--device: unknown device \"") + bad +
+                                          "\"; expected cpu, cuda or cuda:N"));
+    }
+  }
+}
+
+TEST(DeviceTest, TensorsOnADeviceGoThroughItsMemoryAndAreNotReadAsHostMemory) {
+  HostBackedMemory memory;
+  InstallDeviceMemory(DeviceKind::kCuda, &memory);
+  const Tensor host = Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor device = host.To(Device::Cuda(1));
+  EXPECT_EQ(device.device(), Device::Cuda(1));
+  EXPECT_EQ(device.shape(), host.shape());
+  EXPECT_EQ(memory.allocations, 1);
+  EXPECT_EQ(memory.copies, 1);
+  try {
+    (void)device.data<float>();
+    ADD_FAILURE() << "a device tensor was read as host memory";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInternal);
+    EXPECT_THAT(error.what(), HasSubstr("a tensor on cuda:1 read as host memory"));
+  }
+  EXPECT_NE(device.device_data<float>(), nullptr);
+  EXPECT_THROW((void)device.device_data<int64_t>(), Error);  // the dtype is still checked
+
+  // To the same device is the tensor itself; Clone copies on the device.
+  EXPECT_TRUE(device.To(Device::Cuda(1)).SharesStorageWith(device));
+  Tensor copy = device.Clone();
+  EXPECT_FALSE(copy.SharesStorageWith(device));
+  EXPECT_EQ(copy.device(), Device::Cuda(1));
+  copy.SetZero();
+  EXPECT_EQ(memory.zeroes, 1);
+
+  const Tensor back = device.To(Device::Cpu());
+  EXPECT_EQ(back.device(), Device::Cpu());
+  EXPECT_EQ(back.data<float>()[5], 6.0F);
+  const Tensor zeros = copy.To(Device::Cpu());
+  EXPECT_EQ(zeros.data<float>()[0], 0.0F);
+  InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+}
+
+TEST(DeviceTest, ATensorOnADeviceWithoutItsBackendIsAClearError) {
+  InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+  try {
+    Tensor t(DType::kFloat32, {4}, Device::Cuda(0));
+    ADD_FAILURE() << "a tensor was made on a device without a backend";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_THAT(error.what(), HasSubstr("tensors on cuda:0 need the cuda backend, which this "
+                                        "program does not have"));
+  }
+}
+
+}  // namespace
+}  // namespace autodist::tensor
