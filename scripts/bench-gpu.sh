@@ -5,8 +5,8 @@
 #
 #   scripts/bench-gpu.sh BIN_DIR [OUT_DIR]
 #
-# BIN_DIR holds fused_optimizer_bench; OUT_DIR (default: the current directory) gets
-# bench-gpu.jsonl (every run) and bench-gpu.md (the table).
+# BIN_DIR holds fused_optimizer_bench and gemm_bench; OUT_DIR (default: the current directory)
+# gets bench-gpu.jsonl and bench-gemm.jsonl (every run) and bench-gpu.md (the tables).
 set -euo pipefail
 
 bin_dir=$1
@@ -43,4 +43,20 @@ for optimizer in adam sgd; do
   echo "| fused $optimizer, 100M parameters (median of $runs) | $ours | $peer | $ratio | $device |" \
     >>"$out_dir/bench-gpu.md"
 done
+# Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
+gemm_jsonl="$out_dir/bench-gemm.jsonl"
+: >"$gemm_jsonl"
+for ((i = 0; i < runs; i++)); do "$bin_dir/gemm_bench" >>"$gemm_jsonl"; done
+python3 - "$gemm_jsonl" >>"$out_dir/bench-gpu.md" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print()
+print("| Gemm shape | ours (us) | bare cuBLASLt (us) | bare / ours (median of runs) | device |")
+print("| --- | --- | --- | --- | --- |")
+for shape in dict.fromkeys(r["shape"] for r in rows):
+    mine = [r for r in rows if r["shape"] == shape]
+    print(f"| {shape} | {statistics.median(r['ours_us'] for r in mine):.2f} | "
+          f"{statistics.median(r['bare_us'] for r in mine):.2f} | "
+          f"{statistics.median(r['bare_over_ours'] for r in mine):.3f} | {mine[0]['device']} |")
+PY
 cat "$out_dir/bench-gpu.md"

@@ -5,6 +5,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
@@ -15,10 +18,68 @@
 namespace autodist::gpu {
 namespace {
 
-// One GPU's pool and tensor stream.
+// Freed tensor buffers of one GPU kept for reuse, by size. Every tensor on a GPU is made, used
+// and freed in the order of that GPU's one tensor stream, so a buffer freed there can serve the
+// next allocation at once: work queued before the free is done with it before work queued after
+// the reuse starts. This is what PyTorch's caching allocator does; a lookup here costs a map
+// access, where each cudaMallocFromPoolAsync and cudaFreeAsync is a driver call (about a
+// microsecond, which small kernels notice: performance.md, "GPU").
+class BufferCache {
+ public:
+  // Sizes are rounded up to this, so that buffers of nearly equal sizes are shared.
+  static constexpr size_t kGranule = 512;
+
+  static size_t Rounded(size_t bytes) { return (bytes + kGranule - 1) / kGranule * kGranule; }
+
+  // A cached buffer of exactly `bytes` (rounded), if there is one.
+  std::optional<DeviceBuffer> Take(size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return std::nullopt;
+    DeviceBuffer buffer = std::move(it->second.back());
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+    return buffer;
+  }
+
+  void Put(DeviceBuffer buffer) {
+    const std::lock_guard lock(mutex_);
+    cached_bytes_ += buffer.bytes();
+    free_[buffer.bytes()].push_back(std::move(buffer));
+  }
+
+  // Frees every cached buffer (to the pool, in stream order); returns whether there were any.
+  bool Flush() {
+    const std::lock_guard lock(mutex_);
+    const bool any = cached_bytes_ > 0;
+    free_.clear();
+    cached_bytes_ = 0;
+    return any;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<DeviceBuffer>> free_;
+  size_t cached_bytes_ = 0;
+};
+
+// One GPU's tensor stream, pool and cache.
 struct GpuContext {
   std::unique_ptr<Stream> stream;
   std::unique_ptr<DevicePool> pool;
+  std::unique_ptr<BufferCache> cache;
+
+  DeviceBuffer Allocate(size_t bytes) {
+    const size_t rounded = BufferCache::Rounded(bytes);
+    if (std::optional<DeviceBuffer> cached = cache->Take(rounded)) return std::move(*cached);
+    try {
+      return pool->Allocate(rounded, stream->get());
+    } catch (const Error& error) {
+      // Out of memory with buffers cached: give them back and try once more.
+      if (error.code() != ErrorCode::kUnavailable || !cache->Flush()) throw;
+      return pool->Allocate(rounded, stream->get());
+    }
+  }
 };
 
 class CudaTensorMemory final : public tensor::DeviceMemory {
@@ -36,14 +97,17 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
     GpuContext context;
     context.stream = std::make_unique<Stream>();
     context.pool = std::make_unique<DevicePool>();
+    context.cache = std::make_unique<BufferCache>();
     return contexts_.emplace(index, std::move(context)).first->second;
   }
 
   std::shared_ptr<std::byte[]> Allocate(size_t bytes, int index) override {  // NOLINT
     GpuContext& context = Context(index);
-    auto* buffer = new DeviceBuffer(context.pool->Allocate(bytes, context.stream->get()));
-    return {static_cast<std::byte*>(buffer->data()), [buffer](std::byte* /*data*/) {
-              delete buffer;  // freed in stream order
+    auto* buffer = new DeviceBuffer(context.Allocate(bytes));
+    BufferCache* cache = context.cache.get();
+    return {static_cast<std::byte*>(buffer->data()), [buffer, cache](std::byte* /*data*/) {
+              cache->Put(std::move(*buffer));
+              delete buffer;
             }};
   }
 

@@ -80,7 +80,17 @@ __global__ void SumToShapeKernel(const float* in, float* out, SumPlan plan) {
   }
 }
 
+__global__ void ScaleKernel(float* data, int64_t n, float factor) {
+  for (int64_t i = First(); i < n; i += Stride()) data[i] *= factor;
+}
+
 }  // namespace
+
+void LaunchScale(float* data, int64_t n, float factor, cudaStream_t stream) {
+  if (n == 0) return;
+  ScaleKernel<<<Blocks(n), kThreads, 0, stream>>>(data, n, factor);
+  CheckCuda(cudaGetLastError(), "launching a scale kernel");
+}
 
 template <typename Op>
 void LaunchUnaryForward(const float* x, float* y, int64_t n, cudaStream_t stream) {
@@ -145,6 +155,7 @@ AUTODIST_BINARY_LAUNCH(DivFloat);
 AUTODIST_BINARY_LAUNCH(ops::TimesOp);
 AUTODIST_BINARY_LAUNCH(ops::OverOp);
 AUTODIST_BINARY_LAUNCH(ops::NegTimesOp);
+AUTODIST_BINARY_LAUNCH(SecondOfTwo);
 #undef AUTODIST_BINARY_LAUNCH
 template void LaunchMapUnary<ops::NegateOp>(const float*, float*, int64_t, cudaStream_t);
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/common/host_device.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::gpu::detail {
@@ -57,5 +58,39 @@ template <typename Fn>
 void LaunchMapUnary(const float* a, float* out, int64_t n, cudaStream_t stream);
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream);
+
+// data[i] *= factor for i in [0, n).
+void LaunchScale(float* data, int64_t n, float factor, cudaStream_t stream);
+
+// Softmax cross-entropy over [N, C, D] scores (D the product of the trailing axes), class axis
+// in the middle, labels [N * D] on the device.
+struct CrossEntropyShape {
+  int64_t n = 0;
+  int64_t c = 0;
+  int64_t d = 0;
+  const int64_t* labels = nullptr;
+  const float* weights = nullptr;  // [C] or null
+  bool has_ignore_index = false;
+  int64_t ignore_index = 0;
+};
+
+// lp = log_softmax(x) along the class axis.
+void LaunchLogSoftmax(const float* x, float* lp, const CrossEntropyShape& shape,
+                      cudaStream_t stream);
+// The losses -w[t] lp[t] per row (`reduce` false: out [N * D]) or their sum (`reduce` true:
+// out[0]), with the weights' sum of the rows counted written to weight_sum[0] (a float, as the
+// CPU keeps it); `mean` divides the sum by it.
+void LaunchNll(const float* lp, const CrossEntropyShape& shape, bool reduce, bool mean, float* out,
+               float* weight_sum, cudaStream_t stream);
+// g = d loss / d x from the loss gradient dl (one per row when `per_row`, else a scalar divided
+// by divisor[0], null for none) and the log_prob output's gradient dlp (null for none).
+void LaunchCrossEntropyGrad(const float* lp, const CrossEntropyShape& shape, const float* dl,
+                            bool per_row, const float* divisor, const float* dlp, float* g,
+                            cudaStream_t stream);
+
+// fn(a, b) = b: with LaunchBroadcastBinary, copies b broadcast to the output (a is not read).
+struct SecondOfTwo {
+  AUTODIST_HOST_DEVICE float operator()(float /*a*/, float b) const { return b; }
+};
 
 }  // namespace autodist::gpu::detail

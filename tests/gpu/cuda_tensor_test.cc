@@ -54,5 +54,36 @@ TEST(CudaTensorTest, RoundTripsCopiesAndZeroesOnTheDevice) {
   EXPECT_EQ(empty.To(Device::Cpu()).numel(), 0);
 }
 
+TEST(CudaTensorTest, FreedBuffersServeTheNextTensorsOfTheirSize) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  const void* first = nullptr;
+  {
+    Tensor t(tensor::DType::kFloat32, {1000}, Device::Cuda(0));
+    first = t.device_data<float>();
+  }
+  const uint64_t used = TensorPool(0).used_bytes();
+  // 1000 and 1001 floats round to the same size; the freed buffer comes back, and the pool is
+  // not asked again.
+  Tensor again(tensor::DType::kFloat32, {1001}, Device::Cuda(0));
+  EXPECT_EQ(again.device_data<float>(), first);
+  EXPECT_EQ(TensorPool(0).used_bytes(), used);
+}
+
+TEST(CudaTensorTest, OutOfMemoryStillSaysSoAfterTheCacheIsEmptied) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  { Tensor cached(tensor::DType::kFloat32, {4096}, Device::Cuda(0)); }
+  try {
+    Tensor huge(tensor::DType::kFloat32, {int64_t{1} << 48}, Device::Cuda(0));
+    FAIL() << "a petabyte tensor was made";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+    EXPECT_THAT(error.what(), HasSubstr("is out of memory"));
+  }
+  Tensor after(tensor::DType::kFloat32, {4096}, Device::Cuda(0));
+  EXPECT_NE(after.device_data<float>(), nullptr);
+}
+
 }  // namespace
 }  // namespace autodist::gpu

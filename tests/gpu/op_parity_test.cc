@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +63,74 @@ std::vector<ParityCase> Cases() {
                        a == b ? 0.0F : 1e-5F});
     }
   }
+  // Gemm: the MLP's layers (transB, a bias row: the epilogue), and every other form of C, the
+  // transposes and the weights. Products add in another order on the GPU.
+  struct GemmForm {
+    Shape a;
+    Shape b;
+    Shape c;  // {} with has_c false: no C
+    bool has_c;
+    int64_t trans_a;
+    int64_t trans_b;
+    float alpha;
+    float beta;
+  };
+  const std::vector<GemmForm> gemms{
+      {{64, 784}, {256, 784}, {256}, true, 0, 1, 1.0F, 1.0F},
+      {{64, 256}, {128, 256}, {1, 128}, true, 0, 1, 1.0F, 1.0F},
+      {{64, 128}, {10, 128}, {10}, true, 0, 1, 1.0F, 1.0F},
+      {{5, 7}, {7, 3}, {5, 3}, true, 0, 0, 0.5F, 2.0F},
+      {{7, 5}, {7, 3}, {5, 1}, true, 1, 0, 1.0F, 1.0F},
+      {{7, 5}, {3, 7}, {}, true, 1, 1, 1.5F, -1.0F},
+      {{5, 7}, {7, 3}, {3}, true, 0, 0, 1.0F, 0.5F},
+      {{5, 7}, {7, 3}, {}, false, 0, 0, 1.0F, 1.0F},
+  };
+  for (const GemmForm& form : gemms) {
+    OpCase op{"Gemm",
+              {RandomTensor(form.a, seed++), RandomTensor(form.b, seed++)},
+              {ops::testing::AttrInt("transA", form.trans_a),
+               ops::testing::AttrInt("transB", form.trans_b),
+               ops::testing::AttrFloat("alpha", form.alpha),
+               ops::testing::AttrFloat("beta", form.beta)}};
+    if (form.has_c) op.inputs.push_back(RandomTensor(form.c, seed++));
+    cases.push_back({op, 1e-5F});
+  }
+  // SoftmaxCrossEntropyLoss: each reduction, weights, ignore_index, more axes, and the log_prob
+  // output (whose gradient takes the other path of the backward). Exponentials and logarithms
+  // are each backend's library functions.
+  const auto labels = [&](const Shape& shape, int64_t classes) {
+    std::mt19937_64 engine(seed++);
+    std::vector<int64_t> values(static_cast<size_t>(tensor::NumElements(shape)));
+    for (auto& v : values) v = static_cast<int64_t>(engine() % static_cast<uint64_t>(classes));
+    return Tensor::FromVector<int64_t>(shape, values);
+  };
+  for (const std::string reduction : {"mean", "sum", "none"}) {
+    cases.push_back({OpCase{"SoftmaxCrossEntropyLoss",
+                            {RandomTensor({64, 10}, seed++, -3.0F, 3.0F), labels({64}, 10)},
+                            {ops::testing::AttrString("reduction", reduction)}},
+                     1e-5F});
+  }
+  cases.push_back({OpCase{"SoftmaxCrossEntropyLoss",
+                          {RandomTensor({16, 7}, seed++, -3.0F, 3.0F), labels({16}, 7),
+                           RandomTensor({7}, seed++, 0.1F, 2.0F)}},
+                   1e-5F});
+  {
+    Tensor with_ignored = labels({4, 3}, 5);
+    with_ignored.data<int64_t>()[2] = -1;
+    with_ignored.data<int64_t>()[7] = -1;
+    cases.push_back({OpCase{"SoftmaxCrossEntropyLoss",
+                            {RandomTensor({4, 5, 3}, seed++, -3.0F, 3.0F), with_ignored},
+                            {ops::testing::AttrInt("ignore_index", -1)},
+                            /*num_outputs=*/2},
+                     1e-5F});
+  }
+  // Views: the same kernel on both backends.
+  cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
+  cases.push_back({OpCase{"Flatten",
+                          {RandomTensor({2, 3, 4}, seed++)},
+                          {ops::testing::AttrInt("axis", 2)}},
+                   0.0F});
+  cases.push_back({OpCase{"Identity", {RandomTensor({3, 5}, seed++)}}, 0.0F});
   return cases;
 }
 
@@ -151,6 +220,22 @@ TEST_F(OpParityTest, OtherElementTypesAreRefusedNamingTheNode) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
     EXPECT_THAT(error.what(), ::testing::HasSubstr("Neg node 'test_Neg'"));
     EXPECT_THAT(error.what(), ::testing::HasSubstr("the input must be float32 on cuda, got int64"));
+  }
+}
+
+TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  const OpCase op{"SoftmaxCrossEntropyLoss",
+                  {RandomTensor({3, 4}, 1), Tensor::FromVector<int64_t>({3}, {0, 4, 1})}};
+  OpRunner cuda(op, tensor::DeviceKind::kCuda);
+  try {
+    cuda.Forward(To(op.inputs, Device::Cuda(0)));
+    FAIL() << "label 4 of 4 classes was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("SoftmaxCrossEntropyLoss node "
+                                                   "'test_SoftmaxCrossEntropyLoss'"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("label 4 at position 1 is outside [0, 4)"));
   }
 }
 

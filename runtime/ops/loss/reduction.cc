@@ -18,11 +18,23 @@ std::optional<int64_t> ParseIgnoreIndex(const NodeInfo& node) {
   return node.GetInt("ignore_index", 0);
 }
 
+void CheckLabels(const std::vector<int64_t>& labels, int64_t c,
+                 std::optional<int64_t> ignore_index, const std::string& describe,
+                 const char* noun) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const int64_t t = labels[i];
+    if (ignore_index && t == *ignore_index) continue;
+    AD_CHECK(t >= 0 && t < c, kInvalidArgument, "{}: {} {} at position {} is outside [0, {})",
+             describe, noun, t, i, c);
+  }
+}
+
 ReducedLoss WeightedNll(const float* log_prob, int64_t n, int64_t c, int64_t d,
                         const tensor::Shape& label_shape, const std::vector<int64_t>& labels,
                         const float* weights, Reduction reduction,
                         std::optional<int64_t> ignore_index, const std::string& describe,
                         const char* noun) {
+  CheckLabels(labels, c, ignore_index, describe, noun);
   tensor::Tensor losses(tensor::DType::kFloat32, label_shape);
   float* loss = losses.data<float>();
   double weight_sum = 0.0;
@@ -32,8 +44,6 @@ ReducedLoss WeightedNll(const float* log_prob, int64_t n, int64_t c, int64_t d,
       loss[i] = 0.0F;
       continue;
     }
-    AD_CHECK(t >= 0 && t < c, kInvalidArgument, "{}: {} {} at position {} is outside [0, {})",
-             describe, noun, t, i, c);
     const float w = weights != nullptr ? weights[t] : 1.0F;
     loss[i] = -w * log_prob[(i / d) * c * d + t * d + i % d];
     weight_sum += w;

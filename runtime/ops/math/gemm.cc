@@ -1,6 +1,7 @@
 // Gemm: Y = alpha * op(A) op(B) + beta * C, with C broadcast to [M, N] (opsets 11..17).
 #include "runtime/common/error.h"
 #include "runtime/ops/math/blas.h"
+#include "runtime/ops/math/gemm_shape.h"
 #include "runtime/ops/registry.h"
 #include "runtime/tensor/broadcast.h"
 
@@ -19,23 +20,13 @@ class GemmKernel final : public OpKernel {
   void Forward(ForwardContext& ctx) const override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    AD_CHECK(a.rank() == 2 && b.rank() == 2, kInvalidArgument,
-             "{}: A and B must be 2-D, got {} and {}", ctx.Describe(),
-             tensor::ShapeToString(a.shape()), tensor::ShapeToString(b.shape()));
-    const int64_t m = trans_a_ ? a.dim(1) : a.dim(0);
-    const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
-    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0);
-    const int64_t n = trans_b_ ? b.dim(0) : b.dim(1);
-    AD_CHECK(k == kb, kInvalidArgument,
-             "{}: inner dimensions differ: A {} (transA={}) and B {} (transB={})", ctx.Describe(),
-             tensor::ShapeToString(a.shape()), trans_a_, tensor::ShapeToString(b.shape()),
-             trans_b_);
+    const bool use_c = ctx.has_input(2) && beta_ != 0.0F;
+    const auto [m, n, k] = CheckGemmShapes(ctx.Describe(), a, b,
+                                           use_c ? &ctx.input(2) : nullptr, trans_a_, trans_b_);
     Tensor y(DType::kFloat32, {m, n});
     float beta = 0.0F;
-    if (ctx.has_input(2) && beta_ != 0.0F) {
+    if (use_c) {
       const Tensor& c = ctx.input(2);
-      tensor::BroadcastShapes(c.shape(), {m, n}, ctx.Describe() + ": C");
-      AD_CHECK(c.rank() <= 2, kInvalidArgument, "{}: C must be at most 2-D", ctx.Describe());
       // Broadcast C into Y, then let GEMM accumulate onto it with beta.
       float* out = y.data<float>();
       const float* bias = c.data<float>();

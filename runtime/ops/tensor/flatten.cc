@@ -34,6 +34,8 @@ class FlattenKernel final : public OpKernel {
 };
 
 AUTODIST_REGISTER_KERNEL(Flatten, 1, 17, FlattenKernel);
+// A view works on any device's tensors: the same kernel serves the CUDA backend.
+AUTODIST_REGISTER_DEVICE_KERNEL(Flatten, 1, 17, FlattenKernel, kCuda);
 
 }  // namespace
 }  // namespace autodist::ops

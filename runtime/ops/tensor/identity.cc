@@ -23,6 +23,8 @@ class IdentityKernel final : public OpKernel {
 };
 
 AUTODIST_REGISTER_KERNEL(Identity, 1, 17, IdentityKernel);
+// A view works on any device's tensors: the same kernel serves the CUDA backend.
+AUTODIST_REGISTER_DEVICE_KERNEL(Identity, 1, 17, IdentityKernel, kCuda);
 
 }  // namespace
 }  // namespace autodist::ops

@@ -1,0 +1,179 @@
+#include "gpu/blas/matmul.h"
+
+#include <cublasLt.h>
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "gpu/device/cuda_error.h"
+#include "gpu/device/stream.h"
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/common/error.h"
+
+namespace autodist::gpu {
+namespace {
+
+// cuBLAS's names for its statuses (cublasGetStatusName is in libcublas, which we do not link).
+const char* StatusName(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+      return "a cuBLAS status";
+  }
+}
+
+void CheckLt(cublasStatus_t status, const char* what) {
+  AD_CHECK(status == CUBLAS_STATUS_SUCCESS, kInternal, "cuBLASLt {}: {} ({})", what,
+           StatusName(status), static_cast<int>(status));
+}
+
+// cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// What makes one plan: the shape, the transposes, and whether beta and a bias take part.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool>;
+
+// The descriptors of one shape and the algorithm chosen for it.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t first = nullptr;   // our B, cuBLASLt's A
+  cublasLtMatrixLayout_t second = nullptr;  // our A, cuBLASLt's B
+  cublasLtMatrixLayout_t out = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  std::mutex mutex;  // the bias pointer is set on `desc` per call
+  ~Plan() {
+    if (out != nullptr) cublasLtMatrixLayoutDestroy(out);
+    if (second != nullptr) cublasLtMatrixLayoutDestroy(second);
+    if (first != nullptr) cublasLtMatrixLayoutDestroy(first);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// One GPU's handle, workspace and plans.
+class GemmContext {
+ public:
+  explicit GemmContext(int device) : device_(device) {
+    CheckLt(cublasLtCreate(&handle_), "creating a handle");
+    workspace_ = TensorPool(device).Allocate(kWorkspaceBytes, TensorStream(device));
+  }
+  GemmContext(const GemmContext&) = delete;
+  GemmContext& operator=(const GemmContext&) = delete;
+
+  void Run(const GemmCall& call, cudaStream_t stream) {
+    Plan& plan = PlanFor(call);
+    const std::lock_guard lock(plan.mutex);
+    if (call.bias != nullptr) {
+      const void* bias = call.bias;
+      CheckLt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias),
+              "setting the bias");
+    }
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first.
+    const float beta = call.beta;
+    CheckLt(cublasLtMatmul(handle_, plan.desc, &call.alpha, call.b, plan.first, call.a,
+                           plan.second, &beta, call.c, plan.out, call.c, plan.out, &plan.algo,
+                           workspace_.data(), workspace_.bytes(), stream),
+            "running a matrix product");
+  }
+
+ private:
+  Plan& PlanFor(const GemmCall& call) {
+    const PlanKey key{call.trans_a, call.trans_b, call.m, call.n, call.k, call.beta != 0.0F,
+                      call.bias != nullptr};
+    const std::lock_guard lock(mutex_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return *it->second;
+    auto plan = std::make_unique<Plan>();
+    CheckLt(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+            "creating a matmul descriptor");
+    // Column-major views of the row-major operands: our B [k, n] is column-major [n, k] with
+    // leading dimension n, used as is; transposed ([n, k] row-major) it is [k, n], transposed
+    // back. Likewise A.
+    const cublasOperation_t op_first = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                           sizeof op_first),
+            "setting a transpose");
+    CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                           sizeof op_second),
+            "setting a transpose");
+    if (call.bias != nullptr) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                             sizeof epilogue),
+              "setting the bias epilogue");
+      const cudaDataType_t bias_type = CUDA_R_32F;
+      CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                             &bias_type, sizeof bias_type),
+              "setting the bias type");
+    }
+    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    CheckLt(call.trans_b
+                ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k), u(call.n), call.k)
+                : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n), u(call.k), call.n),
+            "describing B");
+    CheckLt(call.trans_a
+                ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m), u(call.k), call.m)
+                : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k), u(call.m), call.k),
+            "describing A");
+    CheckLt(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), call.n),
+            "describing C");
+    cublasLtMatmulPreference_t preference = nullptr;
+    CheckLt(cublasLtMatmulPreferenceCreate(&preference), "creating a preference");
+    const uint64_t workspace = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                         &workspace, sizeof workspace);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->first, plan->second, plan->out,
+                                       plan->out, preference, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    CheckLt(status, "choosing an algorithm");
+    AD_CHECK(found > 0, kInternal, "cuBLASLt has no algorithm for [{}, {}] x [{}, {}] on GPU {}",
+             call.m, call.k, call.k, call.n, device_);
+    plan->algo = result.algo;
+    return *plans_.emplace(key, std::move(plan)).first->second;
+  }
+
+  int device_;
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+  std::mutex mutex_;
+  std::map<PlanKey, std::unique_ptr<Plan>> plans_;
+};
+
+GemmContext& ContextFor(int device) {
+  static std::mutex mutex;
+  // Never destroyed: the handles outlive every static that may still run products.
+  static auto* contexts = new std::map<int, std::unique_ptr<GemmContext>>();
+  const std::lock_guard lock(mutex);
+  auto& context = (*contexts)[device];
+  if (context == nullptr) context = std::make_unique<GemmContext>(device);
+  return *context;
+}
+
+}  // namespace
+
+void Sgemm(const GemmCall& call, int device, cudaStream_t stream) {
+  if (call.m == 0 || call.n == 0) return;
+  ContextFor(device).Run(call, stream);
+}
+
+}  // namespace autodist::gpu

@@ -1,0 +1,32 @@
+// Matrix products on the GPU through cuBLASLt, in the CPU's row-major terms (runtime/ops/math/
+// blas.h's Sgemm): C[m, n] = alpha * op(A) op(B) + beta * C, optionally plus a bias row added to
+// every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout (no
+// TF32), for parity with the CPU. The plan of each shape (descriptors, layouts and the algorithm
+// cuBLASLt's heuristic picks) is made once and reused.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace autodist::gpu {
+
+struct GemmCall {
+  bool trans_a = false;
+  bool trans_b = false;
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  float alpha = 1.0F;
+  const float* a = nullptr;  // [m, k], or [k, m] with trans_a
+  const float* b = nullptr;  // [k, n], or [n, k] with trans_b
+  float beta = 0.0F;         // C's weight; C is read only when beta != 0
+  float* c = nullptr;        // [m, n]
+  const float* bias = nullptr;  // [n], added to every row; null for none
+};
+
+// Queues the product on `stream` of GPU `device`. Throws Internal naming cuBLASLt's status when
+// the library fails (no algorithm, bad arguments).
+void Sgemm(const GemmCall& call, int device, cudaStream_t stream);
+
+}  // namespace autodist::gpu
