@@ -41,10 +41,13 @@ int ExecutionPlan::IdOf(const std::string& name) {
 }
 
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
-                            const std::string& loss, std::vector<Tensor>& initializers) {
+                            const std::string& loss, std::vector<Tensor>& initializers,
+                            const tensor::Device& device) {
   ExecutionPlan plan;
   plan.model = std::make_unique<onnx::ModelProto>(model);
   plan.source = source;
+  plan.device = device;
+  plan.CheckKernelsExist();
   plan.LoadInitializers(initializers);
   plan.LoadInputsAndOutputs();
   plan.LoadNodes(initializers);
@@ -108,6 +111,24 @@ void ExecutionPlan::LoadInputsAndOutputs() {
   }
 }
 
+void ExecutionPlan::CheckKernelsExist() const {
+  if (device.is_cpu()) return;  // the CPU's missing ops are reported node by node, as before
+  const int64_t opset = DefaultOpset(*model);
+  std::map<std::string, std::vector<std::string>> missing;  // op type -> its nodes
+  for (const auto& node : model->graph().node()) {
+    if (!ops::KernelRegistry::Global().Supports(node.op_type(), opset, device.kind)) {
+      missing[node.op_type()].push_back(fmt::format("'{}'", node.name()));
+    }
+  }
+  std::vector<std::string> described;
+  for (const auto& [op_type, names] : missing) {
+    described.push_back(fmt::format("{} (node {})", op_type, fmt::join(names, ", ")));
+  }
+  AD_CHECK(missing.empty(), kInvalidArgument,
+           "model '{}': {} has no kernel yet for {}; docs/gpu.md lists the ops it runs", source,
+           tensor::DeviceKindName(device.kind), fmt::join(described, ", "));
+}
+
 void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
   const int64_t opset = DefaultOpset(*model);
   // Kahn's algorithm, stable in model order: ONNX requires sorted graphs, but we do not rely
@@ -154,7 +175,7 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
     PlannedNode node;
     node.proto = &proto;
     node.info = std::make_unique<ops::NodeInfo>(proto, opset);
-    node.kernel = ops::KernelRegistry::Global().Create(*node.info);
+    node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
     const int position = static_cast<int>(nodes.size());
     for (const auto& input : proto.input()) {
       if (input.empty()) {
@@ -178,6 +199,13 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
       node.outputs.push_back(id);
     }
     nodes.push_back(std::move(node));
+  }
+  if (!device.is_cpu()) {
+    accumulate_proto = std::make_unique<onnx::NodeProto>();
+    accumulate_proto->set_op_type("Add");
+    accumulate_proto->set_name("gradient accumulation");
+    accumulate_info = std::make_unique<ops::NodeInfo>(*accumulate_proto, opset);
+    accumulate = ops::KernelRegistry::Global().Create(*accumulate_info, device.kind);
   }
   initializers.resize(values.size());
   for (const PlannedValue& value : values) {

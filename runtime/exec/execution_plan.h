@@ -65,6 +65,7 @@ struct ExecutionPlan {
   // Owns the NodeProtos the kernels' NodeInfo refer to; behind a pointer so that they stay put.
   std::unique_ptr<onnx::ModelProto> model;
   std::string source;  // the model's name in messages
+  tensor::Device device;  // where the kernels run and the values live
   std::vector<PlannedValue> values;
   std::unordered_map<std::string, int> value_ids;
   std::vector<PlannedNode> nodes;  // topological order
@@ -79,16 +80,25 @@ struct ExecutionPlan {
   // gradient (the earliest reader), latest position first: the order gradients become final.
   std::vector<std::pair<int, std::string>> gradient_final_at;
 
+  // On a device other than the CPU: the Add kernel that sums gradients there (the CPU sums in
+  // the executor), with the NodeProto its NodeInfo refers to.
+  std::unique_ptr<onnx::NodeProto> accumulate_proto;
+  std::unique_ptr<ops::NodeInfo> accumulate_info;
+  std::unique_ptr<ops::OpKernel> accumulate;
+
   // The id of `name`, made (as an intermediate value) when it has none yet.
   int IdOf(const std::string& name);
 
  private:
   friend ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
-                                     const std::string& loss, std::vector<Tensor>& initializers);
+                                     const std::string& loss, std::vector<Tensor>& initializers,
+                                     const tensor::Device& device);
   // The planning steps, in the order PlanExecution takes them.
   void LoadInitializers(std::vector<Tensor>& initializers);
   void LoadInputsAndOutputs();
   void LoadNodes(std::vector<Tensor>& initializers);
+  // Throws InvalidArgument listing every op of the graph without a kernel on `device`.
+  void CheckKernelsExist() const;
   void FindLoss(const std::string& requested);
   void PlanGradients();
   void PlanLifetimes();
@@ -96,9 +106,11 @@ struct ExecutionPlan {
 
 // Plans `model` (named `source` in messages). `loss` names the loss output; empty: the output
 // named "loss", else the only float output of rank 0 (declared), else an error. `initializers`
-// receives every initializer's tensor, by value id (empty for other values). Throws
-// InvalidArgument naming the model for a graph it cannot train.
+// receives every initializer's tensor, by value id (empty for other values), on the CPU. The
+// kernels are `device`'s backend's. Throws InvalidArgument naming the model for a graph it cannot
+// train, or one with ops that backend has no kernel for (all of them listed).
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
-                            const std::string& loss, std::vector<Tensor>& initializers);
+                            const std::string& loss, std::vector<Tensor>& initializers,
+                            const tensor::Device& device = tensor::Device::Cpu());
 
 }  // namespace autodist::exec

@@ -31,6 +31,15 @@ Tensor AddTensors(const Tensor& a, const Tensor& b, const std::string& what) {
 Executor::Executor(const ExecutionPlan& plan, std::vector<Tensor>& stored, std::mt19937_64& rng)
     : plan_(plan), stored_(stored), rng_(rng) {}
 
+Tensor Executor::Sum(const Tensor& a, const Tensor& b, const std::string& what) const {
+  if (plan_.device.is_cpu()) return AddTensors(a, b, what);
+  AD_CHECK(a.shape() == b.shape(), kInternal, "gradient shapes differ for '{}': {} and {}", what,
+           tensor::ShapeToString(a.shape()), tensor::ShapeToString(b.shape()));
+  ops::ForwardContext ctx({&a, &b}, 1, false, &rng_, plan_.accumulate_info.get());
+  plan_.accumulate->Forward(ctx);
+  return std::move(ctx.take_outputs()[0]);
+}
+
 void Executor::BindFeeds(const Feeds& feeds, std::vector<Tensor>& live) const {
   const auto& inputs = plan_.inputs;
   const auto& input_ids = plan_.input_ids;
@@ -60,7 +69,8 @@ void Executor::BindFeeds(const Feeds& feeds, std::vector<Tensor>& live) const {
     AD_CHECK(matches, kInvalidArgument, "model '{}': input '{}' expects {} but the data is {} {}",
              source, spec.name, DescribeSpec(spec), tensor::DTypeName(fed.dtype()),
              tensor::ShapeToString(fed.shape()));
-    live[static_cast<size_t>(input_ids[i])] = fed;
+    // Fed data comes from the host; on another device it is copied there.
+    live[static_cast<size_t>(input_ids[i])] = fed.To(plan_.device);
   }
 }
 
@@ -135,11 +145,11 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
            tensor::ShapeToString(loss.shape()));
   std::vector<Tensor> dense(values.size());
   std::vector<std::vector<tensor::SparseGradient>> sparse(values.size());
-  dense[static_cast<size_t>(loss_id)] = Tensor::Full(loss.shape(), 1.0F);
+  dense[static_cast<size_t>(loss_id)] = Tensor::Full(loss.shape(), 1.0F).To(plan_.device);
 
   const auto accumulate = [&](int id, Tensor grad) {
     Tensor& slot = dense[static_cast<size_t>(id)];
-    slot = slot.defined() ? AddTensors(slot, grad, values[static_cast<size_t>(id)].name)
+    slot = slot.defined() ? Sum(slot, grad, values[static_cast<size_t>(id)].name)
                           : std::move(grad);
   };
 
@@ -153,6 +163,9 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
       const std::string& name = gradient_final_at[next_final].second;
       const auto id = static_cast<size_t>(value_ids.at(name));
       Gradient gradient;
+      AD_CHECK(sparse[id].empty() || plan_.device.is_cpu(), kInvalidArgument,
+               "model '{}': the sparse gradient of '{}' cannot be formed on {} yet", source, name,
+               tensor::DeviceName(plan_.device));
       if (!sparse[id].empty() && !dense[id].defined()) {
         gradient.sparse = tensor::MergeSparse(sparse[id]);
       } else if (!sparse[id].empty()) {

@@ -53,6 +53,8 @@ class Executor {
                                            const GradientReadyFn& on_ready) const;
 
  private:
+  // a + b, gradients of `what`, on the plan's device.
+  Tensor Sum(const Tensor& a, const Tensor& b, const std::string& what) const;
   void BindFeeds(const Feeds& feeds, std::vector<Tensor>& live) const;
 
   const ExecutionPlan& plan_;

@@ -27,7 +27,8 @@ Tensor& Session::Impl::Stored(const std::string& name, ValueKind kind, const cha
 Session::Session(const onnx::ModelProto& model, const std::string& source,
                  const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  impl_->plan = PlanExecution(model, source, options.loss, impl_->stored);
+  impl_->plan = PlanExecution(model, source, options.loss, impl_->stored, options.device);
+  for (Tensor& value : impl_->stored) value = value.To(options.device);
   impl_->rng.seed(options.seed);
 }
 
@@ -65,7 +66,8 @@ Session::StepResult Session::ForwardBackward(const Feeds& feeds, const GradientR
     result.outputs[plan.values[static_cast<size_t>(id)].name] = live[static_cast<size_t>(id)];
   }
   result.gradients = executor.Backward(live, kernel_states, on_ready);
-  result.loss = static_cast<float>(live[static_cast<size_t>(plan.loss_id)].GetAsDouble(0));
+  result.loss = static_cast<float>(
+      live[static_cast<size_t>(plan.loss_id)].To(tensor::Device::Cpu()).GetAsDouble(0));
   return result;
 }
 

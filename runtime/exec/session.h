@@ -24,6 +24,9 @@ struct SessionOptions {
   // rank 0 (declared), else an error.
   std::string loss;
   uint64_t seed = 0;  // random engine (Dropout)
+  // Where the kernels run and the variables live. Feeds may come from the host; outputs,
+  // gradients and variables are on this device.
+  tensor::Device device = tensor::Device::Cpu();
 };
 
 class Session {

@@ -1,0 +1,99 @@
+// Whole models on the GPU: a Session on cuda:0 plans the CUDA kernels, keeps the variables on the
+// device, and its forward and backward agree with the CPU session's on the same batch. A model
+// with ops the CUDA backend lacks is refused at planning, all of them named (this runs without a
+// GPU too: planning touches no device).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/exec/session.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace autodist::gpu {
+namespace {
+
+using exec::Feeds;
+using exec::Session;
+using exec::SessionOptions;
+using tensor::Device;
+using tensor::Tensor;
+
+onnx::ModelProto LoadExample(const std::string& name) {
+  onnx::ModelProto model;
+  const std::string bytes = ReadFileBytes(
+      std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/" + name, "model");
+  EXPECT_TRUE(model.ParseFromString(bytes));
+  return model;
+}
+
+Feeds Batch(int64_t batch, uint64_t seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<float> pixel(0.0F, 1.0F);
+  Tensor image(tensor::DType::kFloat32, {batch, 1, 28, 28});
+  for (int64_t i = 0; i < image.numel(); ++i) image.data<float>()[i] = pixel(engine);
+  Tensor label(tensor::DType::kInt64, {batch});
+  for (int64_t i = 0; i < batch; ++i) label.data<int64_t>()[i] = static_cast<int64_t>(engine() % 10);
+  return {{"image", image}, {"label", label}};
+}
+
+// |cuda - cpu| <= tolerance * max(1, |cpu|) element by element.
+void ExpectClose(const Tensor& cpu, const Tensor& cuda, float tolerance, const std::string& what) {
+  ASSERT_EQ(cuda.device(), Device::Cuda(0)) << what;
+  const Tensor back = cuda.To(Device::Cpu());
+  ASSERT_EQ(cpu.shape(), back.shape()) << what;
+  float worst = 0.0F;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    const float x = cpu.data<float>()[i];
+    worst = std::max(worst, std::abs(x - back.data<float>()[i]) / std::max(1.0F, std::abs(x)));
+  }
+  EXPECT_LE(worst, tolerance) << what;
+}
+
+TEST(CudaSessionTest, OpsWithoutACudaKernelAreAllNamedWhenPlanning) {
+  InstallCudaTensorMemory();
+  SessionOptions options;
+  options.device = Device::Cuda(0);
+  try {
+    Session session(LoadExample("fmnist_cnn.onnx"), "fmnist_cnn.onnx", options);
+    FAIL() << "the CNN was planned on cuda without convolution kernels";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("model 'fmnist_cnn.onnx': cuda has no kernel "
+                                                   "yet for "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("Conv (node "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("MaxPool (node "));
+  }
+}
+
+TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+  SessionOptions cuda_options;
+  cuda_options.device = Device::Cuda(0);
+  Session cpu(model, "fmnist_mlp.onnx", SessionOptions{});
+  Session cuda(model, "fmnist_mlp.onnx", cuda_options);
+  for (const std::string& name : cuda.trainable_names()) {
+    EXPECT_EQ(cuda.variable(name).device(), Device::Cuda(0)) << name;
+  }
+  const Feeds feeds = Batch(256, 7);
+  const Session::StepResult expected = cpu.ForwardBackward(feeds, nullptr);
+  const Session::StepResult actual = cuda.ForwardBackward(feeds, nullptr);
+  EXPECT_NEAR(actual.loss, expected.loss, 1e-5 * std::max(1.0F, std::abs(expected.loss)));
+  ExpectClose(expected.outputs.at("logits"), actual.outputs.at("logits"), 1e-5F, "logits");
+  ASSERT_EQ(actual.gradients.size(), expected.gradients.size());
+  for (const auto& [name, gradient] : expected.gradients) {
+    ASSERT_TRUE(actual.gradients.contains(name)) << name;
+    ExpectClose(gradient.dense, actual.gradients.at(name).dense, 1e-4F, "gradient of " + name);
+  }
+}
+
+}  // namespace
+}  // namespace autodist::gpu
