@@ -1,9 +1,9 @@
 // One fused optimizer step over many parameters on the GPU: milliseconds per step and the memory
 // bandwidth it reaches. scripts/bench-gpu.sh runs it beside torch.optim's fused Adam
 // (torch_fused_optimizer.py) on the same parameter layout, alternating the two.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -51,11 +51,11 @@ int Run(int argc, char** argv) {
     CopyAsync(values.back().data(), host.data(), bytes, stream.get(), "values");
     CopyAsync(grads.back().data(), host.data(), bytes, stream.get(), "gradients");
     stream.Synchronize();
-    variables.push_back(DeviceVariable{fmt::format("p{}", i), {sizes[i]}, values.back().as<float>(),
-                                       grads.back().as<float>()});
+    variables.push_back(DeviceVariable{
+        fmt::format("p{}", i), {sizes[i]}, values.back().as<float>(), grads.back().as<float>()});
   }
-  const auto fused = MakeFusedOptimizer(
-      optim::ParseOptimizerOptions(optimizer, {{"lr", "0.001"}}), pool, stream.get());
+  const auto fused = MakeFusedOptimizer(optim::ParseOptimizerOptions(optimizer, {{"lr", "0.001"}}),
+                                        pool, stream.get());
   for (int i = 0; i < warmup; ++i) fused->Step(variables);
   Event start(true);
   Event stop(true);
@@ -73,7 +73,8 @@ int Run(int argc, char** argv) {
   DeviceBuffer to = pool.Allocate(copy_bytes, stream.get());
   CopyAsync(to.data(), from.data(), copy_bytes, stream.get(), "warming the copy");
   start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) CopyAsync(to.data(), from.data(), copy_bytes, stream.get(), "copy");
+  for (int i = 0; i < steps; ++i)
+    CopyAsync(to.data(), from.data(), copy_bytes, stream.get(), "copy");
   stop.Record(stream.get());
   stop.Synchronize();
   const double copy_gb_per_s =

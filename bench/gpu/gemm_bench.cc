@@ -2,11 +2,11 @@
 // output allocated from the pool, cuBLASLt with the bias epilogue) against a bare cuBLASLt call
 // with the same epilogue, on the Fashion-MNIST MLP's layer shapes at batch 256 and two larger
 // squares. Prints one JSON line per shape: microseconds per call of each and bare / ours.
-#include <CLI/CLI.hpp>
 #include <cublasLt.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <CLI/CLI.hpp>
 #include <random>
 #include <vector>
 
@@ -109,9 +109,9 @@ double BareUs(const Shape3& s, const Tensor& x, const Tensor& w, const Tensor& b
                                        &max_workspace, sizeof max_workspace);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  Check(cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, lx, ly, ly, preference, 1, &result,
-                                       &found),
-        "heuristic");
+  Check(
+      cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, lx, ly, ly, preference, 1, &result, &found),
+      "heuristic");
   AD_CHECK(found > 0, kInternal, "bare cuBLASLt found no algorithm");
   void* y = nullptr;
   cudaMalloc(&y, static_cast<size_t>(s.m * s.n) * sizeof(float));
@@ -119,8 +119,7 @@ double BareUs(const Shape3& s, const Tensor& x, const Tensor& w, const Tensor& b
   const float beta = 0.0F;
   const double us = TimeUs(stream, iterations, [&] {
     Check(cublasLtMatmul(handle, desc, &alpha, w.device_data<float>(), lw, x.device_data<float>(),
-                         lx, &beta, y, ly, y, ly, &result.algo, workspace, workspace_bytes,
-                         stream),
+                         lx, &beta, y, ly, y, ly, &result.algo, workspace, workspace_bytes, stream),
           "matmul");
   });
   cudaFree(y);

@@ -86,16 +86,16 @@ class GemmContext {
     }
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first.
     const float beta = call.beta;
-    CheckLt(cublasLtMatmul(handle_, plan.desc, &call.alpha, call.b, plan.first, call.a,
-                           plan.second, &beta, call.c, plan.out, call.c, plan.out, &plan.algo,
-                           workspace_.data(), workspace_.bytes(), stream),
+    CheckLt(cublasLtMatmul(handle_, plan.desc, &call.alpha, call.b, plan.first, call.a, plan.second,
+                           &beta, call.c, plan.out, call.c, plan.out, &plan.algo, workspace_.data(),
+                           workspace_.bytes(), stream),
             "running a matrix product");
   }
 
  private:
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{call.trans_a, call.trans_b, call.m, call.n, call.k, call.beta != 0.0F,
-                      call.bias != nullptr};
+    const PlanKey key{call.trans_a,      call.trans_b,        call.m, call.n, call.k,
+                      call.beta != 0.0F, call.bias != nullptr};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
@@ -124,14 +124,16 @@ class GemmContext {
               "setting the bias type");
     }
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-    CheckLt(call.trans_b
-                ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k), u(call.n), call.k)
-                : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n), u(call.k), call.n),
-            "describing B");
-    CheckLt(call.trans_a
-                ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m), u(call.k), call.m)
-                : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k), u(call.m), call.k),
-            "describing A");
+    CheckLt(
+        call.trans_b
+            ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k), u(call.n), call.k)
+            : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n), u(call.k), call.n),
+        "describing B");
+    CheckLt(
+        call.trans_a
+            ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m), u(call.k), call.m)
+            : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k), u(call.m), call.k),
+        "describing A");
     CheckLt(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), call.n),
             "describing C");
     cublasLtMatmulPreference_t preference = nullptr;

@@ -18,10 +18,10 @@ struct GemmCall {
   int64_t n = 0;
   int64_t k = 0;
   float alpha = 1.0F;
-  const float* a = nullptr;  // [m, k], or [k, m] with trans_a
-  const float* b = nullptr;  // [k, n], or [n, k] with trans_b
-  float beta = 0.0F;         // C's weight; C is read only when beta != 0
-  float* c = nullptr;        // [m, n]
+  const float* a = nullptr;     // [m, k], or [k, m] with trans_a
+  const float* b = nullptr;     // [k, n], or [n, k] with trans_b
+  float beta = 0.0F;            // C's weight; C is read only when beta != 0
+  float* c = nullptr;           // [m, n]
   const float* bias = nullptr;  // [n], added to every row; null for none
 };
 

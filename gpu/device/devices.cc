@@ -48,7 +48,8 @@ GpuInventory DiscoverGpus() {
   }
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
-    CheckCuda(cudaGetDeviceProperties(&prop, i), fmt::format("reading the properties of GPU {}", i));
+    CheckCuda(cudaGetDeviceProperties(&prop, i),
+              fmt::format("reading the properties of GPU {}", i));
     inventory.gpus.push_back(GpuInfo{.index = i,
                                      .name = prop.name,
                                      .total_bytes = prop.totalGlobalMem,
@@ -68,8 +69,8 @@ GpuInventory RequireGpus(std::string_view field, int wanted) {
     Fail(ErrorCode::kFailedPrecondition, "{}: {} asked for, but this machine has none: {}", field,
          Plural(wanted, "GPU"), inventory.why_none);
   }
-  AD_CHECK(found >= wanted, kFailedPrecondition, "{}: {} asked for, but this machine has {}",
-           field, Plural(wanted, "GPU"), DescribeGpus(inventory));
+  AD_CHECK(found >= wanted, kFailedPrecondition, "{}: {} asked for, but this machine has {}", field,
+           Plural(wanted, "GPU"), DescribeGpus(inventory));
   return inventory;
 }
 

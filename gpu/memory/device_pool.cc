@@ -82,9 +82,7 @@ uint64_t DevicePool::Attribute(cudaMemPoolAttr attribute) const {
   return value;
 }
 
-uint64_t DevicePool::reserved_bytes() const {
-  return Attribute(cudaMemPoolAttrReservedMemCurrent);
-}
+uint64_t DevicePool::reserved_bytes() const { return Attribute(cudaMemPoolAttrReservedMemCurrent); }
 
 uint64_t DevicePool::used_bytes() const { return Attribute(cudaMemPoolAttrUsedMemCurrent); }
 

@@ -38,10 +38,9 @@ template <typename Fn>
 Tensor Broadcast(const std::string& node, const Tensor& a, const Tensor& b, const Shape& shape,
                  cudaStream_t stream) {
   Tensor out(DType::kFloat32, shape, a.device());
-  detail::LaunchBroadcastBinary<Fn>(a.device_data<float>(), b.device_data<float>(),
-                                    out.device_data<float>(),
-                                    detail::PlanBroadcast(a.shape(), b.shape(), shape, node),
-                                    stream);
+  detail::LaunchBroadcastBinary<Fn>(
+      a.device_data<float>(), b.device_data<float>(), out.device_data<float>(),
+      detail::PlanBroadcast(a.shape(), b.shape(), shape, node), stream);
   return out;
 }
 

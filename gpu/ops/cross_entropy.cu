@@ -139,8 +139,8 @@ void LaunchCrossEntropyGrad(const float* lp, const CrossEntropyShape& shape, con
                             bool per_row, const float* divisor, const float* dlp, float* g,
                             cudaStream_t stream) {
   if (shape.n * shape.d == 0) return;
-  CrossEntropyGradKernel<<<Blocks(shape.n * shape.d), kThreads, 0, stream>>>(
-      lp, shape, dl, per_row, divisor, dlp, g);
+  CrossEntropyGradKernel<<<Blocks(shape.n * shape.d), kThreads, 0, stream>>>(lp, shape, dl, per_row,
+                                                                             divisor, dlp, g);
   CheckCuda(cudaGetLastError(), "launching a cross-entropy gradient kernel");
 }
 

@@ -127,10 +127,9 @@ void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStre
   CheckCuda(cudaGetLastError(), "launching a sum-to-shape kernel");
 }
 
-#define AUTODIST_UNARY_LAUNCHES(Op)                                                          \
-  template void LaunchUnaryForward<ops::Op>(const float*, float*, int64_t, cudaStream_t);    \
-  template void LaunchUnaryGrad<ops::Op>(const float*, const float*, float*, int64_t,        \
-                                         cudaStream_t)
+#define AUTODIST_UNARY_LAUNCHES(Op)                                                       \
+  template void LaunchUnaryForward<ops::Op>(const float*, float*, int64_t, cudaStream_t); \
+  template void LaunchUnaryGrad<ops::Op>(const float*, const float*, float*, int64_t, cudaStream_t)
 AUTODIST_UNARY_LAUNCHES(NegOp);
 AUTODIST_UNARY_LAUNCHES(ExpOp);
 AUTODIST_UNARY_LAUNCHES(LogOp);
@@ -141,8 +140,8 @@ AUTODIST_UNARY_LAUNCHES(TanhOp);
 AUTODIST_UNARY_LAUNCHES(ReluOp);
 #undef AUTODIST_UNARY_LAUNCHES
 
-#define AUTODIST_BINARY_LAUNCH(Fn)                                                            \
-  template void LaunchBroadcastBinary<Fn>(const float*, const float*, float*,                \
+#define AUTODIST_BINARY_LAUNCH(Fn)                                            \
+  template void LaunchBroadcastBinary<Fn>(const float*, const float*, float*, \
                                           const BroadcastPlan&, cudaStream_t)
 using AddFloat = ops::ArithmeticOp<ops::Arithmetic::kAdd, float>;
 using SubFloat = ops::ArithmeticOp<ops::Arithmetic::kSub, float>;

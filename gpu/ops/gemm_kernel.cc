@@ -115,8 +115,7 @@ class CudaGemmKernel final : public ops::OpKernel {
  private:
   // out = alpha op(x) op(y), or zeros when the inner dimension is empty.
   void Product(bool trans_x, bool trans_y, int64_t rows, int64_t cols, int64_t inner,
-               const float* x, const float* y, Tensor& out, int device,
-               cudaStream_t stream) const {
+               const float* x, const float* y, Tensor& out, int device, cudaStream_t stream) const {
     if (inner == 0) {
       out.SetZero();
       return;

@@ -74,9 +74,8 @@ class CudaSoftmaxCrossEntropyKernel final : public ops::OpKernel {
     } else {
       Tensor loss(DType::kFloat32, {}, scores.device());
       state->denominator = Tensor(DType::kFloat32, {1}, scores.device());
-      detail::LaunchNll(lp, shape, true, reduction_ == Reduction::kMean,
-                        loss.device_data<float>(), state->denominator.device_data<float>(),
-                        stream);
+      detail::LaunchNll(lp, shape, true, reduction_ == Reduction::kMean, loss.device_data<float>(),
+                        state->denominator.device_data<float>(), stream);
       ctx.set_output(0, std::move(loss));
     }
     if (ctx.num_outputs() > 1) ctx.set_output(1, state->log_prob);
@@ -99,8 +98,8 @@ class CudaSoftmaxCrossEntropyKernel final : public ops::OpKernel {
         state->log_prob.device_data<float>(), shape,
         dloss == nullptr ? nullptr : dloss->device_data<float>(), reduction_ == Reduction::kNone,
         state->denominator.defined() ? state->denominator.device_data<float>() : nullptr,
-        dlog_prob == nullptr ? nullptr : dlog_prob->device_data<float>(),
-        dx.device_data<float>(), stream);
+        dlog_prob == nullptr ? nullptr : dlog_prob->device_data<float>(), dx.device_data<float>(),
+        stream);
     ctx.set_input_grad(0, std::move(dx));
   }
 

@@ -34,8 +34,7 @@ struct DeviceState {
 template <UpdateRule Rule>
 class FusedRuleOptimizer final : public FusedOptimizer {
  public:
-  FusedRuleOptimizer(const optim::OptimizerOptions& options, DevicePool& pool,
-                     cudaStream_t stream)
+  FusedRuleOptimizer(const optim::OptimizerOptions& options, DevicePool& pool, cudaStream_t stream)
       : options_(options),
         schema_(options, Rule::kCountsSteps, Rule::Slots(options)),
         pool_(pool),
@@ -124,17 +123,16 @@ class FusedRuleOptimizer final : public FusedOptimizer {
                "optimizer {}: variable '{}' appears twice in one step", options_.name,
                variable.name);
       AD_CHECK(variable.param != nullptr && variable.grad != nullptr, kInvalidArgument,
-               "optimizer {}: variable '{}' has no {} on the device", options_.name,
-               variable.name, variable.param == nullptr ? "value" : "gradient");
+               "optimizer {}: variable '{}' has no {} on the device", options_.name, variable.name,
+               variable.param == nullptr ? "value" : "gradient");
       const auto it = states_.find(variable.name);
       // Loaded state carries its buffers' shape; a configuration without buffers has none.
-      AD_CHECK(it == states_.end() || it->second.slots.empty() ||
-                   it->second.shape == variable.shape,
-               kInvalidArgument,
-               "optimizer {}: state of '{}' has shape {} but the variable has shape {}",
-               options_.name, variable.name,
-               it == states_.end() ? "" : tensor::ShapeToString(it->second.shape),
-               tensor::ShapeToString(variable.shape));
+      AD_CHECK(
+          it == states_.end() || it->second.slots.empty() || it->second.shape == variable.shape,
+          kInvalidArgument,
+          "optimizer {}: state of '{}' has shape {} but the variable has shape {}", options_.name,
+          variable.name, it == states_.end() ? "" : tensor::ShapeToString(it->second.shape),
+          tensor::ShapeToString(variable.shape));
     }
   }
 

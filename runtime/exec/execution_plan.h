@@ -64,7 +64,7 @@ struct ExecutionPlan {
 
   // Owns the NodeProtos the kernels' NodeInfo refer to; behind a pointer so that they stay put.
   std::unique_ptr<onnx::ModelProto> model;
-  std::string source;  // the model's name in messages
+  std::string source;     // the model's name in messages
   tensor::Device device;  // where the kernels run and the values live
   std::vector<PlannedValue> values;
   std::unordered_map<std::string, int> value_ids;

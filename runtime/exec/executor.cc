@@ -149,8 +149,7 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
 
   const auto accumulate = [&](int id, Tensor grad) {
     Tensor& slot = dense[static_cast<size_t>(id)];
-    slot = slot.defined() ? Sum(slot, grad, values[static_cast<size_t>(id)].name)
-                          : std::move(grad);
+    slot = slot.defined() ? Sum(slot, grad, values[static_cast<size_t>(id)].name) : std::move(grad);
   };
 
   std::map<std::string, Gradient> gradients;

@@ -68,11 +68,12 @@ bool RegisterKernel(const char* op_type, int since, int until, KernelFactory fac
 
 // AUTODIST_REGISTER_DEVICE_KERNEL(Relu, 6, 17, CudaReluKernel, kCuda): the kernel of the kCuda
 // backend for Relu in opsets 6..17.
-#define AUTODIST_REGISTER_DEVICE_KERNEL(op_type, since, until, KernelClass, backend)             \
-  [[maybe_unused]] static const bool AUTODIST_CONCAT(kRegistered_, __LINE__) =                    \
-      ::autodist::ops::detail::RegisterKernel(                                                    \
-          #op_type, since, until,                                                                 \
-          [](const ::autodist::ops::NodeInfo& node) -> std::unique_ptr<::autodist::ops::OpKernel> { \
-            return std::make_unique<KernelClass>(node);                                           \
-          },                                                                                      \
+#define AUTODIST_REGISTER_DEVICE_KERNEL(op_type, since, until, KernelClass, backend) \
+  [[maybe_unused]] static const bool AUTODIST_CONCAT(kRegistered_, __LINE__) =       \
+      ::autodist::ops::detail::RegisterKernel(                                       \
+          #op_type, since, until,                                                    \
+          [](const ::autodist::ops::NodeInfo& node)                                  \
+              -> std::unique_ptr<::autodist::ops::OpKernel> {                        \
+            return std::make_unique<KernelClass>(node);                              \
+          },                                                                         \
           ::autodist::tensor::DeviceKind::backend)

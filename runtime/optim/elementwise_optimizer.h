@@ -38,8 +38,7 @@ void RunElements(const Rule& rule, Variant variant, float* __restrict p, const f
 
 // Runs the rule over n elements at the given pointers.
 template <typename Rule>
-void RunRule(const Rule& rule, float* p, const float* g, const BufferPointers& buffers,
-             int64_t n) {
+void RunRule(const Rule& rule, float* p, const float* g, const BufferPointers& buffers, int64_t n) {
   rule.Visit([&](auto variant) { RunElements(rule, variant, p, g, buffers, n); });
 }
 

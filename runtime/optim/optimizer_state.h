@@ -52,10 +52,12 @@ class StateSchema {
   bool stateful() const { return counts_steps_ || !slots_.empty(); }
 
   // The checkpoint form of `states` (buffers copied).
-  std::map<std::string, tensor::Tensor> Save(const std::map<std::string, VariableState>& states) const;
+  std::map<std::string, tensor::Tensor> Save(
+      const std::map<std::string, VariableState>& states) const;
   // The states in `state`, validated (copies). Throws InvalidArgument on a slot this
   // configuration does not keep, a missing slot, or a wrong dtype or shape.
-  std::map<std::string, VariableState> Load(const std::map<std::string, tensor::Tensor>& state) const;
+  std::map<std::string, VariableState> Load(
+      const std::map<std::string, tensor::Tensor>& state) const;
 
   // "step, exp_avg, exp_avg_sq": the slots of this configuration, for messages.
   std::string SlotList() const;

@@ -54,8 +54,8 @@ void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory) {
 DeviceMemory& MemoryOf(const Device& device) {
   DeviceMemory* memory = Installed()[static_cast<size_t>(device.kind)].load();
   AD_CHECK(memory != nullptr, kFailedPrecondition,
-           "tensors on {} need the {} backend, which this program does not have", DeviceName(device),
-           DeviceKindName(device.kind));
+           "tensors on {} need the {} backend, which this program does not have",
+           DeviceName(device), DeviceKindName(device.kind));
   return *memory;
 }
 

@@ -15,9 +15,9 @@
 namespace autodist::gpu {
 namespace {
 
-using ::testing::HasSubstr;
 using tensor::Device;
 using tensor::Tensor;
+using ::testing::HasSubstr;
 
 TEST(CudaTensorTest, AGpuThisProcessDoesNotHaveIsAClearError) {
   InstallCudaTensorMemory();
@@ -27,9 +27,9 @@ TEST(CudaTensorTest, AGpuThisProcessDoesNotHaveIsAClearError) {
     FAIL() << "made a tensor on a GPU that is not there";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
-    EXPECT_THAT(error.what(), HasSubstr("a tensor on cuda:" + std::to_string(present) +
-                                        " needs GPU " + std::to_string(present) +
-                                        ", but this process sees "));
+    EXPECT_THAT(error.what(),
+                HasSubstr("a tensor on cuda:" + std::to_string(present) + " needs GPU " +
+                          std::to_string(present) + ", but this process sees "));
   }
 }
 

@@ -1,5 +1,7 @@
 // Device memory: stream-ordered reuse without new reservations, usage figures, out-of-memory
 // errors, and pinned buffers copying asynchronously both ways.
+#include "gpu/memory/device_pool.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "gpu/device/stream.h"
-#include "gpu/memory/device_pool.h"
 #include "gpu/memory/pinned_buffer.h"
 #include "runtime/common/error.h"
 #include "tests/gpu/gpu_test_util.h"

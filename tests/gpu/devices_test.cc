@@ -1,12 +1,13 @@
 // The GPU inventory and the errors of a request for GPUs. These run everywhere: on a machine
 // without a GPU they check the error a user gets, with one they check what was found.
+#include "gpu/device/devices.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "gpu/device/cuda_error.h"
-#include "gpu/device/devices.h"
 #include "runtime/common/error.h"
 
 namespace autodist::gpu {
@@ -28,8 +29,7 @@ Error ErrorOf(const std::function<void()>& call) {
 TEST(DevicesTest, RequestBeyondWhatIsPresentNamesTheFieldAndWhatWasFound) {
   const GpuInventory inventory = DiscoverGpus();
   const int present = static_cast<int>(inventory.gpus.size());
-  const Error error =
-      ErrorOf([&] { RequireGpus("resources.gpusPerWorker", present + 1); });
+  const Error error = ErrorOf([&] { RequireGpus("resources.gpusPerWorker", present + 1); });
   EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
   EXPECT_THAT(error.what(), StartsWith("resources.gpusPerWorker: " + std::to_string(present + 1) +
                                        (present + 1 == 1 ? " GPU" : " GPUs") + " asked for"));

@@ -2,6 +2,8 @@
 // the same rules, compiled for both, so the results agree to the bit, give or take one unit in the
 // last place where an FMA's single rounding and the CPU's emulation of it differ (the CPU rounds
 // the exact double sum, which differs only when that sum lies halfway between two floats).
+#include "gpu/optim/fused_optimizer.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,7 +17,6 @@
 #include "gpu/device/stream.h"
 #include "gpu/memory/device_pool.h"
 #include "gpu/memory/pinned_buffer.h"
-#include "gpu/optim/fused_optimizer.h"
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -23,8 +24,8 @@
 namespace autodist::gpu {
 namespace {
 
-using ::testing::HasSubstr;
 using tensor::Tensor;
+using ::testing::HasSubstr;
 
 struct Config {
   std::string name;
@@ -73,9 +74,8 @@ std::string Describe(const Config& config) {
 // Shapes that exercise the kernel's edges: a single element, sizes that are not multiples of the
 // four-element vector, one chunk exactly and one element over, and several chunks.
 const std::vector<tensor::Shape>& Shapes() {
-  static const std::vector<tensor::Shape> shapes{{1},     {3},       {4},          {17},
-                                                 {7, 13}, {16384},   {16385},      {100003},
-                                                 {64, 1}, {3, 4, 5}, {2, 40000}};
+  static const std::vector<tensor::Shape> shapes{
+      {1}, {3}, {4}, {17}, {7, 13}, {16384}, {16385}, {100003}, {64, 1}, {3, 4, 5}, {2, 40000}};
   return shapes;
 }
 
@@ -144,8 +144,8 @@ void ExpectClose(const Tensor& cpu, const Tensor& gpu, const std::string& what) 
     differing += ulps == 0 ? 0 : 1;
   }
   EXPECT_LE(worst, 1) << what << ": " << differing << " of " << cpu.numel() << " differ";
-  EXPECT_LE(differing * 10000, cpu.numel() + 10000) << what << ": " << differing << " of "
-                                                     << cpu.numel() << " elements differ";
+  EXPECT_LE(differing * 10000, cpu.numel() + 10000)
+      << what << ": " << differing << " of " << cpu.numel() << " elements differ";
 }
 
 // Runs `steps` updates of every shape on both backends and compares values and state.
@@ -248,8 +248,7 @@ TEST(FusedOptimizerTest, RefusesMismatchedShapesRepeatedNamesAndNullPointers) {
   DevicePool pool;
   Stream stream;
   DeviceVariables device(values, pool, stream.get(), 0);
-  const auto gpu =
-      MakeFusedOptimizer(optim::ParseOptimizerOptions("adam", {}), pool, stream.get());
+  const auto gpu = MakeFusedOptimizer(optim::ParseOptimizerOptions("adam", {}), pool, stream.get());
   gpu->Step(device.Step({Random({8}, rng)}));
   const auto message = [&](std::vector<DeviceVariable> variables) -> std::string {
     try {
@@ -275,8 +274,7 @@ TEST(FusedOptimizerTest, RefusesStateTheCpuOptimizerRefuses) {
   AUTODIST_SKIP_WITHOUT_GPU();
   DevicePool pool;
   Stream stream;
-  const auto gpu = MakeFusedOptimizer(optim::ParseOptimizerOptions("adam", {}), pool,
-                                      stream.get());
+  const auto gpu = MakeFusedOptimizer(optim::ParseOptimizerOptions("adam", {}), pool, stream.get());
   try {
     gpu->LoadState({{"w/momentum_buffer", Tensor::Full({2}, 0.0F)}});
     FAIL() << "loaded a slot adam does not keep";

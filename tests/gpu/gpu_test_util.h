@@ -11,12 +11,12 @@
 #include "gpu/device/devices.h"
 
 // Skips the test unless a GPU is present; GTEST_SKIP returns from the test body.
-#define AUTODIST_SKIP_WITHOUT_GPU()                                                  \
-  do {                                                                               \
+#define AUTODIST_SKIP_WITHOUT_GPU()                                                           \
+  do {                                                                                        \
     const ::autodist::gpu::GpuInventory autodist_inventory = ::autodist::gpu::DiscoverGpus(); \
-    if (autodist_inventory.gpus.empty()) {                                           \
-      GTEST_SKIP() << "needs a GPU: " << autodist_inventory.why_none;                \
-    }                                                                                \
+    if (autodist_inventory.gpus.empty()) {                                                    \
+      GTEST_SKIP() << "needs a GPU: " << autodist_inventory.why_none;                         \
+    }                                                                                         \
   } while (false)
 
 namespace autodist::gpu::testing {

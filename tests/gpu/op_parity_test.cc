@@ -37,20 +37,20 @@ std::vector<ParityCase> Cases() {
   // Exact where both backends run the same float operations; Log and Erf use each backend's
   // library function.
   const std::vector<std::pair<std::string, float>> unary{
-      {"Neg", 0.0F},  {"Exp", 0.0F},     {"Log", 2e-7F},  {"Sqrt", 0.0F},
+      {"Neg", 0.0F},  {"Exp", 0.0F},     {"Log", 2e-7F}, {"Sqrt", 0.0F},
       {"Erf", 2e-7F}, {"Sigmoid", 0.0F}, {"Tanh", 0.0F}, {"Relu", 0.0F}};
   uint64_t seed = 1;
   for (const auto& [op, tolerance] : unary) {
     for (const Shape& shape : unary_shapes) {
       // Log and Sqrt on positive inputs; the others across zero.
       const bool positive = op == "Log" || op == "Sqrt";
-      cases.push_back({OpCase{op, {RandomTensor(shape, seed++, positive ? 0.1F : -3.0F, 3.0F)}},
-                       tolerance});
+      cases.push_back(
+          {OpCase{op, {RandomTensor(shape, seed++, positive ? 0.1F : -3.0F, 3.0F)}}, tolerance});
     }
   }
   const std::vector<std::pair<Shape, Shape>> binary_shapes{
-      {{2, 3}, {2, 3}},       {{4, 1, 5}, {3, 1}},       {{5}, {2, 3, 5}},   {{}, {3, 4}},
-      {{6, 1}, {1, 7}},       {{2, 3, 4, 5}, {3, 1, 5}}, {{64, 10}, {10}},  {{300, 257}, {300, 1}}};
+      {{2, 3}, {2, 3}}, {{4, 1, 5}, {3, 1}},       {{5}, {2, 3, 5}}, {{}, {3, 4}},
+      {{6, 1}, {1, 7}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{64, 10}, {10}}, {{300, 257}, {300, 1}}};
   for (const std::string op : {"Add", "Sub", "Mul", "Div"}) {
     for (const auto& [a, b] : binary_shapes) {
       // Divisors away from zero.
@@ -58,9 +58,9 @@ std::vector<ParityCase> Cases() {
       Tensor other = RandomTensor(b, seed++, -2.0F, 2.0F);
       // Gradients of broadcast operands are sums: the GPU adds in double, the CPU in float
       // partial sums of 16 terms (reduce_sum.cc), so they differ by the CPU's rounding.
-      cases.push_back({OpCase{op, {RandomTensor(a, seed++, -2.0F, 2.0F),
-                                   op == "Div" ? divisor : other}},
-                       a == b ? 0.0F : 1e-5F});
+      cases.push_back(
+          {OpCase{op, {RandomTensor(a, seed++, -2.0F, 2.0F), op == "Div" ? divisor : other}},
+           a == b ? 0.0F : 1e-5F});
     }
   }
   // Gemm: the MLP's layers (transB, a bias row: the epilogue), and every other form of C, the
@@ -86,12 +86,12 @@ std::vector<ParityCase> Cases() {
       {{5, 7}, {7, 3}, {}, false, 0, 0, 1.0F, 1.0F},
   };
   for (const GemmForm& form : gemms) {
-    OpCase op{"Gemm",
-              {RandomTensor(form.a, seed++), RandomTensor(form.b, seed++)},
-              {ops::testing::AttrInt("transA", form.trans_a),
-               ops::testing::AttrInt("transB", form.trans_b),
-               ops::testing::AttrFloat("alpha", form.alpha),
-               ops::testing::AttrFloat("beta", form.beta)}};
+    OpCase op{
+        "Gemm",
+        {RandomTensor(form.a, seed++), RandomTensor(form.b, seed++)},
+        {ops::testing::AttrInt("transA", form.trans_a),
+         ops::testing::AttrInt("transB", form.trans_b),
+         ops::testing::AttrFloat("alpha", form.alpha), ops::testing::AttrFloat("beta", form.beta)}};
     if (form.has_c) op.inputs.push_back(RandomTensor(form.c, seed++));
     cases.push_back({op, 1e-5F});
   }
@@ -126,10 +126,9 @@ std::vector<ParityCase> Cases() {
   }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
-  cases.push_back({OpCase{"Flatten",
-                          {RandomTensor({2, 3, 4}, seed++)},
-                          {ops::testing::AttrInt("axis", 2)}},
-                   0.0F});
+  cases.push_back(
+      {OpCase{"Flatten", {RandomTensor({2, 3, 4}, seed++)}, {ops::testing::AttrInt("axis", 2)}},
+       0.0F});
   cases.push_back({OpCase{"Identity", {RandomTensor({3, 5}, seed++)}}, 0.0F});
   return cases;
 }

@@ -2,6 +2,8 @@
 // device, and its forward and backward agree with the CPU session's on the same batch. A model
 // with ops the CUDA backend lacks is refused at planning, all of them named (this runs without a
 // GPU too: planning touches no device).
+#include "runtime/exec/session.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -13,7 +15,6 @@
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
-#include "runtime/exec/session.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace autodist::gpu {
@@ -27,8 +28,8 @@ using tensor::Tensor;
 
 onnx::ModelProto LoadExample(const std::string& name) {
   onnx::ModelProto model;
-  const std::string bytes = ReadFileBytes(
-      std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/" + name, "model");
+  const std::string bytes =
+      ReadFileBytes(std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/" + name, "model");
   EXPECT_TRUE(model.ParseFromString(bytes));
   return model;
 }
@@ -39,7 +40,8 @@ Feeds Batch(int64_t batch, uint64_t seed) {
   Tensor image(tensor::DType::kFloat32, {batch, 1, 28, 28});
   for (int64_t i = 0; i < image.numel(); ++i) image.data<float>()[i] = pixel(engine);
   Tensor label(tensor::DType::kInt64, {batch});
-  for (int64_t i = 0; i < batch; ++i) label.data<int64_t>()[i] = static_cast<int64_t>(engine() % 10);
+  for (int64_t i = 0; i < batch; ++i)
+    label.data<int64_t>()[i] = static_cast<int64_t>(engine() % 10);
   return {{"image", image}, {"label", label}};
 }
 

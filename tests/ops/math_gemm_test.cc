@@ -55,8 +55,8 @@ TEST(GemmTest, MismatchedInnerDimensionsNameTheNode) {
 TEST(GemmTest, CThatDoesNotBroadcastToTheOutputNamesItsShape) {
   // [1, 3] (A [1, 2] x B [2, 3]) takes C of [3], [1, 3], [1, 1], [] but not [5, 3], [2] or 3-D.
   for (const Shape& c : {Shape{3}, Shape{1, 3}, Shape{1, 1}, Shape{}}) {
-    EXPECT_NO_THROW(RunOp(OpCase{
-        "Gemm", {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2), RandomTensor(c, 3)}}));
+    EXPECT_NO_THROW(RunOp(
+        OpCase{"Gemm", {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2), RandomTensor(c, 3)}}));
   }
   ExpectNodeError(
       OpCase{"Gemm", {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2), RandomTensor({5, 3}, 3)}},
@@ -64,10 +64,10 @@ TEST(GemmTest, CThatDoesNotBroadcastToTheOutputNamesItsShape) {
   ExpectNodeError(
       OpCase{"Gemm", {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2), RandomTensor({2}, 3)}},
       "C of shape [2] does not broadcast to [1, 3]");
-  ExpectNodeError(OpCase{"Gemm",
-                         {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2),
-                          RandomTensor({1, 1, 3}, 3)}},
-                  "C must be at most 2-D");
+  ExpectNodeError(
+      OpCase{"Gemm",
+             {RandomTensor({1, 2}, 1), RandomTensor({2, 3}, 2), RandomTensor({1, 1, 3}, 3)}},
+      "C must be at most 2-D");
 }
 
 }  // namespace

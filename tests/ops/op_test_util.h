@@ -77,8 +77,7 @@ class OpRunner {
  public:
   // The kernel of `backend` for the case's op (the CPU's unless asked; tests/gpu runs the same
   // cases on the CUDA backend).
-  explicit OpRunner(const OpCase& op_case,
-                    tensor::DeviceKind backend = tensor::DeviceKind::kCpu)
+  explicit OpRunner(const OpCase& op_case, tensor::DeviceKind backend = tensor::DeviceKind::kCpu)
       : case_(op_case) {
     node_.set_op_type(op_case.op_type);
     node_.set_name("test_" + op_case.op_type);

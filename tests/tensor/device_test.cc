@@ -1,6 +1,8 @@
 // Devices and tensors on them, on the CPU: the device names users write, and what a tensor on a
 // device other than the CPU does, with a stand-in for a GPU's memory that lives in host memory
 // (the real one is tested in tests/gpu on a GPU machine).
+#include "runtime/tensor/device.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "runtime/common/error.h"
-#include "runtime/tensor/device.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::tensor {

@@ -18,9 +18,8 @@ std::optional<int64_t> ParseIgnoreIndex(const NodeInfo& node) {
   return node.GetInt("ignore_index", 0);
 }
 
-void CheckLabels(const std::vector<int64_t>& labels, int64_t c,
-                 std::optional<int64_t> ignore_index, const std::string& describe,
-                 const char* noun) {
+void CheckLabels(const std::vector<int64_t>& labels, int64_t c, std::optional<int64_t> ignore_index,
+                 const std::string& describe, const char* noun) {
   for (size_t i = 0; i < labels.size(); ++i) {
     const int64_t t = labels[i];
     if (ignore_index && t == *ignore_index) continue;

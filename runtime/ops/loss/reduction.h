@@ -22,9 +22,8 @@ std::optional<int64_t> ParseIgnoreIndex(const NodeInfo& node);
 
 // Throws InvalidArgument naming `describe` at the first label outside [0, c) that is not
 // `ignore_index`, calling it `noun` (the CUDA kernels check their labels with this too).
-void CheckLabels(const std::vector<int64_t>& labels, int64_t c,
-                 std::optional<int64_t> ignore_index, const std::string& describe,
-                 const char* noun);
+void CheckLabels(const std::vector<int64_t>& labels, int64_t c, std::optional<int64_t> ignore_index,
+                 const std::string& describe, const char* noun);
 
 struct ReducedLoss {
   tensor::Tensor value;      // per-element losses (kNone) or the reduced scalar

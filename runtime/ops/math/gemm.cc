@@ -21,8 +21,8 @@ class GemmKernel final : public OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const bool use_c = ctx.has_input(2) && beta_ != 0.0F;
-    const auto [m, n, k] = CheckGemmShapes(ctx.Describe(), a, b,
-                                           use_c ? &ctx.input(2) : nullptr, trans_a_, trans_b_);
+    const auto [m, n, k] =
+        CheckGemmShapes(ctx.Describe(), a, b, use_c ? &ctx.input(2) : nullptr, trans_a_, trans_b_);
     Tensor y(DType::kFloat32, {m, n});
     float beta = 0.0F;
     if (use_c) {

@@ -39,8 +39,8 @@ inline GemmShape CheckGemmShapes(const std::string& node, const tensor::Tensor& 
       const int64_t dim = c->dim(c->rank() - 1 - i);
       broadcasts = broadcasts && (dim == 1 || dim == out[1 - i]);
     }
-    AD_CHECK(broadcasts, kInvalidArgument, "{}: C of shape {} does not broadcast to [{}, {}]",
-             node, tensor::ShapeToString(c->shape()), shape.m, shape.n);
+    AD_CHECK(broadcasts, kInvalidArgument, "{}: C of shape {} does not broadcast to [{}, {}]", node,
+             tensor::ShapeToString(c->shape()), shape.m, shape.n);
   }
   return shape;
 }
