@@ -6,21 +6,13 @@
 #include <cfloat>
 
 #include "gpu/device/cuda_error.h"
+#include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
 namespace autodist::gpu::detail {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kReduceThreads = 1024;
-
-unsigned Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
-
-__device__ int64_t First() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
-__device__ int64_t Stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // The offset of class 0 of row `row` (a row is one (n, d) pair), classes `d` apart.
 __device__ int64_t RowBase(const CrossEntropyShape& s, int64_t row) {

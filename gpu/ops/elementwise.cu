@@ -3,23 +3,13 @@
 // kernels' (runtime/ops/math/unary_math.h, arithmetic_math.h), compiled without FMA contraction
 // (CMake: --fmad=false), as the CPU build compiles it.
 #include "gpu/device/cuda_error.h"
+#include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 #include "runtime/ops/math/arithmetic_math.h"
 #include "runtime/ops/math/unary_math.h"
 
 namespace autodist::gpu::detail {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  // A grid-stride loop covers the rest; this many blocks fill an H100 several times over.
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
-
-__device__ int64_t First() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
-__device__ int64_t Stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename Op>
 __global__ void UnaryForwardKernel(const float* x, float* y, int64_t n) {
