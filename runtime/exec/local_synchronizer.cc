@@ -50,13 +50,17 @@ std::map<std::string, Tensor> ReduceLocalStates(const std::vector<Session*>& rep
   std::map<std::string, Tensor> reduced;
   if (replicas.empty()) return reduced;
   for (const std::string& name : replicas[0]->state_names()) {
+    if (replicas.size() == 1) {  // nothing to reduce (and the state may be on a GPU)
+      reduced.emplace(name, replicas[0]->state(name).Clone());
+      continue;
+    }
     Tensor total = replicas[0]->state(name).Clone();
     float* sum = total.data<float>();
     for (size_t r = 1; r < replicas.size(); ++r) {
       const float* add = replicas[r]->state(name).data<float>();
       for (int64_t i = 0; i < total.numel(); ++i) sum[i] += add[i];
     }
-    if (!sum_states.contains(name) && replicas.size() > 1) {
+    if (!sum_states.contains(name)) {
       Scale(total, 1.0F / static_cast<float>(replicas.size()));
     }
     reduced.emplace(name, std::move(total));
@@ -65,8 +69,8 @@ std::map<std::string, Tensor> ReduceLocalStates(const std::vector<Session*>& rep
 }
 
 LocalSynchronizer::LocalSynchronizer(const optim::OptimizerOptions& optimizer,
-                                     std::set<std::string> sum_states)
-    : optimizer_(optim::MakeOptimizer(optimizer)), sum_states_(std::move(sum_states)) {}
+                                     std::set<std::string> sum_states, const tensor::Device& device)
+    : optimizer_(optim::MakeOptimizer(optimizer, device)), sum_states_(std::move(sum_states)) {}
 
 ResumePoint LocalSynchronizer::Start(const std::vector<Session*>& replicas, ResumePoint start,
                                      const std::map<std::string, Tensor>& optimizer_state) {
@@ -95,8 +99,9 @@ void LocalSynchronizer::Synchronize(int64_t /*step*/, double lr,
 
 TrainingState LocalSynchronizer::CurrentState(const std::vector<Session*>& replicas) {
   TrainingState state;
+  // Checkpoints and exports read the values on the host.
   for (const std::string& name : replicas[0]->trainable_names()) {
-    state.variables.emplace(name, replicas[0]->variable(name));
+    state.variables.emplace(name, replicas[0]->variable(name).To(tensor::Device::Cpu()));
   }
   state.optimizer = optimizer_->SaveState();
   return state;

@@ -15,7 +15,9 @@ namespace autodist::exec {
 
 class LocalSynchronizer : public StepSynchronizer {
  public:
-  LocalSynchronizer(const optim::OptimizerOptions& optimizer, std::set<std::string> sum_states);
+  // The variables' `device` decides the optimizer (optim::MakeOptimizer).
+  LocalSynchronizer(const optim::OptimizerOptions& optimizer, std::set<std::string> sum_states,
+                    const tensor::Device& device = tensor::Device::Cpu());
 
   ResumePoint Start(const std::vector<Session*>& replicas, ResumePoint start,
                     const std::map<std::string, tensor::Tensor>& optimizer_state) override;

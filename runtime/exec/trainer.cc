@@ -45,7 +45,9 @@ std::map<std::string, std::vector<int64_t>> RowShapes(const Session& session) {
   return shapes;
 }
 
-bool AllFinite(const tensor::Tensor& t) {
+bool AllFinite(const tensor::Tensor& on_device) {
+  // A gradient on a GPU is checked on a host copy.
+  const tensor::Tensor t = on_device.To(tensor::Device::Cpu());
   const float* data = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (!std::isfinite(data[i])) return false;
@@ -76,7 +78,8 @@ void CheckFinite(int64_t step, double loss, const Session& session,
 }
 
 // Top-1 accuracy counts of `logits` [B, C] against int64 `labels` [B].
-int64_t CorrectPredictions(const tensor::Tensor& logits, const tensor::Tensor& labels) {
+int64_t CorrectPredictions(const tensor::Tensor& on_device, const tensor::Tensor& labels) {
+  const tensor::Tensor logits = on_device.To(tensor::Device::Cpu());
   const int64_t rows = logits.dim(0);
   const int64_t classes = logits.numel() / std::max<int64_t>(rows, 1);
   const float* scores = logits.data<float>();
@@ -88,6 +91,14 @@ int64_t CorrectPredictions(const tensor::Tensor& logits, const tensor::Tensor& l
     correct += best == truth[r] ? 1 : 0;
   }
   return correct;
+}
+
+// A GPU takes one replica per process.
+void CheckReplicasFit(const TrainerOptions& options) {
+  AD_CHECK(options.device.is_cpu() || options.local_replicas == 1, kInvalidArgument,
+           "{} local replicas on {}: a process trains one replica on a GPU (several GPUs in one "
+           "job need NCCL, not yet built)",
+           options.local_replicas, tensor::DeviceName(options.device));
 }
 
 // One replica: its session and its shard of the training data.
@@ -108,6 +119,7 @@ class Run {
              "give exactly one of epochs ({}) and steps ({}) as a positive number", options.epochs,
              options.steps);
     AD_CHECK(!options.train_files.empty(), kInvalidArgument, "no training data given");
+    CheckReplicasFit(options);
     AD_CHECK(options.local_replicas >= 1 && options.rank >= 0 &&
                  options.rank + options.local_replicas <= options.world_size,
              kInvalidArgument, "replicas {}..{} do not fit in a world of {} replicas", options.rank,
@@ -115,8 +127,8 @@ class Run {
     for (int r = 0; r < options.local_replicas; ++r) {
       // Each replica has its own random stream (Dropout); replica 0 of a single process keeps
       // the run's seed, so single-process runs do not depend on this loop being distributed.
-      SessionOptions session_options{options.loss,
-                                     options.seed + static_cast<uint64_t>(options.rank + r)};
+      SessionOptions session_options{
+          options.loss, options.seed + static_cast<uint64_t>(options.rank + r), options.device};
       replicas_.push_back(
           Replica{std::make_unique<Session>(model_, options.model, session_options), nullptr});
       sessions_.push_back(replicas_.back().session.get());
@@ -260,8 +272,8 @@ class Run {
       const auto feeds = eval_->Batch(rows, row_shapes_);
       const auto outputs = session().Run(feeds, false, fetch);
       // The loss is a mean over the batch: weight it by the batch's rows.
-      loss_sum +=
-          outputs.at(session().loss_name()).GetAsDouble(0) * static_cast<double>(end - begin);
+      loss_sum += outputs.at(session().loss_name()).To(tensor::Device::Cpu()).GetAsDouble(0) *
+                  static_cast<double>(end - begin);
       if (accuracy)
         correct += CorrectPredictions(outputs.at(options_.logits), feeds.at(options_.labels));
       result.samples += end - begin;
@@ -290,7 +302,7 @@ class Run {
       *checkpoint.add_variables() = ToTensorValue(name, state.variables.at(name));
     }
     for (const std::string& name : session().state_names()) {
-      *checkpoint.add_states() = ToTensorValue(name, states.at(name));
+      *checkpoint.add_states() = ToTensorValue(name, states.at(name).To(tensor::Device::Cpu()));
     }
     for (const auto& [key, value] : state.optimizer) {
       *checkpoint.add_optimizer() = ToTensorValue(key, value);
@@ -303,6 +315,7 @@ class Run {
     std::map<std::string, Tensor> values = ReducedStates("export");
     if (!synchronizer_.is_chief()) return;
     TrainingState state = synchronizer_.CurrentState(sessions_);
+    for (auto& [name, value] : values) value = value.To(tensor::Device::Cpu());
     values.merge(state.variables);
     ExportModel(model_, values, options_.export_path);
     Emit(fmt::format("exported the trained model to {}", options_.export_path));
@@ -323,7 +336,7 @@ class Run {
                kInvalidArgument, "checkpoint '{}': '{}' has shape {}, the model's has {}", *path,
                value.name(), tensor::ShapeToString(restored.shape()),
                tensor::ShapeToString(target.shape()));
-      target = restored;
+      target = restored.To(target.device());
     };
     // Every local replica starts from the checkpoint: state is per replica, and the reduced
     // value is the best start for each of them.
@@ -362,14 +375,17 @@ class Run {
 
 void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& session,
                     optim::Optimizer& optimizer) {
+  // Dense updates go together (one fused launch on a GPU), in name order as before.
+  std::vector<optim::DenseUpdate> dense;
   for (const auto& [name, gradient] : gradients) {
     Tensor& parameter = session.variable(name);
     if (gradient.is_sparse()) {
       optimizer.ApplySparse(name, parameter, *gradient.sparse);
     } else {
-      optimizer.Apply(name, parameter, gradient.dense);
+      dense.push_back(optim::DenseUpdate{&name, &parameter, &gradient.dense});
     }
   }
+  optimizer.ApplyAll(dense);
 }
 
 TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
@@ -379,7 +395,8 @@ TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
 }
 
 TrainResult Train(const TrainerOptions& options, const LineSink& sink) {
-  LocalSynchronizer synchronizer(options.optimizer, options.sum_states);
+  CheckReplicasFit(options);  // before the optimizer takes the device
+  LocalSynchronizer synchronizer(options.optimizer, options.sum_states, options.device);
   return Train(options, synchronizer, sink);
 }
 

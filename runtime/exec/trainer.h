@@ -46,6 +46,9 @@ struct TrainerOptions {
   int world_size = 1;
   // Replica-local state reduced by sum (not mean) at checkpoints, evaluation and export.
   std::set<std::string> sum_states;
+  // Where the replica trains: the CPU, or a GPU (one replica per process there; the backend's
+  // tensor memory and optimizers must be installed, gpu/).
+  tensor::Device device = tensor::Device::Cpu();
 };
 
 struct EvalResult {

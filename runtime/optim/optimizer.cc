@@ -1,6 +1,7 @@
 #include "runtime/optim/optimizer.h"
 
 #include <cmath>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,45 @@ void Optimizer::CheckSparse(const std::string& name, const Tensor& param,
              "optimizer: sparse gradient of '{}' must have unique ascending rows, got {} after {}",
              name, rows[i], rows[i - 1]);
   }
+}
+
+void Optimizer::ApplyAll(const std::vector<DenseUpdate>& updates) {
+  for (const DenseUpdate& update : updates) Apply(*update.name, *update.param, *update.grad);
+}
+
+namespace {
+
+std::mutex& FactoriesMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<tensor::DeviceKind, DeviceOptimizerFactory>& Factories() {
+  static auto* factories = new std::map<tensor::DeviceKind, DeviceOptimizerFactory>();
+  return *factories;
+}
+
+}  // namespace
+
+void InstallDeviceOptimizers(tensor::DeviceKind kind, DeviceOptimizerFactory factory) {
+  const std::lock_guard lock(FactoriesMutex());
+  Factories()[kind] = std::move(factory);
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options,
+                                         const tensor::Device& device) {
+  if (device.is_cpu()) return MakeOptimizer(options);
+  DeviceOptimizerFactory factory;
+  {
+    const std::lock_guard lock(FactoriesMutex());
+    const auto it = Factories().find(device.kind);
+    if (it != Factories().end()) factory = it->second;
+  }
+  AD_CHECK(factory != nullptr, kFailedPrecondition,
+           "optimizer {}: variables on {} need the {} backend's optimizers, which this program "
+           "does not have",
+           options.name, tensor::DeviceName(device), tensor::DeviceKindName(device.kind));
+  return factory(options, device);
 }
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {

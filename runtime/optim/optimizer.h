@@ -4,15 +4,24 @@
 // buffers, moment estimates, step counts), created on a variable's first update.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/optim/optimizer_options.h"
 #include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::optim {
+
+// One variable's dense update, for ApplyAll.
+struct DenseUpdate {
+  const std::string* name;
+  tensor::Tensor* param;
+  const tensor::Tensor* grad;
+};
 
 class Optimizer {
  public:
@@ -26,6 +35,10 @@ class Optimizer {
   // mismatch, including against state loaded for it.
   virtual void Apply(const std::string& name, tensor::Tensor& param,
                      const tensor::Tensor& grad) = 0;
+
+  // One update of each variable of a step. By default Apply on each in turn; an optimizer on a
+  // device fuses them into a few launches (gpu/optim).
+  virtual void ApplyAll(const std::vector<DenseUpdate>& updates);
 
   // One update from a row-sparse gradient (unique ascending row indices + rows). By default the
   // result is exactly Apply's on the densified gradient (PyTorch parity: absent rows are zero
@@ -62,5 +75,17 @@ class Optimizer {
 
 // The optimizer named by options.name; validates the options first (InvalidArgument).
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
+
+// Optimizers of variables on a device other than the CPU come from that device's backend, which
+// installs a factory for its kind (the CUDA one: gpu/optim/cuda_optimizer.h), so that this module
+// names no device library.
+using DeviceOptimizerFactory =
+    std::function<std::unique_ptr<Optimizer>(const OptimizerOptions&, const tensor::Device&)>;
+void InstallDeviceOptimizers(tensor::DeviceKind kind, DeviceOptimizerFactory factory);
+
+// The optimizer of variables on `device`: MakeOptimizer's on the CPU, the installed factory's
+// elsewhere (FailedPrecondition when none is installed).
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options,
+                                         const tensor::Device& device);
 
 }  // namespace autodist::optim

@@ -236,5 +236,29 @@ TEST(OptimizerOptionsTest, LearningRateSetterRejectsBadValues) {
   EXPECT_EQ(optimizer->learning_rate(), 0.25);
 }
 
+TEST(OptimizerOptionsTest, VariablesOnADeviceNeedItsBackendsOptimizers) {
+  const OptimizerOptions options = ParseOptimizerOptions("adam", {});
+  EXPECT_NE(MakeOptimizer(options, tensor::Device::Cpu()), nullptr);
+  try {
+    MakeOptimizer(options, tensor::Device::Cuda(0));
+    FAIL() << "an optimizer for cuda:0 was made without the CUDA backend";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_THAT(error.what(), HasSubstr("optimizer adam: variables on cuda:0 need the cuda "
+                                        "backend's optimizers, which this program does not have"));
+  }
+  // An installed factory is what a device gets.
+  int made = 0;
+  InstallDeviceOptimizers(tensor::DeviceKind::kCuda,
+                          [&](const OptimizerOptions& o, const tensor::Device& device) {
+                            ++made;
+                            EXPECT_EQ(device, tensor::Device::Cuda(1));
+                            return MakeOptimizer(o);
+                          });
+  EXPECT_NE(MakeOptimizer(options, tensor::Device::Cuda(1)), nullptr);
+  EXPECT_EQ(made, 1);
+  InstallDeviceOptimizers(tensor::DeviceKind::kCuda, nullptr);
+}
+
 }  // namespace
 }  // namespace autodist::optim

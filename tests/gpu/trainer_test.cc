@@ -1,0 +1,137 @@
+// Training on a GPU: the trainer with TrainerOptions::device = cuda:0 runs the MLP of the PyTorch
+// parity fixtures for 50 steps, and every step's loss, the evaluation and the trained weights
+// agree with the same run on the CPU (fp32 tolerance: 1e-4 relative). Also what a GPU run refuses.
+#include "runtime/exec/trainer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "gpu/optim/cuda_optimizer.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/ops/onnx_tensor.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace autodist::gpu {
+namespace {
+
+using exec::TrainerOptions;
+using tensor::Device;
+
+const std::string kParity = std::string(AUTODIST_SOURCE_DIR) + "/tests/fixtures/parity/";
+
+TrainerOptions MlpOptions(const std::string& export_path, const Device& device) {
+  TrainerOptions options;
+  options.model = kParity + "mlp/model.onnx";
+  options.train_files = {{"image", kParity + "mlp/image.npy"},
+                         {"label", kParity + "mlp/label.npy"}};
+  options.eval_files = options.train_files;
+  options.batch_size = 32;
+  options.eval_batch_size = 100;
+  options.seed = 7;
+  options.steps = 50;
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.05"}, {"momentum", "0.9"}});
+  options.log_every = 1;
+  options.export_path = export_path;
+  options.device = device;
+  return options;
+}
+
+// The loss of every progress line ("step 3/50  epoch 1  loss 2.2841  ...").
+std::vector<double> Losses(const std::vector<std::string>& lines) {
+  static const std::regex kLoss("^step [0-9]+/[0-9]+ .* loss ([0-9.eE+-]+) ");
+  std::vector<double> losses;
+  for (const std::string& line : lines) {
+    std::smatch match;
+    if (std::regex_search(line, match, kLoss)) losses.push_back(std::stod(match[1]));
+  }
+  return losses;
+}
+
+std::map<std::string, tensor::Tensor> Weights(const std::string& path) {
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
+  std::map<std::string, tensor::Tensor> weights;
+  for (const auto& initializer : model.graph().initializer()) {
+    weights.emplace(initializer.name(), ops::TensorFromProto(initializer, path));
+  }
+  return weights;
+}
+
+class CudaTrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    InstallCudaTensorMemory();
+    InstallCudaOptimizers();
+    dir_ = ::testing::TempDir() + "/cuda_trainer_test";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_;
+};
+
+TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  std::vector<std::string> cpu_lines;
+  std::vector<std::string> cuda_lines;
+  const exec::TrainResult cpu =
+      exec::Train(MlpOptions(dir_ + "/cpu.onnx", Device::Cpu()),
+                  [&](const std::string& line) { cpu_lines.push_back(line); });
+  const exec::TrainResult cuda =
+      exec::Train(MlpOptions(dir_ + "/cuda.onnx", Device::Cuda(0)),
+                  [&](const std::string& line) { cuda_lines.push_back(line); });
+  const std::vector<double> cpu_losses = Losses(cpu_lines);
+  const std::vector<double> cuda_losses = Losses(cuda_lines);
+  ASSERT_EQ(cpu_losses.size(), 50U);
+  ASSERT_EQ(cuda_losses.size(), 50U);
+  // The lines print 4 decimals: equal losses may print 1e-4 apart.
+  for (size_t step = 0; step < 50; ++step) {
+    EXPECT_NEAR(cuda_losses[step], cpu_losses[step], 1e-4 * std::max(1.0, cpu_losses[step]) + 1e-4)
+        << "step " << step + 1;
+  }
+  EXPECT_NEAR(cuda.last_loss, cpu.last_loss, 1e-4 * std::max(1.0, cpu.last_loss));
+  ASSERT_TRUE(cpu.eval.has_value() && cuda.eval.has_value());
+  EXPECT_NEAR(cuda.eval->loss, cpu.eval->loss, 1e-4 * std::max(1.0, cpu.eval->loss));
+  EXPECT_EQ(cuda.eval->accuracy, cpu.eval->accuracy);
+
+  const auto cpu_weights = Weights(dir_ + "/cpu.onnx");
+  const auto cuda_weights = Weights(dir_ + "/cuda.onnx");
+  ASSERT_EQ(cpu_weights.size(), cuda_weights.size());
+  for (const auto& [name, expected] : cpu_weights) {
+    const tensor::Tensor& actual = cuda_weights.at(name);
+    ASSERT_EQ(actual.shape(), expected.shape()) << name;
+    float worst = 0.0F;
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const float x = expected.data<float>()[i];
+      worst = std::max(worst, std::abs(actual.data<float>()[i] - x) / std::max(1.0F, std::abs(x)));
+    }
+    EXPECT_LE(worst, 1e-4F) << name;
+  }
+}
+
+TEST_F(CudaTrainerTest, SeveralReplicasInOneProcessAreRefusedOnAGpu) {
+  TrainerOptions options = MlpOptions(dir_ + "/x.onnx", Device::Cuda(0));
+  options.local_replicas = 2;
+  options.world_size = 2;
+  try {
+    exec::Train(options, [](const std::string&) {});
+    FAIL() << "two replicas trained in one process on cuda:0";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("2 local replicas on cuda:0: a process trains "
+                                                   "one replica on a GPU"));
+  }
+}
+
+}  // namespace
+}  // namespace autodist::gpu
