@@ -3,8 +3,10 @@
 same model definitions the ONNX files were exported from, on random data.
 
     /usr/bin/python3 bench/pytorch_train_step.py --model mlp|cnn|fmnist_cnn --batch-size 64 --threads 2
+    python3 bench/pytorch_train_step.py --model mlp --batch-size 256 --device cuda   # GPU machine
 
-Prints `steps_per_second=... peak_rss_mb=...` like bench/train_step_bench.
+Prints `steps_per_second=... peak_rss_mb=...` like bench/train_step_bench (and, on a GPU,
+`peak_device_mb=...`, PyTorch's max_memory_allocated).
 """
 
 import argparse
@@ -33,15 +35,18 @@ def main():
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
+    device = torch.device(args.device)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    model = MODELS[args.model]()
+    model = MODELS[args.model]().to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     generator = torch.Generator().manual_seed(0)
-    batches = [(torch.rand(args.batch_size, 1, 28, 28, generator=generator),
-                torch.randint(0, 10, (args.batch_size,), generator=generator)) for _ in range(4)]
+    batches = [(torch.rand(args.batch_size, 1, 28, 28, generator=generator).to(device),
+                torch.randint(0, 10, (args.batch_size,), generator=generator).to(device))
+               for _ in range(4)]
 
     def step(i):
         image, label = batches[i % len(batches)]
@@ -55,9 +60,14 @@ def main():
     start = time.perf_counter()
     for i in range(args.steps):
         step(i)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"steps_per_second={args.steps / seconds:.3f} peak_rss_mb={peak:.1f}")
+    device_memory = ""
+    if device.type == "cuda":
+        device_memory = f" peak_device_mb={torch.cuda.max_memory_allocated() / 1048576.0:.1f}"
+    print(f"steps_per_second={args.steps / seconds:.3f} peak_rss_mb={peak:.1f}{device_memory}")
 
 
 if __name__ == "__main__":

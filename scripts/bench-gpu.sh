@@ -43,6 +43,35 @@ for optimizer in adam sgd; do
   echo "| fused $optimizer, 100M parameters (median of $runs) | $ours | $peer | $ratio | $device |" \
     >>"$out_dir/bench-gpu.md"
 done
+# Training steps of the Fashion-MNIST MLP at batch 256 (fp32), ours against PyTorch eager.
+train_log="$out_dir/bench-train.txt"
+: >"$train_log"
+for ((i = 0; i < runs; i++)); do
+  echo "ours $("$bin_dir/train_step_bench" --model "$here/examples/fashion-mnist/fmnist_mlp.onnx" \
+    --batch-size 256 --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+  echo "torch $(python3 "$here/bench/pytorch_train_step.py" --model mlp --batch-size 256 \
+    --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+done
+python3 - "$train_log" "$device" >>"$out_dir/bench-gpu.md" <<'PY'
+import re, statistics, sys
+rows = {"ours": [], "torch": []}
+memory = {"ours": [], "torch": []}
+for line in open(sys.argv[1]):
+    who = line.split()[0]
+    rows[who].append(float(re.search(r"steps_per_second=([0-9.]+)", line).group(1)))
+    found = re.search(r"peak_device_mb=([0-9.]+)", line)
+    if found:
+        memory[who].append(float(found.group(1)))
+ours, torch = statistics.median(rows["ours"]), statistics.median(rows["torch"])
+print()
+print("| training steps/s, MLP, batch 256, fp32 | ours | PyTorch | ours / PyTorch | device |")
+print("| --- | --- | --- | --- | --- |")
+print(f"| steps/s (median of {len(rows['ours'])}) | {ours:.1f} | {torch:.1f} | {ours / torch:.3f} | {sys.argv[2]} |")
+if memory["ours"] and memory["torch"]:
+    m_ours, m_torch = max(memory["ours"]), max(memory["torch"])
+    print(f"| peak device memory (MiB) | {m_ours:.1f} | {m_torch:.1f} | {m_ours / m_torch:.3f} | {sys.argv[2]} |")
+PY
+
 # Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"
 : >"$gemm_jsonl"
