@@ -8,7 +8,9 @@ if(NOT autodist_cuda_choice MATCHES "^(ON|OFF|AUTO)$")
 endif()
 
 set(AUTODIST_WITH_CUDA OFF)
-if(NOT autodist_cuda_choice STREQUAL "OFF")
+if(autodist_cuda_choice STREQUAL "OFF")
+  message(STATUS "CUDA backend: off (AUTODIST_CUDA=OFF)")
+else()
   # The toolkit's usual home, for shells whose PATH lacks it.
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
