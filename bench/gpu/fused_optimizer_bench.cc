@@ -63,7 +63,7 @@ int Run(int argc, char** argv) {
   for (int i = 0; i < steps; ++i) fused->Step(variables);
   stop.Record(stream.get());
   stop.Synchronize();
-  const double ms = stop.ElapsedMsSince(start) / steps;
+  const double ms = static_cast<double>(stop.ElapsedMsSince(start)) / steps;
   // Adam reads value, gradient and two moments and writes value and moments: 7 floats a parameter.
   const double gb_per_s = static_cast<double>(params) * 7 * 4 / (ms * 1e6);
 

@@ -140,7 +140,7 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const GpuInventory gpus = RequireGpus("--device cuda", 1);
   InstallCudaTensorMemory();
-  const cudaStream_t stream = TensorStream(0);
+  cudaStream_t stream = TensorStream(0);
   const std::vector<Shape3> shapes{
       {256, 256, 784}, {256, 128, 256}, {256, 10, 128}, {1024, 1024, 1024}, {4096, 4096, 4096}};
   uint64_t seed = 1;

@@ -15,9 +15,7 @@ std::string WhyNone(cudaError_t status) {
   std::string why;
   if (status == cudaErrorInsufficientDriver) {
     why = "no usable CUDA driver";
-  } else if (status == cudaErrorNoDevice) {
-    why = "no CUDA device";
-  } else if (status == cudaSuccess) {
+  } else if (status == cudaErrorNoDevice || status == cudaSuccess) {
     why = "no CUDA device";
   } else {
     why = "the CUDA runtime failed";

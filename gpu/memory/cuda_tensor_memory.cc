@@ -69,7 +69,7 @@ struct GpuContext {
   std::unique_ptr<DevicePool> pool;
   std::unique_ptr<BufferCache> cache;
 
-  DeviceBuffer Allocate(size_t bytes) {
+  DeviceBuffer Allocate(size_t bytes) const {
     const size_t rounded = BufferCache::Rounded(bytes);
     if (std::optional<DeviceBuffer> cached = cache->Take(rounded)) return std::move(*cached);
     try {
@@ -114,7 +114,7 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
   void Copy(void* destination, const tensor::Device& to, const void* source,
             const tensor::Device& from, size_t bytes) override {
     const int index = to.is_cpu() ? from.index : to.index;
-    const cudaStream_t stream = Context(index).stream->get();
+    cudaStream_t stream = Context(index).stream->get();
     const std::string what = fmt::format("copying {} bytes from {} to {}", bytes,
                                          tensor::DeviceName(from), tensor::DeviceName(to));
     CheckCuda(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream), what);

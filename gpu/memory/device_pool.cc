@@ -73,7 +73,7 @@ DeviceBuffer DevicePool::Allocate(size_t bytes, cudaStream_t stream) {
          device_, MiB(bytes), MiB(reserved_bytes()), MiB(used_bytes()));
   }
   CheckCuda(status, fmt::format("allocating {} bytes on GPU {}", bytes, device_));
-  return DeviceBuffer(data, bytes, stream);
+  return {data, bytes, stream};
 }
 
 uint64_t DevicePool::Attribute(cudaMemPoolAttr attribute) const {

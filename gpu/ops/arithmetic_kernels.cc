@@ -53,7 +53,7 @@ class CudaArithmeticKernel final : public ops::OpKernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const std::string& node = description();
-    const cudaStream_t stream = detail::StreamOf(node, a);
+    cudaStream_t stream = detail::StreamOf(node, a);
     detail::StreamOf(node, b);
     AD_CHECK(a.device() == b.device(), kInternal, "{}: operands on {} and {}", node,
              tensor::DeviceName(a.device()), tensor::DeviceName(b.device()));
@@ -73,7 +73,7 @@ class CudaArithmeticKernel final : public ops::OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr) return;
     const std::string& node = description();
-    const cudaStream_t stream = detail::StreamOf(node, *dy);
+    cudaStream_t stream = detail::StreamOf(node, *dy);
     const Shape& shape = dy->shape();
     if constexpr (kOp == Arithmetic::kAdd || kOp == Arithmetic::kSub) {
       const OperandShapes& shapes = Shapes(ctx);

@@ -27,7 +27,7 @@ class CudaGemmKernel final : public ops::OpKernel {
     const std::string& node = description();
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const cudaStream_t stream = detail::StreamOf(node, a);
+    cudaStream_t stream = detail::StreamOf(node, a);
     detail::StreamOf(node, b);
     detail::RequireFloat32(node, a, "A");
     detail::RequireFloat32(node, b, "B");
@@ -74,7 +74,7 @@ class CudaGemmKernel final : public ops::OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr) return;
     const std::string& node = description();
-    const cudaStream_t stream = detail::StreamOf(node, *dy);
+    cudaStream_t stream = detail::StreamOf(node, *dy);
     const int device = dy->device().index;
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);

@@ -37,7 +37,7 @@ class CudaSoftmaxCrossEntropyKernel final : public ops::OpKernel {
     const std::string& node = description();
     const Tensor& scores = ctx.input(0);
     const Tensor& labels = ctx.input(1);
-    const cudaStream_t stream = detail::StreamOf(node, scores);
+    cudaStream_t stream = detail::StreamOf(node, scores);
     detail::StreamOf(node, labels);
     detail::RequireFloat32(node, scores, "the scores");
     AD_CHECK(scores.rank() >= 2, kInvalidArgument, "{}: scores must be [N, C, ...], got {}", node,
@@ -88,7 +88,7 @@ class CudaSoftmaxCrossEntropyKernel final : public ops::OpKernel {
     const auto* state = dynamic_cast<const CrossEntropyState*>(ctx.state());
     AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
     const Tensor& scores = ctx.input(0);
-    const cudaStream_t stream = detail::StreamOf(node, scores);
+    cudaStream_t stream = detail::StreamOf(node, scores);
     const detail::CrossEntropyShape shape =
         Shape3(scores, ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
     const Tensor* dloss = ctx.output_grad(0);

@@ -18,7 +18,7 @@ class CudaUnaryKernel final : public ops::OpKernel {
 
   void Forward(ops::ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
-    const cudaStream_t stream = detail::StreamOf(description(), x);
+    cudaStream_t stream = detail::StreamOf(description(), x);
     detail::RequireFloat32(description(), x, "the input");
     Tensor y(tensor::DType::kFloat32, x.shape(), x.device());
     detail::LaunchUnaryForward<Op>(x.device_data<float>(), y.device_data<float>(), x.numel(),
@@ -29,7 +29,7 @@ class CudaUnaryKernel final : public ops::OpKernel {
   void Backward(ops::BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const cudaStream_t stream = detail::StreamOf(description(), *dy);
+    cudaStream_t stream = detail::StreamOf(description(), *dy);
     Tensor dx(tensor::DType::kFloat32, dy->shape(), dy->device());
     const float* v = nullptr;
     if constexpr (Op::kReads == GradReads::kInput) v = ctx.input(0).device_data<float>();

@@ -121,6 +121,7 @@ void ExecutionPlan::CheckKernelsExist() const {
     }
   }
   std::vector<std::string> described;
+  described.reserve(missing.size());
   for (const auto& [op_type, names] : missing) {
     described.push_back(fmt::format("{} (node {})", op_type, fmt::join(names, ", ")));
   }

@@ -33,12 +33,10 @@ inline GemmShape CheckGemmShapes(const std::string& node, const tensor::Tensor& 
     AD_CHECK(c->rank() <= 2, kInvalidArgument, "{}: C must be at most 2-D", node);
     // Each axis of C, right-aligned, is 1 or the output's (ONNX: C broadcasts to [M, N], one way).
     // This runs on every step, so no message is formatted unless the check fails.
-    const int64_t out[2] = {shape.m, shape.n};
-    bool broadcasts = true;
-    for (size_t i = 0; i < c->rank(); ++i) {
-      const int64_t dim = c->dim(c->rank() - 1 - i);
-      broadcasts = broadcasts && (dim == 1 || dim == out[1 - i]);
-    }
+    const size_t rank = c->rank();
+    const bool rows_fit = rank < 2 || c->dim(0) == 1 || c->dim(0) == shape.m;
+    const int64_t columns = rank == 0 ? 1 : c->dim(rank - 1);
+    const bool broadcasts = rows_fit && (columns == 1 || columns == shape.n);
     AD_CHECK(broadcasts, kInvalidArgument, "{}: C of shape {} does not broadcast to [{}, {}]", node,
              tensor::ShapeToString(c->shape()), shape.m, shape.n);
   }
