@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,13 +20,33 @@ inline std::string Fixture(const std::string& name) {
   return std::string(AUTODIST_FIXTURES_DIR) + "/data/" + name;
 }
 
+// The scratch files this test program wrote; removed when it ends.
+inline std::vector<std::string>& ScratchFiles() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+class ScratchCleanup final : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& path : ScratchFiles()) std::remove(path.c_str());
+    ScratchFiles().clear();
+  }
+};
+
+// gtest owns the environment and tears it down after the last test of the program.
+inline const bool kScratchCleanupRegistered =
+    (::testing::AddGlobalTestEnvironment(new ScratchCleanup), true);  // NOLINT(cert-err58-cpp)
+
 // Writes `bytes` to a file named after the running test and `name` (ctest runs tests as parallel
-// processes, so names must not collide) and returns its path.
+// processes, so names must not collide) and returns its path. The file is removed when the test
+// program ends.
 inline std::string ScratchFile(const std::string& name, const std::string& bytes) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string path = ::testing::TempDir() + "/autodist_data_" + info->test_suite_name() +
                            "_" + info->name() + "_" + std::to_string(getpid()) + "_" + name;
   WriteFileBytes(path, bytes);
+  ScratchFiles().push_back(path);
   return path;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -35,6 +36,8 @@ Result RunRuntime(const std::string& arguments) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = Slurp(out);
   result.err = Slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return result;
 }
 
@@ -85,8 +88,9 @@ TEST(RuntimeCliTest, BadTensorPoolSizeExitsTwoNamingTheVariable) {
                               "/pool." + std::to_string(getpid()) + ".err";
   const int status = std::system(command.c_str());
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2);
-  const std::string err =
-      Slurp(::testing::TempDir() + "/pool." + std::to_string(getpid()) + ".err");
+  const std::string err_path = ::testing::TempDir() + "/pool." + std::to_string(getpid()) + ".err";
+  const std::string err = Slurp(err_path);
+  std::remove(err_path.c_str());
   EXPECT_NE(err.find("AUTODIST_TENSOR_POOL_MB"), std::string::npos) << err;
   EXPECT_NE(err.find("'64MB'"), std::string::npos) << err;
 }
