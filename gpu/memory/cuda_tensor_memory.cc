@@ -115,15 +115,20 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
             const tensor::Device& from, size_t bytes) override {
     const int index = to.is_cpu() ? from.index : to.index;
     cudaStream_t stream = Context(index).stream->get();
-    const std::string what = fmt::format("copying {} bytes from {} to {}", bytes,
-                                         tensor::DeviceName(from), tensor::DeviceName(to));
-    CheckCuda(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream), what);
-    CheckCuda(cudaStreamSynchronize(stream), what);
+    cudaError_t status = cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+    // Every step copies its feeds and its loss: the message is formatted only on failure.
+    if (status != cudaSuccess) {
+      CheckCuda(status, fmt::format("copying {} bytes from {} to {}", bytes,
+                                    tensor::DeviceName(from), tensor::DeviceName(to)));
+    }
   }
 
   void Zero(void* data, const tensor::Device& device, size_t bytes) override {
-    CheckCuda(cudaMemsetAsync(data, 0, bytes, Context(device.index).stream->get()),
-              fmt::format("zeroing {} bytes on {}", bytes, tensor::DeviceName(device)));
+    const cudaError_t status = cudaMemsetAsync(data, 0, bytes, Context(device.index).stream->get());
+    if (status != cudaSuccess) {
+      CheckCuda(status, fmt::format("zeroing {} bytes on {}", bytes, tensor::DeviceName(device)));
+    }
   }
 
  private:

@@ -72,7 +72,9 @@ DeviceBuffer DevicePool::Allocate(size_t bytes, cudaStream_t stream) {
          "use)",
          device_, MiB(bytes), MiB(reserved_bytes()), MiB(used_bytes()));
   }
-  CheckCuda(status, fmt::format("allocating {} bytes on GPU {}", bytes, device_));
+  if (status != cudaSuccess) {
+    CheckCuda(status, fmt::format("allocating {} bytes on GPU {}", bytes, device_));
+  }
   return {data, bytes, stream};
 }
 

@@ -15,9 +15,8 @@ std::string DescribeSpec(const InputSpec& spec) {
   return fmt::format("{} [{}]", tensor::DTypeName(spec.dtype), fmt::join(dims, ", "));
 }
 
-Tensor AddTensors(const Tensor& a, const Tensor& b, const std::string& what) {
-  AD_CHECK(a.shape() == b.shape(), kInternal, "gradient shapes differ for '{}': {} and {}", what,
-           tensor::ShapeToString(a.shape()), tensor::ShapeToString(b.shape()));
+// a + b on the host, same shapes.
+Tensor AddOnHost(const Tensor& a, const Tensor& b) {
   Tensor sum(DType::kFloat32, a.shape());
   const float* x = a.data<float>();
   const float* y = b.data<float>();
@@ -32,9 +31,9 @@ Executor::Executor(const ExecutionPlan& plan, std::vector<Tensor>& stored, std::
     : plan_(plan), stored_(stored), rng_(rng) {}
 
 Tensor Executor::Sum(const Tensor& a, const Tensor& b, const std::string& what) const {
-  if (plan_.device.is_cpu()) return AddTensors(a, b, what);
   AD_CHECK(a.shape() == b.shape(), kInternal, "gradient shapes differ for '{}': {} and {}", what,
            tensor::ShapeToString(a.shape()), tensor::ShapeToString(b.shape()));
+  if (plan_.device.is_cpu()) return AddOnHost(a, b);
   ops::ForwardContext ctx({&a, &b}, 1, false, &rng_, plan_.accumulate_info.get());
   plan_.accumulate->Forward(ctx);
   return std::move(ctx.take_outputs()[0]);
@@ -168,8 +167,7 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
       if (!sparse[id].empty() && !dense[id].defined()) {
         gradient.sparse = tensor::MergeSparse(sparse[id]);
       } else if (!sparse[id].empty()) {
-        gradient.dense =
-            AddTensors(dense[id], tensor::Densify(tensor::MergeSparse(sparse[id])), name);
+        gradient.dense = Sum(dense[id], tensor::Densify(tensor::MergeSparse(sparse[id])), name);
       } else if (dense[id].defined()) {
         gradient.dense = std::move(dense[id]);
       } else {

@@ -27,34 +27,26 @@ std::vector<int64_t> Strides(const Shape& shape) {
   return strides;
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), Pages::kAsIs) {}
+Tensor::Tensor(DType dtype, Shape shape)
+    : Tensor(dtype, std::move(shape), Pages::kAsIs, Device::Cpu()) {}
 
-Tensor::Tensor(DType dtype, Shape shape, Pages pages) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape, const Device& device)
+    : Tensor(dtype, std::move(shape), Pages::kAsIs, device) {}
+
+Tensor::Tensor(DType dtype, Shape shape, Pages pages, const Device& device)
+    : dtype_(dtype), shape_(std::move(shape)), device_(device) {
   for (const int64_t dim : shape_) {
     AD_CHECK(dim >= 0, kInternal, "negative dimension in shape {}", ShapeToString(shape_));
   }
   numel_ = NumElements(shape_);
-  storage_ = AllocateStorage(nbytes(), pages);
-}
-
-Tensor::Tensor(DType dtype, Shape shape, const Device& device) {
-  if (device.is_cpu()) {
-    *this = Tensor(dtype, std::move(shape));
-    return;
-  }
-  dtype_ = dtype;
-  shape_ = std::move(shape);
-  for (const int64_t dim : shape_) {
-    AD_CHECK(dim >= 0, kInternal, "negative dimension in shape {}", ShapeToString(shape_));
-  }
-  numel_ = NumElements(shape_);
-  device_ = device;
   // A device allocation is never empty, so an empty tensor still has storage to point at.
-  storage_ = MemoryOf(device).Allocate(std::max<size_t>(nbytes(), 1), device.index);
+  storage_ = device.is_cpu()
+                 ? AllocateStorage(nbytes(), pages)
+                 : MemoryOf(device).Allocate(std::max<size_t>(nbytes(), 1), device.index);
 }
 
 Tensor Tensor::Prefaulted(DType dtype, Shape shape) {
-  return {dtype, std::move(shape), Pages::kMapped};
+  return {dtype, std::move(shape), Pages::kMapped, Device::Cpu()};
 }
 
 Tensor Tensor::Zeros(DType dtype, Shape shape) {

@@ -100,7 +100,8 @@ class Tensor {
   std::vector<int64_t> ToInt64Vector(const std::string& what) const;
 
  private:
-  Tensor(DType dtype, Shape shape, Pages pages);
+  // `pages` applies to CPU storage.
+  Tensor(DType dtype, Shape shape, Pages pages, const Device& device);
   void CheckType(DType requested) const;  // dtype, and the tensor on the CPU
   void CheckDType(DType requested) const;
   static void CheckElementCount(size_t given, const Tensor& tensor);

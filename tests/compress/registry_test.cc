@@ -63,7 +63,10 @@ TEST(CompressorRegistryTest, UnknownKindsAreErrorsListingTheRegisteredOnes) {
 
 TEST(CompressorRegistryTest, ASecondRegistrationOfAKindIsABug) {
   try {
-    RegisterCompressor({.kind = CompressorKind::kNone, .name = "Twice"});
+    CompressorRegistration twice;
+    twice.kind = CompressorKind::kNone;
+    twice.name = "Twice";
+    RegisterCompressor(twice);
     ADD_FAILURE() << "registered twice";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInternal);

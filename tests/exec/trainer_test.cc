@@ -10,11 +10,13 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/exec/checkpoint.h"
+#include "tests/exec/trainer_test_util.h"
 
 namespace autodist::exec {
 namespace {
 
-const std::string kParity = std::string(AUTODIST_FIXTURES_DIR) + "/parity/";
+using testing::kParity;
+using testing::MlpOptions;
 
 // A fresh empty directory under the test's temporary folder.
 std::string FreshDir(const std::string& name) {
@@ -22,20 +24,6 @@ std::string FreshDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-TrainerOptions MlpOptions() {
-  TrainerOptions options;
-  options.model = kParity + "mlp/model.onnx";
-  options.train_files = {{"image", kParity + "mlp/image.npy"},
-                         {"label", kParity + "mlp/label.npy"}};
-  options.eval_files = options.train_files;
-  options.batch_size = 32;
-  options.eval_batch_size = 100;
-  options.seed = 7;
-  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.05"}, {"momentum", "0.9"}});
-  options.log_every = 1000;
-  return options;
 }
 
 TEST(TrainerTest, ResumedRunContinuesBitIdentically) {

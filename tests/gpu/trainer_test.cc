@@ -18,6 +18,7 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/ops/onnx_tensor.h"
+#include "tests/exec/trainer_test_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace autodist::gpu {
@@ -26,19 +27,10 @@ namespace {
 using exec::TrainerOptions;
 using tensor::Device;
 
-const std::string kParity = std::string(AUTODIST_SOURCE_DIR) + "/tests/fixtures/parity/";
-
+// The parity MLP (tests/exec) for 50 steps, each logged, exported to `export_path`.
 TrainerOptions MlpOptions(const std::string& export_path, const Device& device) {
-  TrainerOptions options;
-  options.model = kParity + "mlp/model.onnx";
-  options.train_files = {{"image", kParity + "mlp/image.npy"},
-                         {"label", kParity + "mlp/label.npy"}};
-  options.eval_files = options.train_files;
-  options.batch_size = 32;
-  options.eval_batch_size = 100;
-  options.seed = 7;
+  TrainerOptions options = exec::testing::MlpOptions();
   options.steps = 50;
-  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.05"}, {"momentum", "0.9"}});
   options.log_every = 1;
   options.export_path = export_path;
   options.device = device;

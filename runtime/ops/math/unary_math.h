@@ -59,13 +59,7 @@ struct LogOp {
 struct SqrtOp {
   static constexpr GradReads kReads = GradReads::kOutput;
   static constexpr bool kInt64 = false;
-  AUTODIST_HOST_DEVICE static float Forward(float x) {
-#ifdef __CUDA_ARCH__
-    return sqrtf(x);
-#else
-    return std::sqrt(x);
-#endif
-  }
+  AUTODIST_HOST_DEVICE static float Forward(float x) { return vec::Sqrt(x); }
   AUTODIST_HOST_DEVICE static float Grad(float dy, float y) { return dy / (2.0F * y); }
 };
 

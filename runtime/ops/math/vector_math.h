@@ -35,6 +35,16 @@ AUTODIST_HOST_DEVICE inline float BitsFloat(int32_t bits) {
 #endif
 }
 
+// The correctly rounded square root, on both backends (IEEE on the device too, unless fast math
+// is asked for, and our CUDA build does not ask).
+AUTODIST_HOST_DEVICE inline float Sqrt(float x) {
+#ifdef __CUDA_ARCH__
+  return sqrtf(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
 // condition ? if_true : if_false as bit operations on a mask. GCC turns a conditional whose
 // sides are floating-point values into control flow, and with IEEE exception semantics
 // (-ftrapping-math, the default) it then refuses to vectorize the loop; a mask select is

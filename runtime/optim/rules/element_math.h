@@ -3,9 +3,8 @@
 // same way: every function here compiles for host and device.
 #pragma once
 
-#include <cmath>
-
 #include "runtime/common/host_device.h"
+#include "runtime/ops/math/vector_math.h"
 
 namespace autodist::optim::detail {
 
@@ -24,15 +23,8 @@ AUTODIST_HOST_DEVICE inline float Fma(float a, float b, float c) {
 #endif
 }
 
-// The correctly rounded square root (IEEE, on the device too unless fast math is asked for, and
-// our CUDA build does not ask).
-AUTODIST_HOST_DEVICE inline float Sqrt(float x) {
-#ifdef __CUDA_ARCH__
-  return sqrtf(x);
-#else
-  return std::sqrt(x);
-#endif
-}
+// The correctly rounded square root, shared with the op kernels.
+using ops::vec::Sqrt;
 
 // torch.maximum: NaN if either is NaN.
 AUTODIST_HOST_DEVICE inline float Maximum(float a, float b) {
