@@ -20,7 +20,7 @@ BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   zlib1g-dev
-  python3-yaml
+  python3-yaml python3-onnx
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)

@@ -127,7 +127,12 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "Directory for checkpoints");
   app.add_option("--checkpoint-every", options.checkpoint_every, "Checkpoint every N steps");
   app.add_flag("--resume", options.resume, "Continue from the latest checkpoint");
+  app.add_option("--checkpoint-keep", options.checkpoint_keep,
+                 "Newest checkpoints kept, older ones deleted (0: all)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--export", options.export_path, "Write the trained model (ONNX) here");
+  app.add_flag("--export-external-data", options.export_options.external_data,
+               "Write the exported model's initializers to <export>.data (ONNX external data)");
   app.add_option("--threads", threads, "Compute threads (default: all cores)");
   app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
   app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");

@@ -34,8 +34,10 @@ exec::TrainerOptions TrainerOptionsFromJob(const job::JobSpec& job, int first_re
     options.checkpoint_dir = job.training.checkpoint->path;
     options.checkpoint_every = job.training.checkpoint->interval_steps;
     options.resume = job.training.checkpoint->resume;
+    options.checkpoint_keep = job.training.checkpoint->keep;
   }
   options.export_path = job.training.export_path;
+  options.export_options.external_data = job.training.export_external_data;
   options.local_replicas = local_replicas;
   options.rank = first_replica;
   options.world_size = total_replicas;

@@ -1,5 +1,8 @@
 #include "runtime/common/file_io.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -35,6 +38,30 @@ std::string ReadFileBytes(const std::string& path, const std::string& what) {
   }
   AD_CHECK(!in.bad(), kInvalidArgument, "cannot read {} file '{}'", what, path);
   return bytes;
+}
+
+void ReadFileRange(const std::string& path, int64_t offset, void* out, size_t size,
+                   const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  AD_CHECK(fd >= 0, kNotFound, "{}: cannot open '{}': {}", what, path, std::strerror(errno));
+  auto* cursor = static_cast<char*>(out);
+  size_t done = 0;
+  while (done < size) {
+    // pread moves at most 0x7ffff000 bytes per call on Linux: large tensors take several.
+    const ssize_t got = ::pread(fd, cursor + done, size - done,
+                                static_cast<off_t>(offset) + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = errno;
+      ::close(fd);
+      AD_CHECK(got == 0, kInvalidArgument, "{}: cannot read '{}' at byte {}: {}", what, path,
+               offset + static_cast<int64_t>(done), std::strerror(error));
+      Fail(ErrorCode::kInvalidArgument, "{}: '{}' ends at byte {}; expected {} bytes from {}", what,
+           path, offset + static_cast<int64_t>(done), size, offset);
+    }
+    done += static_cast<size_t>(got);
+  }
+  ::close(fd);
 }
 
 void WriteFileBytes(const std::string& path, const std::string& bytes) {

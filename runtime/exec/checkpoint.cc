@@ -2,73 +2,84 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <regex>
+#include <utility>
 
+#include "runtime/common/durable_file.h"
 #include "runtime/common/error.h"
-#include "runtime/common/file_io.h"
 
 namespace autodist::exec {
+namespace {
 
-autodist::proto::TensorValue ToTensorValue(const std::string& name, const tensor::Tensor& value) {
-  autodist::proto::TensorValue out;
-  out.set_name(name);
-  out.set_data_type(static_cast<int32_t>(value.dtype()));
-  for (const int64_t dim : value.shape()) out.add_dims(dim);
-  out.set_data(value.raw(), value.nbytes());
-  return out;
-}
+namespace fs = std::filesystem;
 
-tensor::Tensor FromTensorValue(const autodist::proto::TensorValue& value, const std::string& what) {
-  const tensor::DType dtype = tensor::DTypeFromOnnx(value.data_type(), what);
-  tensor::Tensor out(dtype, tensor::Shape(value.dims().begin(), value.dims().end()));
-  AD_CHECK(value.data().size() == out.nbytes(), kInvalidArgument,
-           "{}: '{}' holds {} bytes, its shape {} needs {}", what, value.name(),
-           value.data().size(), tensor::ShapeToString(out.shape()), out.nbytes());
-  if (out.nbytes() > 0) std::memcpy(out.raw(), value.data().data(), out.nbytes());
-  return out;
-}
+// checkpoint-<step>.ckpt, or .pb from earlier releases; a `.tmp` suffix marks an unfinished write.
+const std::regex kName(R"(checkpoint-(\d+)\.(ckpt|pb))");
+const std::regex kUnfinished(R"(checkpoint-\d+\.(ckpt|pb)\.tmp)");
 
-std::string WriteCheckpoint(const std::string& dir, const autodist::proto::Checkpoint& checkpoint) {
+std::vector<std::pair<int64_t, std::string>> StepsAndPaths(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  AD_CHECK(!ec, kInvalidArgument, "cannot create checkpoint directory '{}': {}", dir, ec.message());
-  const std::string path = fmt::format("{}/checkpoint-{}.pb", dir, checkpoint.step());
-  const std::string temporary = path + ".tmp";
-  std::string bytes;
-  AD_CHECK(checkpoint.SerializeToString(&bytes), kInternal, "cannot serialize the checkpoint");
-  WriteFileBytes(temporary, bytes);
-  std::filesystem::rename(temporary, path, ec);
-  AD_CHECK(!ec, kInvalidArgument, "cannot move checkpoint into place at '{}': {}", path,
-           ec.message());
-  return path;
-}
-
-std::optional<std::string> LatestCheckpoint(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
-  static const std::regex kName(R"(checkpoint-(\d+)\.pb)");
-  std::optional<std::string> best;
-  int64_t best_step = -1;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  if (!fs::is_directory(dir, ec)) return found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, match, kName)) continue;
-    const int64_t step = std::stoll(match[1].str());
-    if (step > best_step) {
-      best_step = step;
-      best = entry.path().string();
-    }
+    found.emplace_back(std::stoll(match[1].str()), entry.path().string());
   }
-  return best;
+  // Newest first; of two files of the same step (both formats), this release's first.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second < b.second;  // ".ckpt" < ".pb"
+  });
+  return found;
 }
 
-autodist::proto::Checkpoint ReadCheckpoint(const std::string& path) {
-  autodist::proto::Checkpoint checkpoint;
-  AD_CHECK(checkpoint.ParseFromString(ReadFileBytes(path, "checkpoint")), kInvalidArgument,
-           "'{}' is not a checkpoint", path);
-  return checkpoint;
+void RemoveUnfinished(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, kUnfinished)) fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
+std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep) {
+  AD_CHECK(keep >= 0, kInvalidArgument, "checkpoint keep is {}; expected 0 (keep all) or more",
+           keep);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  AD_CHECK(!ec, kInvalidArgument, "cannot create checkpoint directory '{}': {}", dir, ec.message());
+  // Only the chief writes here, so a temporary file is an earlier write that a crash cut short.
+  RemoveUnfinished(dir);
+  std::string path = fmt::format("{}/checkpoint-{}.ckpt", dir, contents.meta.step);
+  WriteCheckpointFile(path, contents);
+  if (keep > 0) {
+    const auto found = StepsAndPaths(dir);
+    bool removed = false;
+    for (auto i = static_cast<size_t>(keep); i < found.size(); ++i) {
+      if (found[i].second == path) continue;  // older steps of another run may sort above it
+      fs::remove(found[i].second, ec);
+      removed = true;
+    }
+    if (removed) SyncDirectory(dir);
+  }
+  return path;
+}
+
+std::vector<std::string> ListCheckpoints(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (auto& [step, path] : StepsAndPaths(dir)) paths.push_back(std::move(path));
+  return paths;
+}
+
+std::optional<std::string> LatestCheckpoint(const std::string& dir) {
+  const std::vector<std::string> paths = ListCheckpoints(dir);
+  if (paths.empty()) return std::nullopt;
+  return paths.front();
 }
 
 }  // namespace autodist::exec

@@ -1,27 +1,27 @@
-// Checkpoints of a training run (proto/checkpoint.proto), written atomically as
-// <dir>/checkpoint-<step>.pb; the latest is the one with the highest step.
+// The checkpoints of a training run in one directory: <dir>/checkpoint-<step>.ckpt (the format of
+// checkpoint_file.h; checkpoint-<step>.pb files of earlier releases are still found and read).
+// The latest is the one with the highest step. Each is written durably, and once it is, all but
+// the newest `keep` are deleted.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "proto/checkpoint.pb.h"
-#include "runtime/tensor/tensor.h"
+#include "runtime/exec/checkpoint_file.h"
 
 namespace autodist::exec {
 
-autodist::proto::TensorValue ToTensorValue(const std::string& name, const tensor::Tensor& value);
-tensor::Tensor FromTensorValue(const autodist::proto::TensorValue& value, const std::string& what);
+// Writes `contents` to <dir>/checkpoint-<step>.ckpt (creating `dir`), then deletes all but the
+// newest `keep` checkpoints (keep 0: none) and what earlier writes interrupted by a crash left
+// behind. Returns the path. Throws InvalidArgument naming the path (and the bytes needed when
+// the disk is full); the checkpoints already there are then untouched.
+std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep);
 
-// Writes `checkpoint` to <dir>/checkpoint-<step>.pb (through a temporary file and a rename, so a
-// crash never leaves a torn checkpoint) and returns the path. Creates `dir` if needed.
-std::string WriteCheckpoint(const std::string& dir, const autodist::proto::Checkpoint& checkpoint);
+// The checkpoints in `dir`, newest (highest step) first; empty when there is none or no `dir`.
+std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 // The path of the latest checkpoint in `dir`, if any.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
-
-// Reads a checkpoint; errors name the file.
-autodist::proto::Checkpoint ReadCheckpoint(const std::string& path);
 
 }  // namespace autodist::exec

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "runtime/common/error.h"
+#include "runtime/graph/external_data.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/ops/onnx_tensor.h"
 #include "runtime/ops/registry.h"
@@ -79,8 +80,16 @@ void ExecutionPlan::LoadInitializers(std::vector<Tensor>& initializers) {
       value.kind = ValueKind::kConstant;
     }
     initializers.resize(values.size());
-    initializers[static_cast<size_t>(id)] = ops::TensorFromProto(
-        initializer, fmt::format("model '{}': initializer '{}'", source, initializer.name()));
+    const std::string what =
+        fmt::format("model '{}': initializer '{}'", source, initializer.name());
+    if (graph::IsExternalData(initializer)) {
+      const graph::ExternalDataRange range =
+          graph::ResolveExternalData(initializer, graph::ModelDirectory(source), what);
+      initializers[static_cast<size_t>(id)] =
+          ops::TensorFromExternalData(initializer, range.path, range.offset, range.length, what);
+    } else {
+      initializers[static_cast<size_t>(id)] = ops::TensorFromProto(initializer, what);
+    }
     AD_CHECK(value.kind != ValueKind::kVariable ||
                  initializers[static_cast<size_t>(id)].dtype() == DType::kFloat32,
              kInvalidArgument,

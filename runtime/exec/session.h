@@ -31,6 +31,8 @@ struct SessionOptions {
 
 class Session {
  public:
+  // `source` is the model's path: it names the model in messages, and external data
+  // (graph/external_data.h) is read relative to its directory.
   Session(const onnx::ModelProto& model, const std::string& source, const SessionOptions& options);
   ~Session();
   Session(Session&&) noexcept;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "runtime/common/error.h"
@@ -290,24 +291,23 @@ class Run {
     std::map<std::string, Tensor> states = ReducedStates("checkpoint");
     if (!synchronizer_.is_chief()) return;
     const TrainingState state = synchronizer_.CurrentState(sessions_);
-    autodist::proto::Checkpoint checkpoint;
-    checkpoint.set_step(step_);
-    checkpoint.set_epoch(position.epoch);
-    checkpoint.set_batch(position.batch);
-    checkpoint.set_model(options_.model);
+    CheckpointContents contents;
+    contents.meta.step = step_;
+    contents.meta.epoch = position.epoch;
+    contents.meta.batch = position.batch;
+    contents.meta.model = options_.model;
     std::ostringstream rng;
     rng << session().rng();
-    checkpoint.set_rng_state(rng.str());
+    contents.meta.rng_state = rng.str();
     for (const std::string& name : session().trainable_names()) {
-      *checkpoint.add_variables() = ToTensorValue(name, state.variables.at(name));
+      contents.variables.emplace_back(name, state.variables.at(name));
     }
     for (const std::string& name : session().state_names()) {
-      *checkpoint.add_states() = ToTensorValue(name, states.at(name).To(tensor::Device::Cpu()));
+      contents.states.emplace_back(name, states.at(name).To(tensor::Device::Cpu()));
     }
-    for (const auto& [key, value] : state.optimizer) {
-      *checkpoint.add_optimizer() = ToTensorValue(key, value);
-    }
-    const std::string path = WriteCheckpoint(options_.checkpoint_dir, checkpoint);
+    for (const auto& [key, value] : state.optimizer) contents.optimizer.emplace_back(key, value);
+    const std::string path =
+        WriteCheckpoint(options_.checkpoint_dir, contents, options_.checkpoint_keep);
     Emit(fmt::format("checkpoint at step {}: {}", step_, path));
   }
 
@@ -317,44 +317,98 @@ class Run {
     TrainingState state = synchronizer_.CurrentState(sessions_);
     for (auto& [name, value] : values) value = value.To(tensor::Device::Cpu());
     values.merge(state.variables);
-    ExportModel(model_, values, options_.export_path);
+    ExportModel(model_, options_.model, values, options_.export_path, options_.export_options);
     Emit(fmt::format("exported the trained model to {}", options_.export_path));
   }
 
   ResumePoint Restore(TrainResult& result, std::map<std::string, Tensor>& optimizer_state) {
     AD_CHECK(!options_.checkpoint_dir.empty(), kInvalidArgument,
              "resuming needs a checkpoint directory");
-    const std::optional<std::string> path = LatestCheckpoint(options_.checkpoint_dir);
-    if (!path) {
+    const std::vector<std::string> paths = ListCheckpoints(options_.checkpoint_dir);
+    if (paths.empty()) {
       Emit(fmt::format("no checkpoint in {}; starting from step 0", options_.checkpoint_dir));
       return {};
     }
-    const autodist::proto::Checkpoint checkpoint = ReadCheckpoint(*path);
-    const auto restore = [&](const autodist::proto::TensorValue& value, Tensor& target) {
-      const Tensor restored = FromTensorValue(value, "checkpoint '" + *path + "'");
-      AD_CHECK(restored.shape() == target.shape() && restored.dtype() == target.dtype(),
-               kInvalidArgument, "checkpoint '{}': '{}' has shape {}, the model's has {}", *path,
-               value.name(), tensor::ShapeToString(restored.shape()),
-               tensor::ShapeToString(target.shape()));
-      target = restored.To(target.device());
-    };
-    // Every local replica starts from the checkpoint: state is per replica, and the reduced
-    // value is the best start for each of them.
-    for (Session* replica : sessions_) {
-      for (const auto& value : checkpoint.variables()) {
-        restore(value, replica->variable(value.name()));
+    // A checkpoint that is torn (a crash while it was written, on a file system that does not
+    // order the rename after the data) or corrupt is passed over for the one before it. One
+    // that does not fit the model is the user's error, and fails.
+    for (size_t i = 0; i < paths.size(); ++i) {
+      std::optional<CheckpointReader> reader;
+      try {
+        reader.emplace(paths[i]);
+      } catch (const Error& error) {
+        if (i + 1 == paths.size()) throw;
+        Emit(fmt::format("warning: {}; trying the checkpoint before it", error.what()));
+        continue;
       }
-      for (const auto& value : checkpoint.states()) restore(value, replica->state(value.name()));
+      CheckFitsTheModel(*reader);
+      try {
+        return RestoreFrom(*reader, result, optimizer_state);
+      } catch (const Error& error) {
+        if (i + 1 == paths.size()) throw;
+        Emit(fmt::format("warning: {}; trying the checkpoint before it", error.what()));
+      }
     }
-    for (const auto& value : checkpoint.optimizer()) {
-      optimizer_state[value.name()] = FromTensorValue(value, "checkpoint '" + *path + "'");
+    Fail(ErrorCode::kInternal, "no checkpoint restored from {}", options_.checkpoint_dir);
+  }
+
+  // Every tensor of the checkpoint names a variable or state of the model, with its shape.
+  void CheckFitsTheModel(const CheckpointReader& reader) {
+    const auto check = [&](const CheckpointReader::Entry& entry, const Tensor& target) {
+      AD_CHECK(entry.shape == target.shape() && entry.dtype == target.dtype(), kInvalidArgument,
+               "checkpoint '{}': '{}' is {} {}, the model's is {} {}", reader.path(), entry.name,
+               tensor::DTypeName(entry.dtype), tensor::ShapeToString(entry.shape),
+               tensor::DTypeName(target.dtype()), tensor::ShapeToString(target.shape()));
+    };
+    const auto names = [](const std::vector<std::string>& list) {
+      return std::set<std::string>(list.begin(), list.end());
+    };
+    const std::set<std::string> variables = names(session().trainable_names());
+    const std::set<std::string> states = names(session().state_names());
+    for (const auto& entry : reader.variables()) {
+      AD_CHECK(variables.contains(entry.name), kInvalidArgument,
+               "checkpoint '{}' holds variable '{}', which model '{}' does not have (a checkpoint "
+               "of another model?)",
+               reader.path(), entry.name, options_.model);
+      check(entry, session().variable(entry.name));
     }
-    std::istringstream rng(checkpoint.rng_state());
+    for (const auto& entry : reader.states()) {
+      AD_CHECK(states.contains(entry.name), kInvalidArgument,
+               "checkpoint '{}' holds state '{}', which model '{}' does not have", reader.path(),
+               entry.name, options_.model);
+      check(entry, session().state(entry.name));
+    }
+  }
+
+  ResumePoint RestoreFrom(const CheckpointReader& reader, TrainResult& result,
+                          std::map<std::string, Tensor>& optimizer_state) {
+    // Each tensor is read once, into new storage that replaces the session's (so at most one
+    // tensor more than the model is in memory); every other replica takes a copy, as state is per
+    // replica and the restored value is the best start for each.
+    const auto restore = [&](const CheckpointReader::Entry& entry, auto&& target_of) {
+      const Tensor restored = reader.Read(entry);
+      Tensor& first = target_of(*sessions_.front());
+      first = restored.To(first.device());
+      for (size_t r = 1; r < sessions_.size(); ++r) {
+        Tensor& target = target_of(*sessions_[r]);
+        target = first.To(target.device());
+        if (target.SharesStorageWith(first)) target = first.Clone();
+      }
+    };
+    for (const auto& entry : reader.variables()) {
+      restore(entry, [&](Session& s) -> Tensor& { return s.variable(entry.name); });
+    }
+    for (const auto& entry : reader.states()) {
+      restore(entry, [&](Session& s) -> Tensor& { return s.state(entry.name); });
+    }
+    for (const auto& entry : reader.optimizer()) optimizer_state[entry.name] = reader.Read(entry);
+    std::istringstream rng(reader.meta().rng_state);
     rng >> session().rng();
-    AD_CHECK(!rng.fail(), kInvalidArgument, "checkpoint '{}': corrupt random engine state", *path);
-    result.resumed_from_step = checkpoint.step();
-    Emit(fmt::format("resumed from {} at step {}", *path, checkpoint.step()));
-    return ResumePoint{checkpoint.step(), checkpoint.epoch(), checkpoint.batch()};
+    AD_CHECK(!rng.fail(), kInvalidArgument, "checkpoint '{}': corrupt random engine state",
+             reader.path());
+    result.resumed_from_step = reader.meta().step;
+    Emit(fmt::format("resumed from {} at step {}", reader.path(), reader.meta().step));
+    return ResumePoint{reader.meta().step, reader.meta().epoch, reader.meta().batch};
   }
 
   const TrainerOptions& options_;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/exec/export_options.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 
@@ -38,7 +39,9 @@ struct TrainerOptions {
   std::string checkpoint_dir;    // empty: no checkpoints
   int64_t checkpoint_every = 0;  // steps; 0: only at the end when checkpoint_dir is set
   bool resume = false;           // continue from the latest checkpoint in checkpoint_dir
+  int checkpoint_keep = 3;       // checkpoints kept (the newest); 0: all
   std::string export_path;       // write the trained model here at the end
+  ExportOptions export_options;  // when its initializers go to a data file beside it
   // Data-parallel replicas: this process runs `local_replicas` of them, with global indices
   // rank .. rank + local_replicas - 1 of world_size; replica i reads data shard rank + i.
   int local_replicas = 1;

@@ -11,6 +11,7 @@ namespace autodist::graph {
 // Newest opset of the default ONNX domain we accept: the newest libonnx 1.12 knows.
 inline constexpr int64_t kMaxDefaultOpset = 17;
 
+// `source` is the model's path: external data (external_data.h) is resolved relative to it.
 // Throws InvalidArgument naming `source` when the model imports a default-domain opset newer
 // than kMaxDefaultOpset, fails the ONNX checker or fails shape inference (CheckShapes).
 // Weight-stripped models are checked without their (absent) tensor data; see the comment in

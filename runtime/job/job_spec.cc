@@ -32,7 +32,8 @@ bool TrainingSpec::operator==(const TrainingSpec& other) const {
          SameSchedule(lr_schedule, other.lr_schedule) &&
          lr_schedule_options == other.lr_schedule_options && checkpoint == other.checkpoint &&
          eval_interval_steps == other.eval_interval_steps &&
-         log_interval_steps == other.log_interval_steps && export_path == other.export_path;
+         log_interval_steps == other.log_interval_steps && export_path == other.export_path &&
+         export_external_data == other.export_external_data;
 }
 
 const char* DataFormatName(DataFormat format) {

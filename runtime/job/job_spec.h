@@ -75,6 +75,7 @@ struct CheckpointSpec {
   std::string path;            // directory of the checkpoints
   int64_t interval_steps = 0;  // 0: only at the end of training
   bool resume = true;          // continue from the latest checkpoint in `path` when there is one
+  int keep = 3;                // the newest checkpoints kept, older ones deleted; 0: keep all
 
   bool operator==(const CheckpointSpec&) const = default;
 };
@@ -92,6 +93,9 @@ struct TrainingSpec {
   int64_t eval_interval_steps = 0;  // 0: at the end of every epoch
   int64_t log_interval_steps = 100;
   std::string export_path;  // empty: no export
+  // Initializers in a data file beside the exported model (ONNX external data) even below the
+  // size (1 GiB of initializers) at which that happens anyway.
+  bool export_external_data = false;
 
   bool operator==(const TrainingSpec& other) const;
 };

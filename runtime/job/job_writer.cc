@@ -110,11 +110,15 @@ void EmitTraining(YAML::Emitter& out, const TrainingSpec& training) {
     EmitStringField(out, "path", training.checkpoint->path);
     out << YAML::Key << "intervalSteps" << YAML::Value << training.checkpoint->interval_steps;
     out << YAML::Key << "resume" << YAML::Value << training.checkpoint->resume;
+    out << YAML::Key << "keep" << YAML::Value << training.checkpoint->keep;
     out << YAML::EndMap;
   }
   out << YAML::Key << "evalIntervalSteps" << YAML::Value << training.eval_interval_steps;
   out << YAML::Key << "logIntervalSteps" << YAML::Value << training.log_interval_steps;
   if (!training.export_path.empty()) EmitStringField(out, "exportPath", training.export_path);
+  if (training.export_external_data) {
+    out << YAML::Key << "exportExternalData" << YAML::Value << true;
+  }
   out << YAML::EndMap;
 }
 

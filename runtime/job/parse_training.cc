@@ -9,6 +9,7 @@ namespace autodist::job::detail {
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxKeep = 1000000;  // checkpoints kept; an int
 
 // "totalSteps", "total_steps" and "total-steps" name the same option.
 std::string Squashed(const std::string& key) {
@@ -62,11 +63,12 @@ void ReadSchedule(ParseContext& context, const YAML::Node& node, const std::stri
 
 CheckpointSpec ReadCheckpoint(ParseContext& context, const YAML::Node& node,
                               const std::string& path, const PathResolver& resolver) {
-  const MapReader map(context, node, path, {"path", "intervalSteps", "resume"});
+  const MapReader map(context, node, path, {"path", "intervalSteps", "resume", "keep"});
   CheckpointSpec checkpoint;
   checkpoint.path = ReadPath(context, map.Require("path"), map.PathOf("path"), resolver);
   checkpoint.interval_steps = map.Int("intervalSteps", 0, kMax).value_or(0);
   checkpoint.resume = map.Bool("resume").value_or(checkpoint.resume);
+  checkpoint.keep = static_cast<int>(map.Int("keep", 0, kMaxKeep).value_or(checkpoint.keep));
   return checkpoint;
 }
 
@@ -74,9 +76,10 @@ CheckpointSpec ReadCheckpoint(ParseContext& context, const YAML::Node& node,
 
 TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const std::string& path,
                           const PathResolver& resolver) {
-  const MapReader map(context, node, path,
-                      {"epochs", "steps", "optimizer", "lrSchedule", "checkpoint",
-                       "evalIntervalSteps", "logIntervalSteps", "exportPath"});
+  const MapReader map(
+      context, node, path,
+      {"epochs", "steps", "optimizer", "lrSchedule", "checkpoint", "evalIntervalSteps",
+       "logIntervalSteps", "exportPath", "exportExternalData"});
   TrainingSpec training;
   const auto epochs = map.Int("epochs", 1, kMax);
   const auto steps = map.Int("steps", 1, kMax);
@@ -102,6 +105,8 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   if (const YAML::Node* export_path = map.Find("exportPath")) {
     training.export_path = ReadPath(context, *export_path, map.PathOf("exportPath"), resolver);
   }
+  training.export_external_data =
+      map.Bool("exportExternalData").value_or(training.export_external_data);
   return training;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
 
 namespace autodist::ops {
 namespace {
@@ -18,18 +19,24 @@ void CopyField(const Field& field, tensor::Tensor& out, const std::string& what)
   for (int i = 0; i < field.size(); ++i) data[i] = static_cast<T>(field.Get(i));
 }
 
-}  // namespace
-
-tensor::Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& what) {
-  AD_CHECK(proto.data_location() != onnx::TensorProto::EXTERNAL, kInvalidArgument,
-           "{}: external tensor data is not supported; save the model with the data inline", what);
+// A tensor of the proto's type and dims, data not yet filled in.
+tensor::Tensor EmptyTensorFor(const onnx::TensorProto& proto, const std::string& what) {
   tensor::Shape shape(proto.dims().begin(), proto.dims().end());
   for (const int64_t dim : shape) {
     AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
              tensor::ShapeToString(shape));
   }
-  const tensor::DType dtype = tensor::DTypeFromOnnx(proto.data_type(), what);
-  tensor::Tensor out(dtype, shape);
+  return tensor::Tensor(tensor::DTypeFromOnnx(proto.data_type(), what), shape);
+}
+
+}  // namespace
+
+tensor::Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& what) {
+  AD_CHECK(proto.data_location() != onnx::TensorProto::EXTERNAL, kInvalidArgument,
+           "{}: its data is external, and the model's directory is not known here", what);
+  tensor::Tensor out = EmptyTensorFor(proto, what);
+  const tensor::DType dtype = out.dtype();
+  const tensor::Shape& shape = out.shape();
   if (!proto.raw_data().empty()) {
     AD_CHECK(proto.raw_data().size() == out.nbytes(), kInvalidArgument,
              "{}: raw data has {} bytes but shape {} of {} needs {}", what, proto.raw_data().size(),
@@ -62,6 +69,16 @@ tensor::Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string
     case tensor::DType::kUndefined:
       Fail(ErrorCode::kInternal, "{}: undefined dtype", what);
   }
+  return out;
+}
+
+tensor::Tensor TensorFromExternalData(const onnx::TensorProto& proto, const std::string& path,
+                                      int64_t offset, int64_t length, const std::string& what) {
+  tensor::Tensor out = EmptyTensorFor(proto, what);
+  AD_CHECK(length == static_cast<int64_t>(out.nbytes()), kInvalidArgument,
+           "{}: its external data in '{}' is {} bytes; shape {} of {} needs {}", what, path, length,
+           tensor::ShapeToString(out.shape()), tensor::DTypeName(out.dtype()), out.nbytes());
+  ReadFileRange(path, offset, out.raw(), out.nbytes(), what);  // little-endian, as in raw_data
   return out;
 }
 

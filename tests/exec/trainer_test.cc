@@ -138,11 +138,11 @@ std::map<std::string, std::vector<float>> FinalVariables(TrainerOptions options,
                                                          const std::string& dir) {
   options.checkpoint_dir = dir;
   Train(options, [](const std::string&) {});
-  const auto checkpoint = ReadCheckpoint(*LatestCheckpoint(dir));
+  const CheckpointReader checkpoint(*LatestCheckpoint(dir));
   std::map<std::string, std::vector<float>> values;
-  for (const auto& value : checkpoint.variables()) {
-    const tensor::Tensor t = FromTensorValue(value, "test");
-    values[value.name()] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  for (const auto& entry : checkpoint.variables()) {
+    const tensor::Tensor t = checkpoint.Read(entry);
+    values[entry.name] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
   }
   return values;
 }

@@ -71,9 +71,11 @@ TEST(JobParserTest, FullManifestParsesEveryField) {
   EXPECT_EQ(training.checkpoint->path, "/jobs/ckpt/");
   EXPECT_EQ(training.checkpoint->interval_steps, 500);
   EXPECT_FALSE(training.checkpoint->resume);
+  EXPECT_EQ(training.checkpoint->keep, 5);
   EXPECT_EQ(training.eval_interval_steps, 250);
   EXPECT_EQ(training.log_interval_steps, 50);
   EXPECT_EQ(training.export_path, "/jobs/out/trained.onnx");
+  EXPECT_TRUE(training.export_external_data);
 
   EXPECT_EQ(job.strategy.builder, "PartitionedPS");
   EXPECT_EQ(job.strategy.options,
@@ -331,7 +333,7 @@ TEST(JobParserTest, UnknownFieldInAFileNamesFileLineAndPath) {
             path +
                 ":13: spec.training.optimizr: unknown field (expected one of: epochs, steps, "
                 "optimizer, lrSchedule, checkpoint, evalIntervalSteps, logIntervalSteps, "
-                "exportPath)");
+                "exportPath, exportExternalData)");
 }
 
 TEST(JobParserTest, RejectsSeveralDocumentsAndEmptyFiles) {

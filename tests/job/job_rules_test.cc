@@ -192,11 +192,11 @@ const Rule kRules[] = {
     {"TrainingNotAMapping", "  training:\n    steps: 1000\n" + kOptimizer, "  training: [steps]\n",
      "spec.training",
      "expected a mapping with fields epochs, steps, optimizer, lrSchedule, checkpoint, "
-     "evalIntervalSteps, logIntervalSteps, exportPath, got a list"},
+     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, got a list"},
     {"TrainingUnknownField", Training(""), Training("    batchSize: 4\n"),
      "spec.training.batchSize",
      "unknown field (expected one of: epochs, steps, optimizer, lrSchedule, checkpoint, "
-     "evalIntervalSteps, logIntervalSteps, exportPath)"},
+     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData)"},
     {"StepsOverflow", "    steps: 1000", "    steps: 99999999999999999999", "spec.training.steps",
      "expected an integer between 1 and 9223372036854775807, got \"99999999999999999999\""},
     {"EpochsZero", "    steps: 1000", "    epochs: 0", "spec.training.epochs",
@@ -320,10 +320,10 @@ const Rule kRules[] = {
     // spec.training.checkpoint.
     {"CheckpointNotAMapping", Training(""), Training("    checkpoint: ckpt/\n"),
      "spec.training.checkpoint",
-     "expected a mapping with fields path, intervalSteps, resume, got \"ckpt/\""},
+     "expected a mapping with fields path, intervalSteps, resume, keep, got \"ckpt/\""},
     {"CheckpointUnknownField", Training(""), Training("    checkpoint: {path: c, every: 5}\n"),
      "spec.training.checkpoint.every",
-     "unknown field (expected one of: path, intervalSteps, resume)"},
+     "unknown field (expected one of: path, intervalSteps, resume, keep)"},
     {"CheckpointPathEmpty", Training(""), Training("    checkpoint: {path: \"\"}\n"),
      "spec.training.checkpoint.path", "must not be empty"},
     // spec.strategy (parse_strategy.cc, builder_check.cc and the builders' option readers).

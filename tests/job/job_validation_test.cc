@@ -173,112 +173,116 @@ const BadCase kCases[] = {
      "job.yaml:42: spec.training.checkpoint.path: required field is missing"},
     {"CheckpointResume", "      resume: false", "      resume: later",
      "job.yaml:45: spec.training.checkpoint.resume: expected true or false, got \"later\""},
+    {"CheckpointKeep", "      keep: 5", "      keep: -2",
+     "job.yaml:46: spec.training.checkpoint.keep: expected an integer >= 0, got \"-2\""},
+    {"ExportExternalData", "    exportExternalData: true", "    exportExternalData: maybe",
+     "job.yaml:50: spec.training.exportExternalData: expected true or false, got \"maybe\""},
     {"EvalInterval", "    evalIntervalSteps: 250", "    evalIntervalSteps: -5",
-     "job.yaml:46: spec.training.evalIntervalSteps: expected an integer >= 0, got \"-5\""},
+     "job.yaml:47: spec.training.evalIntervalSteps: expected an integer >= 0, got \"-5\""},
     {"LogInterval", "    logIntervalSteps: 50", "    logIntervalSteps: 0",
-     "job.yaml:47: spec.training.logIntervalSteps: expected an integer >= 1, got \"0\""},
+     "job.yaml:48: spec.training.logIntervalSteps: expected an integer >= 1, got \"0\""},
     {"ExportPathEmpty", "    exportPath: out/trained.onnx", "    exportPath: \"\"",
-     "job.yaml:48: spec.training.exportPath: must not be empty"},
+     "job.yaml:49: spec.training.exportPath: must not be empty"},
     // Strategy.
     {"BuilderUnknown", "    builder: PartitionedPS", "    builder: PSLB",
-     "job.yaml:50: spec.strategy.builder: expected one of: PS, PSLoadBalancing, PartitionedPS, "
+     "job.yaml:52: spec.strategy.builder: expected one of: PS, PSLoadBalancing, PartitionedPS, "
      "UnevenPartitionedPS, AllReduce, PartitionedAR, RandomAxisPartitionAR, Parallax, Auto; got "
      "\"PSLB\""},
     {"OptionNotTakenByBuilder", "      staleness: 2", "      chunkSize: 64",
-     "job.yaml:51: spec.strategy.options: builder PartitionedPS does not take option "
+     "job.yaml:53: spec.strategy.options: builder PartitionedPS does not take option "
      "'chunkSize'; it takes: compressor, local_proxy_variable, staleness, sync, topk_fraction"},
     {"OptionBadValue", "      staleness: 2", "      staleness: -1",
-     "job.yaml:51: spec.strategy.options: builder PartitionedPS: option staleness must be >= 0, "
+     "job.yaml:53: spec.strategy.options: builder PartitionedPS: option staleness must be >= 0, "
      "got -1"},
     {"OptionNotABool", "      sync: true", "      sync: often",
-     "job.yaml:51: spec.strategy.options: builder PartitionedPS: option sync: expected true or "
+     "job.yaml:53: spec.strategy.options: builder PartitionedPS: option sync: expected true or "
      "false, got 'often'"},
     {"StalenessNeedsSync", "      sync: true", "      sync: false",
-     "job.yaml:51: spec.strategy.options: staleness=2 needs sync=true"},
+     "job.yaml:53: spec.strategy.options: staleness=2 needs sync=true"},
     {"OptionNotAValue", "      sync: true", "      sync: [true]",
-     "job.yaml:52: spec.strategy.options.sync: expected a string, got a list"},
+     "job.yaml:54: spec.strategy.options.sync: expected a string, got a list"},
     {"AutoTakesNoOptions", "    builder: PartitionedPS", "    builder: Auto",
-     "job.yaml:51: spec.strategy.options: builder Auto takes no options"},
+     "job.yaml:53: spec.strategy.options: builder Auto takes no options"},
     {"CompressorUnknown", kPsStrategy,
      "    builder: AllReduce\n    options:\n      compressor: Zip\n",
-     "job.yaml:51: spec.strategy.options: builder AllReduce: option compressor: unknown value "
+     "job.yaml:53: spec.strategy.options: builder AllReduce: option compressor: unknown value "
      "'Zip'; valid: NoneCompressor, HorovodCompressor, HorovodCompressorEF"},
     {"AllReduceSpecUnknown", kPsStrategy,
      "    builder: AllReduce\n    options:\n      allReduceSpec: MPI\n",
-     "job.yaml:51: spec.strategy.options: builder AllReduce: option all_reduce_spec: unknown value "
+     "job.yaml:53: spec.strategy.options: builder AllReduce: option all_reduce_spec: unknown value "
      "'MPI'; valid: AUTO, NCCL, RING"},
     {"ColocationWithAllReduce", kPsStrategy,
      kArStrategy + "    colocation:\n      - [fc1.weight, fc1.bias]\n",
-     "job.yaml:55: spec.strategy.colocation: builder AllReduce places no variable on a parameter "
+     "job.yaml:57: spec.strategy.colocation: builder AllReduce places no variable on a parameter "
      "server, so colocation groups do not apply"},
     {"AllReduceWithParameterServers", kPsStrategy, kArStrategy,
-     "job.yaml:62: spec.resources.parameterServers: builder AllReduce all-reduces every variable, "
+     "job.yaml:64: spec.resources.parameterServers: builder AllReduce all-reduces every variable, "
      "so no variable would live on the 2 parameter server(s)"},
     {"PartitionedArWithParameterServers", kPsStrategy, "    builder: PartitionedAR\n",
-     "job.yaml:58: spec.resources.parameterServers: builder PartitionedAR all-reduces every "
+     "job.yaml:60: spec.resources.parameterServers: builder PartitionedAR all-reduces every "
      "variable"},
     {"ColocationNotAList",
      "    colocation:\n      - [fc1.weight, fc1.bias]\n      - [fc2.weight]\n",
      "    colocation: fc1\n",
-     "job.yaml:55: spec.strategy.colocation: expected a list of groups (lists of variable names), "
+     "job.yaml:57: spec.strategy.colocation: expected a list of groups (lists of variable names), "
      "got \"fc1\""},
     {"ColocationEmptyGroup", "      - [fc2.weight]", "      - []",
-     "job.yaml:57: spec.strategy.colocation[1]: expected a non-empty list of variable names, got a "
+     "job.yaml:59: spec.strategy.colocation[1]: expected a non-empty list of variable names, got a "
      "list"},
     {"ColocationVariableTwice", "      - [fc2.weight]", "      - [fc1.bias]",
-     "job.yaml:57: spec.strategy.colocation[1][0]: variable 'fc1.bias' is already in group "
+     "job.yaml:59: spec.strategy.colocation[1][0]: variable 'fc1.bias' is already in group "
      "spec.strategy.colocation[0]; a variable can be in one group"},
     {"StateReduction", "      bn1.running_var: Sum", "      bn1.running_var: Max",
-     "job.yaml:59: spec.strategy.stateReduction[\"bn1.running_var\"]: expected one of: Mean, Sum; "
+     "job.yaml:61: spec.strategy.stateReduction[\"bn1.running_var\"]: expected one of: Mean, Sum; "
      "got \"Max\""},
     // Resources.
     {"WorkersNotANumber", "    workers: 3", "    workers: two",
-     "job.yaml:62: spec.resources.workers: expected an integer >= 1, got \"two\""},
+     "job.yaml:64: spec.resources.workers: expected an integer >= 1, got \"two\""},
     {"WorkersZero", "    workers: 3", "    workers: 0",
-     "job.yaml:62: spec.resources.workers: expected an integer >= 1, got \"0\""},
+     "job.yaml:64: spec.resources.workers: expected an integer >= 1, got \"0\""},
     {"WorkersTooMany", "    workers: 3", "    workers: 3000000000",
-     "job.yaml:62: spec.resources.workers: expected an integer between 1 and 2147483647, got "
+     "job.yaml:64: spec.resources.workers: expected an integer between 1 and 2147483647, got "
      "\"3000000000\""},
     {"WorkersTwice", "    workers: 3\n", "    workers: 3\n    workers: 4\n",
-     "job.yaml:63: spec.resources.workers: field appears twice"},
+     "job.yaml:65: spec.resources.workers: field appears twice"},
     {"GpusNegative", "    gpusPerWorker: 0", "    gpusPerWorker: -1",
-     "job.yaml:63: spec.resources.gpusPerWorker: expected an integer >= 0, got \"-1\""},
+     "job.yaml:65: spec.resources.gpusPerWorker: expected an integer >= 0, got \"-1\""},
     {"ReplicasZero", "    replicasPerWorker: 2", "    replicasPerWorker: 0",
-     "job.yaml:64: spec.resources.replicasPerWorker: expected an integer >= 1, got \"0\""},
+     "job.yaml:66: spec.resources.replicasPerWorker: expected an integer >= 1, got \"0\""},
     {"ReplicasWithGpus", "    gpusPerWorker: 0", "    gpusPerWorker: 1",
-     "job.yaml:64: spec.resources.replicasPerWorker: must be 1 when gpusPerWorker > 0 (each GPU is "
+     "job.yaml:66: spec.resources.replicasPerWorker: must be 1 when gpusPerWorker > 0 (each GPU is "
      "one replica), got 2"},
     {"ParameterServersNegative", "    parameterServers: 2", "    parameterServers: -1",
-     "job.yaml:65: spec.resources.parameterServers: expected an integer >= 0, got \"-1\""},
+     "job.yaml:67: spec.resources.parameterServers: expected an integer >= 0, got \"-1\""},
     {"CpuQuantity", "    cpu: 1500m", "    cpu: 2 cores",
-     "job.yaml:66: spec.resources.cpu: expected a non-negative Kubernetes quantity such as "
+     "job.yaml:68: spec.resources.cpu: expected a non-negative Kubernetes quantity such as "
      "\"500m\", \"2\" or \"1.5\", got \"2 cores\""},
     {"MemoryQuantity", "    memory: 4Gi", "    memory: 4GB",
-     "job.yaml:67: spec.resources.memory: expected a non-negative Kubernetes quantity such as "
+     "job.yaml:69: spec.resources.memory: expected a non-negative Kubernetes quantity such as "
      "\"128Mi\", \"4Gi\", \"1e9\" or \"1G\", got \"4GB\""},
     {"MemoryNegative", "    memory: 4Gi", "    memory: -4Gi",
-     "job.yaml:67: spec.resources.memory: expected a non-negative Kubernetes quantity"},
+     "job.yaml:69: spec.resources.memory: expected a non-negative Kubernetes quantity"},
     // Run policy.
     {"BackoffLimit", "    backoffLimit: 4", "    backoffLimit: -1",
-     "job.yaml:69: spec.runPolicy.backoffLimit: expected an integer >= 0, got \"-1\""},
+     "job.yaml:71: spec.runPolicy.backoffLimit: expected an integer >= 0, got \"-1\""},
     {"ActiveDeadline", "    activeDeadlineSeconds: 7200", "    activeDeadlineSeconds: 0",
-     "job.yaml:70: spec.runPolicy.activeDeadlineSeconds: expected an integer >= 1, got \"0\""},
+     "job.yaml:72: spec.runPolicy.activeDeadlineSeconds: expected an integer >= 1, got \"0\""},
     {"Ttl", "    ttlSecondsAfterFinished: 300", "    ttlSecondsAfterFinished: soon",
-     "job.yaml:71: spec.runPolicy.ttlSecondsAfterFinished: expected an integer >= 0, got "
+     "job.yaml:73: spec.runPolicy.ttlSecondsAfterFinished: expected an integer >= 0, got "
      "\"soon\""},
     {"CleanPodPolicy", "    cleanPodPolicy: All", "    cleanPodPolicy: all",
-     "job.yaml:72: spec.runPolicy.cleanPodPolicy: expected one of: None, Running, All; got "
+     "job.yaml:74: spec.runPolicy.cleanPodPolicy: expected one of: None, Running, All; got "
      "\"all\""},
     {"Suspend", "    suspend: true", "    suspend: sometimes",
-     "job.yaml:73: spec.runPolicy.suspend: expected true or false, got \"sometimes\""},
+     "job.yaml:75: spec.runPolicy.suspend: expected true or false, got \"sometimes\""},
     // Template.
     {"TemplateUnknownField", "    spec:\n      nodeSelector:", "    specs:\n      nodeSelector:",
-     "job.yaml:78: spec.template.specs: unknown field (expected one of: metadata, spec)"},
+     "job.yaml:80: spec.template.specs: unknown field (expected one of: metadata, spec)"},
     {"TemplateSpecNotAMap",
      "    spec:\n      nodeSelector:\n        pool: cpu\n      containers:\n        - name: "
      "autodist\n"
      "          env:\n            - name: PORT\n              value: \"8080\"\n",
-     "    spec: [a]\n", "job.yaml:78: spec.template.spec: expected a mapping, got a list"},
+     "    spec: [a]\n", "job.yaml:80: spec.template.spec: expected a mapping, got a list"},
 };
 
 std::string CaseName(const ::testing::TestParamInfo<BadCase>& param) { return param.param.name; }

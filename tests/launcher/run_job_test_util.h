@@ -130,11 +130,11 @@ inline RunOutcome RunManifest(const cli::RunOptions& options) {
 inline std::map<std::string, std::vector<float>> CheckpointVariables(const std::string& dir) {
   const auto path = exec::LatestCheckpoint(dir);
   if (!path) throw std::runtime_error("no checkpoint in " + dir);
-  const auto checkpoint = exec::ReadCheckpoint(*path);
+  const exec::CheckpointReader checkpoint(*path);
   std::map<std::string, std::vector<float>> values;
-  for (const auto& value : checkpoint.variables()) {
-    const tensor::Tensor t = exec::FromTensorValue(value, "test");
-    values[value.name()] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  for (const auto& entry : checkpoint.variables()) {
+    const tensor::Tensor t = checkpoint.Read(entry);
+    values[entry.name] = std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
   }
   return values;
 }

@@ -1,0 +1,124 @@
+#include "runtime/common/durable_file.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "runtime/common/error.h"
+
+namespace autodist {
+namespace {
+
+// Free bytes for an unprivileged writer on the file system holding `path`; 0 when unknown.
+uint64_t FreeBytes(const std::string& path) {
+  struct statvfs stats {};
+  if (::statvfs(path.c_str(), &stats) != 0) return 0;
+  return static_cast<uint64_t>(stats.f_bavail) * stats.f_frsize;
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+}  // namespace
+
+DurableFile::DurableFile(std::string path, uint64_t expected_bytes, std::string what)
+    : path_(std::move(path)),
+      temporary_(path_ + ".tmp"),
+      what_(std::move(what)),
+      expected_(expected_bytes) {
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  AD_CHECK(fd_ >= 0, kInvalidArgument, "cannot create {} '{}': {}", what_, temporary_,
+           std::strerror(errno));
+  if (expected_bytes > 0) {
+    // fallocate, not posix_fallocate: on file systems without it (EOPNOTSUPP) the latter writes
+    // zeros through the whole file first; those are written without a reservation.
+    if (::fallocate(fd_, 0, 0, static_cast<off_t>(expected_bytes)) != 0 && errno != EOPNOTSUPP) {
+      FailWrite(errno, expected_bytes);
+    }
+  }
+}
+
+DurableFile::~DurableFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(temporary_.c_str());
+}
+
+void DurableFile::FailWrite(int error, uint64_t needed) {
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(temporary_.c_str());
+  if (error == ENOSPC || error == EDQUOT) {
+    Fail(ErrorCode::kInvalidArgument,
+         "cannot write {} '{}': no space left on the device ({} bytes needed, {} free); the "
+         "previous one is kept",
+         what_, path_, needed, FreeBytes(DirectoryOf(path_)));
+  }
+  Fail(ErrorCode::kInvalidArgument, "cannot write {} '{}': {}", what_, path_, std::strerror(error));
+}
+
+void DurableFile::Write(const void* data, size_t size) {
+  AD_CHECK(fd_ >= 0, kInternal, "{} '{}' written after it was committed", what_, path_);
+  const auto* cursor = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t wrote = ::write(fd_, cursor + done, size - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) FailWrite(wrote < 0 ? errno : ENOSPC, std::max(expected_, position_ + size));
+    done += static_cast<size_t>(wrote);
+  }
+  position_ += size;
+}
+
+void DurableFile::PadTo(uint64_t alignment) {
+  static constexpr std::array<char, 4096> kZeros{};
+  uint64_t pad = (alignment - position_ % alignment) % alignment;
+  while (pad > 0) {
+    const uint64_t piece = std::min<uint64_t>(pad, kZeros.size());
+    Write(kZeros.data(), piece);
+    pad -= piece;
+  }
+}
+
+void DurableFile::Commit() {
+  AD_CHECK(fd_ >= 0, kInternal, "{} '{}' committed twice", what_, path_);
+  // A reservation larger than what was written is given back.
+  if (::ftruncate(fd_, static_cast<off_t>(position_)) != 0 || ::fsync(fd_) != 0) {
+    FailWrite(errno, position_);
+  }
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    ::unlink(temporary_.c_str());
+    Fail(ErrorCode::kInvalidArgument, "cannot write {} '{}': {}", what_, path_,
+         std::strerror(errno));
+  }
+  fd_ = -1;
+  if (std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary_.c_str());
+    Fail(ErrorCode::kInvalidArgument, "cannot move {} into place at '{}': {}", what_, path_,
+         std::strerror(error));
+  }
+  SyncDirectory(DirectoryOf(path_));
+}
+
+void SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  AD_CHECK(fd >= 0, kInvalidArgument, "cannot open directory '{}': {}", dir, std::strerror(errno));
+  const int result = ::fsync(fd);
+  const int error = errno;
+  ::close(fd);
+  AD_CHECK(result == 0, kInvalidArgument, "cannot flush directory '{}': {}", dir,
+           std::strerror(error));
+}
+
+}  // namespace autodist

@@ -1,0 +1,255 @@
+#include "runtime/exec/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+
+#include "proto/checkpoint.pb.h"
+#include "runtime/common/crc32c.h"
+#include "runtime/common/durable_file.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+
+namespace autodist::exec {
+namespace {
+
+constexpr std::array<char, 8> kMagic = {'A', 'D', 'C', 'K', 'P', 'T', '0', '2'};
+constexpr std::array<char, 4> kTrailerMagic = {'A', 'D', 'C', 'E'};
+constexpr uint64_t kTrailerBytes = 8 + 8 + 4 + 4;
+constexpr uint64_t kAlignment = 64;  // tensor data starts on cache lines, as tensor storage does
+
+uint64_t AlignUp(uint64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+
+template <typename T>
+void PutLittleEndian(char* out, T value) {
+  std::memcpy(out, &value, sizeof(T));  // little-endian hosts only, as everywhere in this code
+}
+
+template <typename T>
+T GetLittleEndian(const char* in) {
+  T value{};
+  std::memcpy(&value, in, sizeof(T));
+  return value;
+}
+
+// The header's tensor table for one section; `offset` advances over the section's data.
+void AddEntries(const NamedTensors& tensors,
+                google::protobuf::RepeatedPtrField<proto::TensorEntry>* entries, uint64_t& offset) {
+  for (const auto& [name, value] : tensors) {
+    AD_CHECK(value.device().is_cpu(), kInternal, "checkpoint: '{}' is not on the host", name);
+    proto::TensorEntry* entry = entries->Add();
+    entry->set_name(name);
+    entry->set_data_type(static_cast<int32_t>(value.dtype()));
+    for (const int64_t dim : value.shape()) entry->add_dims(dim);
+    offset = AlignUp(offset);
+    entry->set_offset(offset);
+    entry->set_length(value.nbytes());
+    entry->set_crc32c(0);  // filled in as the data is written; present, so the size is fixed
+    offset += value.nbytes();
+  }
+}
+
+// The header with its table laid out after the magic; checksums are filled in as data is
+// written.
+proto::CheckpointHeader LayOut(const CheckpointContents& contents, uint64_t& data_end) {
+  proto::CheckpointHeader header;
+  header.set_step(contents.meta.step);
+  header.set_epoch(contents.meta.epoch);
+  header.set_batch(contents.meta.batch);
+  header.set_rng_state(contents.meta.rng_state);
+  header.set_model(contents.meta.model);
+  uint64_t offset = kMagic.size();
+  AddEntries(contents.variables, header.mutable_variables(), offset);
+  AddEntries(contents.states, header.mutable_states(), offset);
+  AddEntries(contents.optimizer, header.mutable_optimizer(), offset);
+  data_end = offset;
+  return header;
+}
+
+void WriteSection(DurableFile& file, const NamedTensors& tensors,
+                  google::protobuf::RepeatedPtrField<proto::TensorEntry>* entries) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const tensor::Tensor& value = tensors[i].second;
+    proto::TensorEntry& entry = (*entries)[static_cast<int>(i)];
+    file.PadTo(kAlignment);
+    AD_CHECK(file.position() == entry.offset(), kInternal, "checkpoint: '{}' laid out at {}, at {}",
+             entry.name(), entry.offset(), file.position());
+    entry.set_crc32c(Crc32c(value.raw(), value.nbytes()));
+    file.Write(value.raw(), value.nbytes());
+  }
+}
+
+CheckpointMeta MetaOf(const proto::CheckpointHeader& header) {
+  return CheckpointMeta{header.step(), header.epoch(), header.batch(), header.rng_state(),
+                        header.model()};
+}
+
+std::vector<CheckpointReader::Entry> EntriesOf(
+    const google::protobuf::RepeatedPtrField<proto::TensorEntry>& entries, uint64_t data_end,
+    const std::string& path) {
+  std::vector<CheckpointReader::Entry> out;
+  for (const proto::TensorEntry& entry : entries) {
+    const std::string what = fmt::format("checkpoint '{}': tensor '{}'", path, entry.name());
+    CheckpointReader::Entry e;
+    e.name = entry.name();
+    e.dtype = tensor::DTypeFromOnnx(entry.data_type(), what);
+    e.shape.assign(entry.dims().begin(), entry.dims().end());
+    int64_t elements = 1;
+    for (const int64_t dim : e.shape) {
+      AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
+               tensor::ShapeToString(e.shape));
+      elements *= dim;
+    }
+    e.offset = entry.offset();
+    e.length = entry.length();
+    e.crc32c = entry.crc32c();
+    AD_CHECK(e.length == static_cast<uint64_t>(elements) * tensor::ElementSize(e.dtype),
+             kInvalidArgument, "{}: {} bytes for shape {} of {}", what, e.length,
+             tensor::ShapeToString(e.shape), tensor::DTypeName(e.dtype));
+    AD_CHECK(e.offset <= data_end && e.length <= data_end - e.offset, kInvalidArgument,
+             "{}: bytes {}..{} lie outside the file's data (which ends at {})", what, e.offset,
+             e.offset + e.length, data_end);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<CheckpointReader::Entry> LegacyEntriesOf(
+    const google::protobuf::RepeatedPtrField<proto::TensorValue>& values, const std::string& path) {
+  std::vector<CheckpointReader::Entry> out;
+  for (const proto::TensorValue& value : values) {
+    const std::string what = fmt::format("checkpoint '{}': tensor '{}'", path, value.name());
+    CheckpointReader::Entry e;
+    e.name = value.name();
+    e.dtype = tensor::DTypeFromOnnx(value.data_type(), what);
+    e.shape.assign(value.dims().begin(), value.dims().end());
+    e.length = value.data().size();
+    e.legacy = &value;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t CheckpointFileSize(const CheckpointContents& contents) {
+  uint64_t data_end = 0;
+  const proto::CheckpointHeader header = LayOut(contents, data_end);
+  return data_end + header.ByteSizeLong() + kTrailerBytes;
+}
+
+void WriteCheckpointFile(const std::string& path, const CheckpointContents& contents) {
+  uint64_t data_end = 0;
+  proto::CheckpointHeader header = LayOut(contents, data_end);
+  // Checksums are present fixed32 fields: the header's size is known before they are filled in.
+  const uint64_t expected = data_end + header.ByteSizeLong() + kTrailerBytes;
+  DurableFile file(path, expected, "checkpoint");
+  file.Write(kMagic.data(), kMagic.size());
+  WriteSection(file, contents.variables, header.mutable_variables());
+  WriteSection(file, contents.states, header.mutable_states());
+  WriteSection(file, contents.optimizer, header.mutable_optimizer());
+  const uint64_t header_offset = file.position();
+  std::string bytes;
+  AD_CHECK(header.SerializeToString(&bytes), kInternal, "cannot serialize the checkpoint header");
+  file.Write(bytes.data(), bytes.size());
+  std::array<char, kTrailerBytes> trailer{};
+  PutLittleEndian<uint64_t>(trailer.data(), header_offset);
+  PutLittleEndian<uint64_t>(trailer.data() + 8, bytes.size());
+  PutLittleEndian<uint32_t>(trailer.data() + 16, Crc32c(bytes.data(), bytes.size()));
+  std::memcpy(trailer.data() + 20, kTrailerMagic.data(), kTrailerMagic.size());
+  file.Write(trailer.data(), trailer.size());
+  file.Commit();
+}
+
+CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path_, ec);
+  AD_CHECK(std::filesystem::exists(status), kNotFound, "checkpoint '{}' does not exist", path_);
+  AD_CHECK(std::filesystem::is_regular_file(status), kInvalidArgument,
+           "checkpoint '{}' is not a regular file", path_);
+  const uint64_t size = std::filesystem::file_size(path_, ec);
+  std::array<char, kMagic.size()> magic{};
+  if (size < kMagic.size() + kTrailerBytes) {
+    // Too short for this format: an old-format message, or a file cut short.
+    OpenLegacy(ReadFileBytes(path_, "checkpoint"));
+    return;
+  }
+  ReadFileRange(path_, 0, magic.data(), magic.size(), "checkpoint");
+  if (magic != kMagic) {
+    OpenLegacy(ReadFileBytes(path_, "checkpoint"));
+    return;
+  }
+  std::array<char, kTrailerBytes> trailer{};
+  ReadFileRange(path_, static_cast<int64_t>(size - kTrailerBytes), trailer.data(), trailer.size(),
+                "checkpoint");
+  AD_CHECK(std::memcmp(trailer.data() + 20, kTrailerMagic.data(), kTrailerMagic.size()) == 0,
+           kInvalidArgument,
+           "checkpoint '{}' is torn: it has no trailer (the write that made it did not finish)",
+           path_);
+  const auto header_offset = GetLittleEndian<uint64_t>(trailer.data());
+  const auto header_length = GetLittleEndian<uint64_t>(trailer.data() + 8);
+  const auto header_crc = GetLittleEndian<uint32_t>(trailer.data() + 16);
+  AD_CHECK(header_offset >= kMagic.size() && header_offset <= size - kTrailerBytes &&
+               header_length == size - kTrailerBytes - header_offset,
+           kInvalidArgument, "checkpoint '{}' is corrupt: its trailer places the header at {}+{}",
+           path_, header_offset, header_length);
+  std::string bytes(header_length, '\0');
+  ReadFileRange(path_, static_cast<int64_t>(header_offset), bytes.data(), bytes.size(),
+                "checkpoint");
+  AD_CHECK(Crc32c(bytes.data(), bytes.size()) == header_crc, kInvalidArgument,
+           "checkpoint '{}' is corrupt: its header fails its checksum", path_);
+  proto::CheckpointHeader header;
+  AD_CHECK(header.ParseFromString(bytes), kInvalidArgument,
+           "checkpoint '{}' is corrupt: its header does not parse", path_);
+  meta_ = MetaOf(header);
+  variables_ = EntriesOf(header.variables(), header_offset, path_);
+  states_ = EntriesOf(header.states(), header_offset, path_);
+  optimizer_ = EntriesOf(header.optimizer(), header_offset, path_);
+}
+
+void CheckpointReader::OpenLegacy(const std::string& bytes) {
+  legacy_ = std::make_unique<proto::Checkpoint>();
+  AD_CHECK(!bytes.empty() && legacy_->ParseFromString(bytes), kInvalidArgument,
+           "'{}' is not a checkpoint (or is torn: neither this release's format nor a complete "
+           "message of the previous one)",
+           path_);
+  meta_ = CheckpointMeta{legacy_->step(), legacy_->epoch(), legacy_->batch(), legacy_->rng_state(),
+                         legacy_->model()};
+  variables_ = LegacyEntriesOf(legacy_->variables(), path_);
+  states_ = LegacyEntriesOf(legacy_->states(), path_);
+  optimizer_ = LegacyEntriesOf(legacy_->optimizer(), path_);
+}
+
+CheckpointReader::~CheckpointReader() = default;
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+
+void CheckpointReader::ReadInto(const Entry& entry, tensor::Tensor& target) const {
+  AD_CHECK(
+      target.device().is_cpu() && target.dtype() == entry.dtype && target.shape() == entry.shape,
+      kInternal, "checkpoint '{}': '{}' read into a tensor of another type or shape", path_,
+      entry.name);
+  if (entry.legacy != nullptr) {
+    AD_CHECK(entry.legacy->data().size() == target.nbytes(), kInvalidArgument,
+             "checkpoint '{}': '{}' holds {} bytes, its shape {} needs {}", path_, entry.name,
+             entry.legacy->data().size(), tensor::ShapeToString(entry.shape), target.nbytes());
+    if (target.nbytes() > 0)
+      std::memcpy(target.raw(), entry.legacy->data().data(), target.nbytes());
+    return;
+  }
+  ReadFileRange(path_, static_cast<int64_t>(entry.offset), target.raw(), entry.length,
+                fmt::format("checkpoint '{}': tensor '{}'", path_, entry.name));
+  AD_CHECK(Crc32c(target.raw(), entry.length) == entry.crc32c, kInvalidArgument,
+           "checkpoint '{}' is corrupt: tensor '{}' fails its checksum", path_, entry.name);
+}
+
+tensor::Tensor CheckpointReader::Read(const Entry& entry) const {
+  tensor::Tensor out(entry.dtype, entry.shape);
+  ReadInto(entry, out);
+  return out;
+}
+
+}  // namespace autodist::exec
