@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/exec/session.h"
 #include "runtime/tensor/tensor.h"
 
@@ -26,6 +27,15 @@ struct ResumePoint {
 struct TrainingState {
   std::map<std::string, tensor::Tensor> variables;  // whole trainable variables
   std::map<std::string, tensor::Tensor> optimizer;  // "<variable>/<slot>"
+};
+
+// A checkpoint's tensors as the synchronizer has them: whole values in memory, and those the
+// parameter servers wrote into shard files beside the checkpoint themselves (by pieces).
+struct CheckpointState {
+  TrainingState in_memory;
+  std::vector<checkpoint::PiecedTensor> pieced_variables;
+  std::vector<checkpoint::PiecedTensor> pieced_optimizer;
+  std::string warning;  // why the servers' shards were pulled instead (empty: they were not)
 };
 
 class StepSynchronizer {
@@ -45,8 +55,14 @@ class StepSynchronizer {
                            const std::vector<std::map<std::string, Gradient>>& gradients,
                            const std::vector<Session*>& replicas) = 0;
 
-  // Variables and optimizer slots as they are now, for a checkpoint (on the chief).
+  // Variables and optimizer slots as they are now, for an export (on the chief).
   virtual TrainingState CurrentState(const std::vector<Session*>& replicas) = 0;
+  // The same for the checkpoint to be written at `checkpoint_path`: shards the parameter servers
+  // can write themselves go to their shard files (checkpoint::ShardFilePath) instead of here.
+  virtual CheckpointState StateForCheckpoint(const std::vector<Session*>& replicas,
+                                             const std::string& /*checkpoint_path*/) {
+    return CheckpointState{CurrentState(replicas), {}, {}, {}};
+  }
 
   // Replica-local state (BatchNorm running statistics) reduced over every replica of the job:
   // the mean, or the sum for the names in `sum_states`. Collective: every process of the job

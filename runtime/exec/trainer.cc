@@ -6,15 +6,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
 
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
-#include "runtime/exec/checkpoint.h"
 #include "runtime/exec/export.h"
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
@@ -23,6 +24,10 @@ namespace autodist::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using checkpoint::CheckpointContents;
+using checkpoint::CheckpointReader;
+using checkpoint::ListCheckpoints;
+using checkpoint::WriteCheckpoint;
 
 onnx::ModelProto ReadModel(const std::string& path) {
   onnx::ModelProto model;
@@ -290,7 +295,10 @@ class Run {
   void Save(const data::Position& position) {
     std::map<std::string, Tensor> states = ReducedStates("checkpoint");
     if (!synchronizer_.is_chief()) return;
-    const TrainingState state = synchronizer_.CurrentState(sessions_);
+    const std::string path = checkpoint::CheckpointPath(options_.checkpoint_dir, step_);
+    std::filesystem::create_directories(options_.checkpoint_dir);  // for the servers' shards
+    CheckpointState state = synchronizer_.StateForCheckpoint(sessions_, path);
+    if (!state.warning.empty()) Emit("warning: " + state.warning);
     CheckpointContents contents;
     contents.meta.step = step_;
     contents.meta.epoch = position.epoch;
@@ -300,14 +308,18 @@ class Run {
     rng << session().rng();
     contents.meta.rng_state = rng.str();
     for (const std::string& name : session().trainable_names()) {
-      contents.variables.emplace_back(name, state.variables.at(name));
+      const auto it = state.in_memory.variables.find(name);
+      if (it != state.in_memory.variables.end()) contents.variables.emplace_back(name, it->second);
     }
+    contents.pieced_variables = std::move(state.pieced_variables);
+    contents.pieced_optimizer = std::move(state.pieced_optimizer);
     for (const std::string& name : session().state_names()) {
       contents.states.emplace_back(name, states.at(name).To(tensor::Device::Cpu()));
     }
-    for (const auto& [key, value] : state.optimizer) contents.optimizer.emplace_back(key, value);
-    const std::string path =
-        WriteCheckpoint(options_.checkpoint_dir, contents, options_.checkpoint_keep);
+    for (const auto& [key, value] : state.in_memory.optimizer) {
+      contents.optimizer.emplace_back(key, value);
+    }
+    WriteCheckpoint(options_.checkpoint_dir, contents, options_.checkpoint_keep);
     Emit(fmt::format("checkpoint at step {}: {}", step_, path));
   }
 

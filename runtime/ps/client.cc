@@ -204,6 +204,18 @@ PsValues PsClient::Pull(const std::vector<std::string>& names, bool optimizer_st
   return out;
 }
 
+autodist::proto::SaveReply PsClient::Save(const std::string& path, int worker) {
+  grpc::ClientContext context;
+  Prepare(context);
+  autodist::proto::SaveRequest request;
+  request.set_worker(worker);
+  request.set_path(path);
+  autodist::proto::SaveReply reply;
+  const grpc::Status status = stub_->Save(&context, request, &reply);
+  if (!status.ok()) rpc::ThrowRpcError(status, What("Save"));
+  return reply;
+}
+
 PsStats PsClient::Stats() {
   grpc::ClientContext context;
   Prepare(context);

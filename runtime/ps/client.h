@@ -54,6 +54,11 @@ class PsClient {
 
   PsStats Stats();
 
+  // Has the server write its hosted tensors and optimizer slots to the checkpoint file `path`
+  // (one consistent snapshot); returns what it wrote. Throws the server's error (an unwritable
+  // path is InvalidArgument naming it).
+  autodist::proto::SaveReply Save(const std::string& path, int worker = 0);
+
   // The error-feedback residual of the pushes of `tensor` by the stream starting at
   // `first_replica`; nullopt before its first error-feedback push. For tests and diagnostics.
   std::optional<std::vector<float>> PushResidual(int first_replica,

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/common/error.h"
 #include "runtime/ps/data_channel_server.h"
 #include "runtime/ps/step_call.h"
@@ -129,6 +130,34 @@ grpc::Status ParameterServerService::Pull(grpc::ServerContext* context,
     const ReplyWriter write = [writer](const StepReply& reply) { return writer->Write(reply); };
     for (const auto& [name, value] : snapshot.tensors) SendValue(write, name, value, true, who);
     for (const auto& [key, slot] : snapshot.optimizer_state) SendPieces(write, key, slot, who);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ParameterServerService::Save(grpc::ServerContext* context,
+                                          const autodist::proto::SaveRequest* request,
+                                          autodist::proto::SaveReply* reply) {
+  return rpc::Serve([&] {
+    store_.WaitInitialized(PsStore::Clock::now() + options_.wait_deadline,
+                           [context] { return context->IsCancelled(); });
+    const PsPullSnapshot snapshot = store_.Snapshot({}, /*optimizer_state=*/true);
+    checkpoint::CheckpointContents contents;
+    const auto describe = [](const std::string& name, const tensor::Tensor& value,
+                             autodist::proto::SavedTensor* saved) {
+      saved->set_name(name);
+      for (const int64_t dim : value.shape()) saved->add_dims(dim);
+      saved->set_data_type(static_cast<int32_t>(value.dtype()));
+    };
+    for (const auto& [name, value] : snapshot.tensors) {
+      contents.variables.emplace_back(name, *value.value);
+      describe(name, *value.value, reply->add_values());
+    }
+    for (const auto& [key, slot] : snapshot.optimizer_state) {
+      contents.optimizer.emplace_back(key, slot);
+      describe(key, slot, reply->add_optimizer_state());
+    }
+    checkpoint::WriteCheckpointFile(request->path(), contents);
+    reply->set_bytes(static_cast<int64_t>(checkpoint::CheckpointFileSize(contents)));
     return grpc::Status::OK;
   });
 }

@@ -52,6 +52,8 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
                     grpc::ServerWriter<autodist::proto::StepReply>* writer) override;
   grpc::Status Stats(grpc::ServerContext* context, const autodist::proto::StatsRequest* request,
                      autodist::proto::StatsReply* reply) override;
+  grpc::Status Save(grpc::ServerContext* context, const autodist::proto::SaveRequest* request,
+                    autodist::proto::SaveReply* reply) override;
   grpc::Status DataChannel(grpc::ServerContext* context,
                            const autodist::proto::DataChannelRequest* request,
                            autodist::proto::DataChannelReply* reply) override;

@@ -7,6 +7,7 @@
 #include <future>
 #include <set>
 
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/sync/gradient_sum.h"
 #include "runtime/sync/sharded_values.h"
@@ -219,6 +220,29 @@ void ParameterServerPart::CurrentState(TensorMap& shard_values, TensorMap& shard
       (hosted.contains(name) ? shard_values : shard_slots)[name] = std::move(value);
     }
   }
+}
+
+std::map<std::string, autodist::proto::SaveReply> ParameterServerPart::SaveShards(
+    const std::string& checkpoint_path) {
+  std::map<std::string, std::future<autodist::proto::SaveReply>> saves;
+  for (size_t i = 0; i < plan_.ps_nodes.size(); ++i) {
+    const std::string& node = plan_.ps_nodes[i];
+    const std::string path = checkpoint::ShardFilePath(checkpoint_path, static_cast<int>(i));
+    saves.emplace(node, std::async(std::launch::async, [this, node, path] {
+                    return Client(node).Save(path, options_.worker_rank);
+                  }));
+  }
+  std::map<std::string, autodist::proto::SaveReply> replies;
+  std::exception_ptr failure;
+  for (auto& [node, save] : saves) {  // every call finishes before this returns
+    try {
+      replies[node] = save.get();
+    } catch (const Error&) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return replies;
 }
 
 std::map<std::string, ps::PsStats> ParameterServerPart::ServerStats() {

@@ -53,6 +53,10 @@ class ParameterServerPart {
                    const std::vector<exec::Session*>& replicas);
   // Every PS shard's value and optimizer slots ("<shard>/<slot>"), added to the maps.
   void CurrentState(TensorMap& shard_values, TensorMap& shard_slots);
+  // Has every server write its shards and their slots to its shard file of checkpoint
+  // `checkpoint_path` (checkpoint::ShardFilePath, server i of plan.ps_nodes), all at once.
+  // Returns what they wrote, by PS node; throws the first server's error.
+  std::map<std::string, autodist::proto::SaveReply> SaveShards(const std::string& checkpoint_path);
   std::map<std::string, ps::PsStats> ServerStats();
 
  private:

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 
 namespace autodist::sync {
@@ -60,9 +64,13 @@ TensorMap SplitOptimizerState(const StrategyPlan& plan, const TensorMap& state) 
   return out;
 }
 
-TensorMap AssembleVariables(const StrategyPlan& plan, const TensorMap& shards) {
+TensorMap AssembleVariables(const StrategyPlan& plan, const TensorMap& shards, bool skip_absent) {
   TensorMap variables;
   for (const VariablePlan& variable : plan.variables) {
+    if (skip_absent && std::none_of(variable.shards.begin(), variable.shards.end(),
+                                    [&](const ShardPlan& s) { return shards.contains(s.name); })) {
+      continue;
+    }
     Tensor whole;
     for (const ShardPlan& shard : variable.shards) {
       const auto it = shards.find(shard.name);
@@ -102,6 +110,57 @@ TensorMap AssembleOptimizerState(const StrategyPlan& plan, const TensorMap& shar
     WriteShard(whole, *shard, value, "parameter server " + shard->ps_node);
   }
   return out;
+}
+
+void PiecesOfSavedShards(const StrategyPlan& plan,
+                         const std::map<std::string, autodist::proto::SaveReply>& saved,
+                         const std::string& checkpoint_path,
+                         std::vector<checkpoint::PiecedTensor>& variables,
+                         std::vector<checkpoint::PiecedTensor>& optimizer) {
+  std::map<std::string, std::string> file_of;  // PS node -> shard file name
+  for (size_t i = 0; i < plan.ps_nodes.size(); ++i) {
+    file_of[plan.ps_nodes[i]] =
+        std::filesystem::path(checkpoint::ShardFilePath(checkpoint_path, static_cast<int>(i)))
+            .filename()
+            .string();
+  }
+  const auto piece_of = [&](const VariablePlan& variable, const ShardPlan& shard,
+                            const std::string& name) {
+    if (!variable.partitioned) return checkpoint::ShardPieceRef{file_of.at(shard.ps_node), name};
+    return checkpoint::ShardPieceRef{file_of.at(shard.ps_node), name, shard.range.axis,
+                                     shard.range.offset, shard.range.extent};
+  };
+  // What each server wrote: its slots by owner shard, "<shard>/<slot>" -> dims and type.
+  std::map<std::string, const autodist::proto::SavedTensor*> slots;
+  for (const auto& [node, reply] : saved) {
+    for (const auto& slot : reply.optimizer_state()) slots[slot.name()] = &slot;
+  }
+  const auto index = ShardIndex(plan);
+  std::map<std::string, checkpoint::PiecedTensor> by_key;  // "<variable>/<slot>", in key order
+  for (const auto& [key, slot] : slots) {
+    const auto [owner, slot_name] = SplitSlotKey(key);
+    const auto it = index.find(owner);
+    AD_CHECK(it != index.end(), kInternal, "optimizer state '{}' belongs to no planned shard", key);
+    const auto [variable, shard] = it->second;
+    const tensor::Shape dims(slot->dims().begin(), slot->dims().end());
+    const bool buffer = dims == shard->shape;
+    if (!buffer && shard != &variable->shards.front()) continue;
+    checkpoint::PiecedTensor& whole = by_key[fmt::format("{}/{}", variable->name, slot_name)];
+    whole.name = fmt::format("{}/{}", variable->name, slot_name);
+    whole.dtype = tensor::DTypeFromOnnx(slot->data_type(), key);
+    whole.shape = buffer ? variable->shape : dims;
+    whole.pieces.push_back(buffer ? piece_of(*variable, *shard, key)
+                                  : checkpoint::ShardPieceRef{file_of.at(shard->ps_node), key});
+  }
+  for (const VariablePlan& variable : plan.variables) {
+    checkpoint::PiecedTensor whole{variable.name, tensor::DType::kFloat32, variable.shape, {}};
+    for (const ShardPlan& shard : variable.shards) {
+      if (shard.kind != SyncKind::kParameterServer) continue;
+      whole.pieces.push_back(piece_of(variable, shard, shard.name));
+    }
+    if (!whole.pieces.empty()) variables.push_back(std::move(whole));
+  }
+  for (auto& [key, whole] : by_key) optimizer.push_back(std::move(whole));
 }
 
 void WriteShard(Tensor& variable, const ShardPlan& shard, const Tensor& value,

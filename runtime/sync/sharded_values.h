@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "proto/ps_service.pb.h"
+#include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/sync/strategy_plan.h"
 #include "runtime/tensor/tensor.h"
 
@@ -23,8 +25,20 @@ TensorMap SplitVariables(const StrategyPlan& plan, const TensorMap& variables);
 // key naming no planned variable.
 TensorMap SplitOptimizerState(const StrategyPlan& plan, const TensorMap& state);
 
-// The inverse of SplitVariables: whole variables from shard values (every shard must be present).
-TensorMap AssembleVariables(const StrategyPlan& plan, const TensorMap& shards);
+// The inverse of SplitVariables: whole variables from shard values (every shard must be present;
+// with `skip_absent`, a variable none of whose shards is present is left out).
+TensorMap AssembleVariables(const StrategyPlan& plan, const TensorMap& shards,
+                            bool skip_absent = false);
+
+// The checkpoint pieces of what the parameter servers wrote themselves (their Save replies, by
+// PS node; checkpoint::ShardFilePath of `checkpoint_path` for server i of plan.ps_nodes): each
+// shard is a piece of its variable along its range; a slot shaped like its shard likewise; any
+// other slot (a step count) is the first shard's, whole. Each list is added to.
+void PiecesOfSavedShards(const StrategyPlan& plan,
+                         const std::map<std::string, autodist::proto::SaveReply>& saved,
+                         const std::string& checkpoint_path,
+                         std::vector<checkpoint::PiecedTensor>& variables,
+                         std::vector<checkpoint::PiecedTensor>& optimizer);
 
 // The inverse of SplitOptimizerState: buffers reassembled; other slots taken from the first
 // shard (in synchronous training every shard counts the same steps).

@@ -166,6 +166,32 @@ exec::TrainingState StrategySynchronizer::CurrentState(const std::vector<Session
   return state;
 }
 
+exec::CheckpointState StrategySynchronizer::StateForCheckpoint(
+    const std::vector<Session*>& replicas, const std::string& checkpoint_path) {
+  if (servers_.empty()) return exec::CheckpointState{CurrentState(replicas), {}, {}, {}};
+  exec::CheckpointState state;
+  std::map<std::string, autodist::proto::SaveReply> saved;
+  try {
+    saved = servers_.SaveShards(checkpoint_path);
+  } catch (const Error& error) {
+    state.in_memory = CurrentState(replicas);
+    state.warning = fmt::format(
+        "{}; the chief pulled the parameter servers' shards into the checkpoint instead (put "
+        "the checkpoint directory on a volume every parameter server mounts to have them write "
+        "their own)",
+        error.what());
+    return state;
+  }
+  TensorMap shard_values;
+  TensorMap shard_slots;
+  all_reduce_.CurrentState(*replicas[0], shard_values, shard_slots);
+  state.in_memory.variables = AssembleVariables(plan_, shard_values, /*skip_absent=*/true);
+  state.in_memory.optimizer = AssembleOptimizerState(plan_, shard_slots);
+  PiecesOfSavedShards(plan_, saved, checkpoint_path, state.pieced_variables,
+                      state.pieced_optimizer);
+  return state;
+}
+
 std::map<std::string, Tensor> StrategySynchronizer::ReduceStates(
     const std::string& round, const std::vector<Session*>& replicas) {
   // This process's replicas summed in order; the coordinator adds the workers' sums in rank

@@ -56,6 +56,12 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
                    const std::vector<std::map<std::string, exec::Gradient>>& gradients,
                    const std::vector<exec::Session*>& replicas) override;
   exec::TrainingState CurrentState(const std::vector<exec::Session*>& replicas) override;
+  // The parameter servers write their shards to shard files beside the checkpoint, all at once;
+  // the all-reduce variables come from replica 0. A server that cannot write there (the
+  // checkpoint directory is not on a volume it mounts) has all shards pulled instead, with a
+  // warning.
+  exec::CheckpointState StateForCheckpoint(const std::vector<exec::Session*>& replicas,
+                                           const std::string& checkpoint_path) override;
   std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<exec::Session*>& replicas) override;
   bool is_chief() const override { return options_.worker_rank == 0; }

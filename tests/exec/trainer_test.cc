@@ -7,9 +7,9 @@
 
 #include <filesystem>
 
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
-#include "runtime/exec/checkpoint.h"
 #include "tests/exec/trainer_test_util.h"
 
 namespace autodist::exec {
@@ -42,7 +42,7 @@ TEST(TrainerTest, ResumedRunContinuesBitIdentically) {
   first.steps = 6;
   first.checkpoint_dir = dir + "/checkpoints";
   Train(first, sink);
-  ASSERT_TRUE(LatestCheckpoint(first.checkpoint_dir).has_value());
+  ASSERT_TRUE(checkpoint::LatestCheckpoint(first.checkpoint_dir).has_value());
   TrainerOptions second = MlpOptions();
   second.steps = 15;
   second.checkpoint_dir = first.checkpoint_dir;
@@ -138,7 +138,7 @@ std::map<std::string, std::vector<float>> FinalVariables(TrainerOptions options,
                                                          const std::string& dir) {
   options.checkpoint_dir = dir;
   Train(options, [](const std::string&) {});
-  const CheckpointReader checkpoint(*LatestCheckpoint(dir));
+  const checkpoint::CheckpointReader checkpoint(*checkpoint::LatestCheckpoint(dir));
   std::map<std::string, std::vector<float>> values;
   for (const auto& entry : checkpoint.variables()) {
     const tensor::Tensor t = checkpoint.Read(entry);

@@ -19,22 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Processes whose command line mentions `needle` (the test's private directory).
-std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
-  std::vector<pid_t> found;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return found;
-  while (const dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0 || pid == getpid()) continue;
-    std::string cmdline = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(needle) != std::string::npos && ProcessAlive(pid)) found.push_back(pid);
-  }
-  closedir(proc);
-  return found;
-}
-
 // The pid of the member `node` of the job whose manifest is `manifest`, once it runs.
 pid_t WaitForMember(const std::string& manifest, const std::string& node) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);

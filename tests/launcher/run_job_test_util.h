@@ -3,9 +3,13 @@
 // chief wrote at the end.
 #pragma once
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,7 +18,7 @@
 #include <vector>
 
 #include "launcher/run_command.h"
-#include "runtime/exec/checkpoint.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "tests/launcher/launcher_test_util.h"
 
 namespace autodist::launcher {
@@ -126,11 +130,27 @@ inline RunOutcome RunManifest(const cli::RunOptions& options) {
   return outcome;
 }
 
+// Processes whose command line mentions `needle` (the test's private directory).
+inline std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::string cmdline = ReadText("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos && ProcessAlive(pid)) found.push_back(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
 // The variables of the latest checkpoint in `dir`, by name.
 inline std::map<std::string, std::vector<float>> CheckpointVariables(const std::string& dir) {
-  const auto path = exec::LatestCheckpoint(dir);
+  const auto path = checkpoint::LatestCheckpoint(dir);
   if (!path) throw std::runtime_error("no checkpoint in " + dir);
-  const exec::CheckpointReader checkpoint(*path);
+  const checkpoint::CheckpointReader checkpoint(*path);
   std::map<std::string, std::vector<float>> values;
   for (const auto& entry : checkpoint.variables()) {
     const tensor::Tensor t = checkpoint.Read(entry);

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <thread>
 
+#include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/ps/client.h"
 #include "runtime/rpc/grpc_helpers.h"
 #include "runtime/tensor/sparse_gradient.h"
@@ -278,6 +280,40 @@ TEST_P(PsServiceTest, AdamStateThroughPullAndInitResumesExactly) {
   }
   Client()->Init(resume);
   EXPECT_TRUE(BitEqual(train(*Client(), 2, 4).values.at("w"), straight));
+}
+
+// Save writes the same snapshot Pull returns, as a checkpoint file; an unwritable path is the
+// caller's error, naming it, and the server keeps serving.
+TEST_P(PsServiceTest, SaveWritesTheSnapshotAsACheckpointFile) {
+  Start();
+  const Tensor p0 = Random({4, 2}, 16);
+  Client()->Init(Request({{"w"}, {"v"}}, {{"w", p0}, {"v", Random({3}, 17)}}, 1, 1, "adam"));
+  const Tensor g = Random({4, 2}, 18);
+  const Tensor h = Random({3}, 19);
+  Client()->Step(StepOf(0, 0, {{"w", &g}, {"v", &h}}, 0.05));
+  const std::string path = ::testing::TempDir() + "/ps_save_" + NameOf(GetParam()) + ".ckpt";
+  const autodist::proto::SaveReply reply = Client()->Save(path);
+  EXPECT_EQ(reply.values_size(), 2);
+  EXPECT_EQ(reply.optimizer_state_size(), 6);  // exp_avg, exp_avg_sq, step for each
+  EXPECT_EQ(static_cast<uint64_t>(reply.bytes()), std::filesystem::file_size(path));
+
+  const PsValues pulled = Client()->Pull({}, true);
+  const checkpoint::CheckpointReader file(path);
+  ASSERT_EQ(file.variables().size(), 2U);
+  ASSERT_EQ(file.optimizer().size(), 6U);
+  for (const auto& [name, value] : pulled.values) {
+    const auto* entry = file.Find(name);
+    ASSERT_NE(entry, nullptr) << name;
+    EXPECT_TRUE(BitEqual(file.Read(*entry), value)) << name;
+  }
+  std::filesystem::remove(path);
+
+  const std::string unwritable = ::testing::TempDir() + "/no/such/dir/x.ckpt";
+  const Error error = ErrorOf([&] { Client()->Save(unwritable); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(What("Save")));
+  EXPECT_THAT(error.what(), HasSubstr(unwritable));
+  EXPECT_NO_THROW(Client()->Step(StepOf(0, 1, {{"w", &g}, {"v", &h}}, 0.05)));
 }
 
 TEST_P(PsServiceTest, SixteenMiBTensorRoundTripsInPieces) {

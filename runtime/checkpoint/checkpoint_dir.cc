@@ -1,4 +1,4 @@
-#include "runtime/exec/checkpoint.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
 
 #include <fmt/format.h>
 
@@ -10,14 +10,16 @@
 #include "runtime/common/durable_file.h"
 #include "runtime/common/error.h"
 
-namespace autodist::exec {
+namespace autodist::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
 
-// checkpoint-<step>.ckpt, or .pb from earlier releases; a `.tmp` suffix marks an unfinished write.
+// checkpoint-<step>.ckpt, or .pb from earlier releases; shard files add .ps-<index>; a `.tmp`
+// suffix marks an unfinished write.
 const std::regex kName(R"(checkpoint-(\d+)\.(ckpt|pb))");
-const std::regex kUnfinished(R"(checkpoint-\d+\.(ckpt|pb)\.tmp)");
+const std::regex kShardFile(R"((checkpoint-\d+\.ckpt)\.ps-\d+)");
+const std::regex kUnfinished(R"(checkpoint-\d+\.(ckpt|pb)(\.ps-\d+)?\.tmp)");
 
 std::vector<std::pair<int64_t, std::string>> StepsAndPaths(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
@@ -37,15 +39,41 @@ std::vector<std::pair<int64_t, std::string>> StepsAndPaths(const std::string& di
   return found;
 }
 
-void RemoveUnfinished(const std::string& dir) {
+// Removes temporaries, and shard files whose checkpoint was never written, except those of
+// `writing` (the checkpoint being written now, whose shards are already there).
+void RemoveUnfinished(const std::string& dir, const std::string& writing) {
+  const std::string writing_name = fs::path(writing).filename().string();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, kUnfinished)) fs::remove(entry.path(), ec);
+    std::smatch match;
+    const bool orphan_shard = std::regex_match(name, match, kShardFile) &&
+                              match[1].str() != writing_name &&
+                              !fs::exists(fs::path(dir) / match[1].str(), ec);
+    if (orphan_shard || std::regex_match(name, kUnfinished)) fs::remove(entry.path(), ec);
   }
 }
 
+// Removes checkpoint `path` and its shard files.
+void RemoveCheckpoint(const std::string& path) {
+  const std::string prefix = fs::path(path).filename().string() + ".ps-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(path).parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
+  }
+  fs::remove(path, ec);
+}
+
 }  // namespace
+
+std::string CheckpointPath(const std::string& dir, int64_t step) {
+  return fmt::format("{}/checkpoint-{}.ckpt", dir, step);
+}
+
+std::string ShardFilePath(const std::string& checkpoint_path, int index) {
+  return fmt::format("{}.ps-{}", checkpoint_path, index);
+}
 
 std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep) {
   AD_CHECK(keep >= 0, kInvalidArgument, "checkpoint keep is {}; expected 0 (keep all) or more",
@@ -53,16 +81,17 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& co
   std::error_code ec;
   fs::create_directories(dir, ec);
   AD_CHECK(!ec, kInvalidArgument, "cannot create checkpoint directory '{}': {}", dir, ec.message());
-  // Only the chief writes here, so a temporary file is an earlier write that a crash cut short.
-  RemoveUnfinished(dir);
-  std::string path = fmt::format("{}/checkpoint-{}.ckpt", dir, contents.meta.step);
+  std::string path = CheckpointPath(dir, contents.meta.step);
+  // Only the chief (and, for their shards, the parameter servers it asks) writes here, so a
+  // temporary file is an earlier write that a crash cut short.
+  RemoveUnfinished(dir, path);
   WriteCheckpointFile(path, contents);
   if (keep > 0) {
     const auto found = StepsAndPaths(dir);
     bool removed = false;
     for (auto i = static_cast<size_t>(keep); i < found.size(); ++i) {
       if (found[i].second == path) continue;  // older steps of another run may sort above it
-      fs::remove(found[i].second, ec);
+      RemoveCheckpoint(found[i].second);
       removed = true;
     }
     if (removed) SyncDirectory(dir);
@@ -82,4 +111,4 @@ std::optional<std::string> LatestCheckpoint(const std::string& dir) {
   return paths.front();
 }
 
-}  // namespace autodist::exec
+}  // namespace autodist::checkpoint

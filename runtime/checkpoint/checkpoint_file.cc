@@ -1,4 +1,4 @@
-#include "runtime/exec/checkpoint_file.h"
+#include "runtime/checkpoint/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,13 +13,19 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 
-namespace autodist::exec {
+namespace autodist::checkpoint {
 namespace {
 
 constexpr std::array<char, 8> kMagic = {'A', 'D', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr std::array<char, 4> kTrailerMagic = {'A', 'D', 'C', 'E'};
 constexpr uint64_t kTrailerBytes = 8 + 8 + 4 + 4;
 constexpr uint64_t kAlignment = 64;  // tensor data starts on cache lines, as tensor storage does
+
+uint64_t ShapeBytes(const tensor::Shape& shape, tensor::DType dtype) {
+  uint64_t elements = 1;
+  for (const int64_t dim : shape) elements *= static_cast<uint64_t>(dim);
+  return elements * tensor::ElementSize(dtype);
+}
 
 uint64_t AlignUp(uint64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -52,6 +58,24 @@ void AddEntries(const NamedTensors& tensors,
   }
 }
 
+void AddPieced(const std::vector<PiecedTensor>& tensors,
+               google::protobuf::RepeatedPtrField<proto::TensorEntry>* entries) {
+  for (const PiecedTensor& tensor : tensors) {
+    proto::TensorEntry* entry = entries->Add();
+    entry->set_name(tensor.name);
+    entry->set_data_type(static_cast<int32_t>(tensor.dtype));
+    for (const int64_t dim : tensor.shape) entry->add_dims(dim);
+    for (const ShardPieceRef& piece : tensor.pieces) {
+      proto::ShardPiece* out = entry->add_pieces();
+      out->set_file(piece.file);
+      out->set_name(piece.name);
+      out->set_axis(piece.axis);
+      out->set_offset(piece.offset);
+      out->set_extent(piece.extent);
+    }
+  }
+}
+
 // The header with its table laid out after the magic; checksums are filled in as data is
 // written.
 proto::CheckpointHeader LayOut(const CheckpointContents& contents, uint64_t& data_end) {
@@ -66,6 +90,9 @@ proto::CheckpointHeader LayOut(const CheckpointContents& contents, uint64_t& dat
   AddEntries(contents.states, header.mutable_states(), offset);
   AddEntries(contents.optimizer, header.mutable_optimizer(), offset);
   data_end = offset;
+  // After the entries with data, so WriteSection finds those at the same indices.
+  AddPieced(contents.pieced_variables, header.mutable_variables());
+  AddPieced(contents.pieced_optimizer, header.mutable_optimizer());
   return header;
 }
 
@@ -106,6 +133,21 @@ std::vector<CheckpointReader::Entry> EntriesOf(
     e.offset = entry.offset();
     e.length = entry.length();
     e.crc32c = entry.crc32c();
+    if (entry.pieces_size() > 0) {
+      for (const proto::ShardPiece& piece : entry.pieces()) {
+        AD_CHECK(!piece.file().empty() && piece.file().find('/') == std::string::npos &&
+                     piece.axis() >= -1 && piece.axis() < static_cast<int>(e.shape.size()) &&
+                     piece.offset() >= 0 && piece.extent() >= 0 &&
+                     (piece.axis() < 0 || piece.offset() + piece.extent() <=
+                                              e.shape[static_cast<size_t>(piece.axis())]),
+                 kInvalidArgument, "{}: piece '{}' of '{}' does not fit shape {}", what,
+                 piece.name(), piece.file(), tensor::ShapeToString(e.shape));
+        e.pieces.push_back(ShardPieceRef{piece.file(), piece.name(), piece.axis(), piece.offset(),
+                                         piece.extent()});
+      }
+      out.push_back(std::move(e));
+      continue;
+    }
     AD_CHECK(e.length == static_cast<uint64_t>(elements) * tensor::ElementSize(e.dtype),
              kInvalidArgument, "{}: {} bytes for shape {} of {}", what, e.length,
              tensor::ShapeToString(e.shape), tensor::DTypeName(e.dtype));
@@ -232,18 +274,79 @@ void CheckpointReader::ReadInto(const Entry& entry, tensor::Tensor& target) cons
       target.device().is_cpu() && target.dtype() == entry.dtype && target.shape() == entry.shape,
       kInternal, "checkpoint '{}': '{}' read into a tensor of another type or shape", path_,
       entry.name);
-  if (entry.legacy != nullptr) {
-    AD_CHECK(entry.legacy->data().size() == target.nbytes(), kInvalidArgument,
-             "checkpoint '{}': '{}' holds {} bytes, its shape {} needs {}", path_, entry.name,
-             entry.legacy->data().size(), tensor::ShapeToString(entry.shape), target.nbytes());
-    if (target.nbytes() > 0)
-      std::memcpy(target.raw(), entry.legacy->data().data(), target.nbytes());
+  if (!entry.pieces.empty()) {
+    ReadPieces(entry, target);
     return;
   }
-  ReadFileRange(path_, static_cast<int64_t>(entry.offset), target.raw(), entry.length,
+  ReadBytes(entry, target.raw());
+}
+
+void CheckpointReader::ReadBytes(const Entry& entry, void* out) const {
+  if (entry.legacy != nullptr) {
+    AD_CHECK(entry.legacy->data().size() == entry.length &&
+                 entry.length == ShapeBytes(entry.shape, entry.dtype),
+             kInvalidArgument, "checkpoint '{}': '{}' holds {} bytes, its shape {} needs {}", path_,
+             entry.name, entry.legacy->data().size(), tensor::ShapeToString(entry.shape),
+             ShapeBytes(entry.shape, entry.dtype));
+    if (entry.length > 0) std::memcpy(out, entry.legacy->data().data(), entry.length);
+    return;
+  }
+  ReadFileRange(path_, static_cast<int64_t>(entry.offset), out, entry.length,
                 fmt::format("checkpoint '{}': tensor '{}'", path_, entry.name));
-  AD_CHECK(Crc32c(target.raw(), entry.length) == entry.crc32c, kInvalidArgument,
+  AD_CHECK(Crc32c(out, entry.length) == entry.crc32c, kInvalidArgument,
            "checkpoint '{}' is corrupt: tensor '{}' fails its checksum", path_, entry.name);
+}
+
+const CheckpointReader& CheckpointReader::Shard(const std::string& file) const {
+  auto& shard = shards_[file];
+  if (shard == nullptr) {
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+    shard = std::make_unique<CheckpointReader>((dir / file).string());
+  }
+  return *shard;
+}
+
+void CheckpointReader::ReadPieces(const Entry& entry, tensor::Tensor& out) const {
+  const size_t element = tensor::ElementSize(entry.dtype);
+  for (const ShardPieceRef& piece : entry.pieces) {
+    const CheckpointReader& shard = Shard(piece.file);
+    const Entry* source = shard.Find(piece.name);
+    AD_CHECK(source != nullptr && source->pieces.empty() && source->dtype == entry.dtype,
+             kInvalidArgument, "checkpoint '{}': '{}' of '{}' is missing from '{}'", path_,
+             piece.name, entry.name, shard.path());
+    if (piece.axis < 0) {
+      AD_CHECK(source->shape == entry.shape, kInvalidArgument,
+               "checkpoint '{}': '{}' in '{}' is {}, '{}' is {}", path_, piece.name, shard.path(),
+               tensor::ShapeToString(source->shape), entry.name,
+               tensor::ShapeToString(entry.shape));
+      shard.ReadBytes(*source, out.raw());
+      continue;
+    }
+    const auto axis = static_cast<size_t>(piece.axis);
+    tensor::Shape expected = entry.shape;
+    expected[axis] = piece.extent;
+    AD_CHECK(source->shape == expected, kInvalidArgument,
+             "checkpoint '{}': '{}' in '{}' is {}; as rows {}..{} of '{}' it must be {}", path_,
+             piece.name, shard.path(), tensor::ShapeToString(source->shape), piece.offset,
+             piece.offset + piece.extent, entry.name, tensor::ShapeToString(expected));
+    int64_t outer = 1;
+    for (size_t a = 0; a < axis; ++a) outer *= entry.shape[a];
+    int64_t inner = 1;
+    for (size_t a = axis + 1; a < entry.shape.size(); ++a) inner *= entry.shape[a];
+    const size_t row = static_cast<size_t>(inner) * element;
+    auto* whole = static_cast<char*>(out.raw());
+    if (outer == 1) {  // a contiguous block of the whole: read straight into it
+      shard.ReadBytes(*source, whole + static_cast<size_t>(piece.offset) * row);
+      continue;
+    }
+    const tensor::Tensor part = shard.Read(*source);
+    const auto* from = static_cast<const char*>(part.raw());
+    const size_t block = static_cast<size_t>(piece.extent) * row;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::memcpy(whole + (static_cast<size_t>(o * entry.shape[axis] + piece.offset)) * row,
+                  from + static_cast<size_t>(o) * block, block);
+    }
+  }
 }
 
 tensor::Tensor CheckpointReader::Read(const Entry& entry) const {
@@ -252,4 +355,13 @@ tensor::Tensor CheckpointReader::Read(const Entry& entry) const {
   return out;
 }
 
-}  // namespace autodist::exec
+const CheckpointReader::Entry* CheckpointReader::Find(const std::string& name) const {
+  for (const auto* section : {&variables_, &states_, &optimizer_}) {
+    for (const Entry& entry : *section) {
+      if (entry.name == name) return &entry;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace autodist::checkpoint

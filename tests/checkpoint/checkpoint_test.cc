@@ -1,7 +1,5 @@
-// The checkpoint file and directory: round trip, torn and corrupt files named (and passed over on
-// resume), the previous format still read, retention, a full disk.
-#include "runtime/exec/checkpoint.h"
-
+// The checkpoint file and directory: round trip, torn and corrupt files named, the previous
+// format still read, retention, a full disk.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,12 +15,11 @@
 #include <vector>
 
 #include "proto/checkpoint.pb.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
-#include "runtime/exec/trainer.h"
-#include "tests/exec/trainer_test_util.h"
 
-namespace autodist::exec {
+namespace autodist::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
@@ -191,6 +188,79 @@ TEST_F(CheckpointTest, KeepsTheNewestAndRemovesUnfinishedWrites) {
               HasSubstr("keep is -1"));
 }
 
+// A tensor kept in other files: pieces along axis 1 (strided), along axis 0 (contiguous) and
+// whole, each read from its file and checked there.
+TEST_F(CheckpointTest, PiecedTensorsAreAssembledFromTheirFiles) {
+  fs::create_directories(dir_);
+  const tensor::Tensor whole = Ramp({4, 6}, 0);
+  // Columns 0..2 in shard file 0, columns 2..6 in shard file 1 (axis 1), and the rows 0..1 and
+  // 1..4 of a second tensor (axis 0), and a whole scalar-like tensor.
+  const auto columns = [&](int64_t begin, int64_t end) {
+    tensor::Tensor out(tensor::DType::kFloat32, {4, end - begin});
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t c = begin; c < end; ++c) {
+        out.data<float>()[r * (end - begin) + c - begin] = whole.data<float>()[r * 6 + c];
+      }
+    }
+    return out;
+  };
+  const std::string path = CheckpointPath(dir_, 9);
+  CheckpointContents first;
+  first.variables = {{"m/part_0", columns(0, 2)}, {"rows/part_0", Ramp({1, 3}, 50)}};
+  first.optimizer = {{"count", Ramp({2}, 7)}};
+  WriteCheckpointFile(ShardFilePath(path, 0), first);
+  CheckpointContents second;
+  second.variables = {{"m/part_1", columns(2, 6)}, {"rows/part_1", Ramp({3, 3}, 53)}};
+  WriteCheckpointFile(ShardFilePath(path, 1), second);
+
+  CheckpointContents main;
+  main.meta.step = 9;
+  const std::string f0 = fs::path(ShardFilePath(path, 0)).filename().string();
+  const std::string f1 = fs::path(ShardFilePath(path, 1)).filename().string();
+  main.pieced_variables = {{"m",
+                            tensor::DType::kFloat32,
+                            {4, 6},
+                            {{f0, "m/part_0", 1, 0, 2}, {f1, "m/part_1", 1, 2, 4}}},
+                           {"rows",
+                            tensor::DType::kFloat32,
+                            {4, 3},
+                            {{f0, "rows/part_0", 0, 0, 1}, {f1, "rows/part_1", 0, 1, 3}}}};
+  main.pieced_optimizer = {{"count", tensor::DType::kFloat32, {2}, {{f0, "count"}}}};
+  WriteCheckpoint(dir_, main, 3);
+
+  const CheckpointReader reader(path);
+  EXPECT_EQ(Values(reader.Read(*reader.Find("m"))), Values(whole));
+  EXPECT_EQ(Values(reader.Read(*reader.Find("rows"))), Values(Ramp({4, 3}, 50)));
+  EXPECT_EQ(Values(reader.Read(*reader.Find("count"))), Values(Ramp({2}, 7)));
+
+  // A shard file gone, or cut short, is named when the tensor is read.
+  fs::resize_file(ShardFilePath(path, 1), 20);
+  EXPECT_THAT(ErrorOf([&] { reader.Read(*reader.Find("rows")); }).what(),
+              HasSubstr(ShardFilePath(path, 1)));
+  const CheckpointReader again(path);
+  fs::remove(ShardFilePath(path, 1));
+  const Error missing = ErrorOf([&] { again.Read(*again.Find("m")); });
+  EXPECT_THAT(missing.what(), HasSubstr(ShardFilePath(path, 1) + "' does not exist"));
+}
+
+TEST_F(CheckpointTest, ShardFilesGoWithTheirCheckpoint) {
+  fs::create_directories(dir_);
+  for (const int64_t step : {1, 2, 3}) {
+    const std::string path = CheckpointPath(dir_, step);
+    WriteCheckpointFile(ShardFilePath(path, 0), Contents(step));
+    WriteCheckpoint(dir_, Contents(step), 2);
+  }
+  // A server's shard file of a checkpoint the chief never wrote (a crash between the two) and a
+  // server's unfinished write.
+  WriteCheckpointFile(ShardFilePath(CheckpointPath(dir_, 4), 1), Contents(4));
+  WriteFileBytes(ShardFilePath(CheckpointPath(dir_, 4), 0) + ".tmp", "cut short");
+  // The shard file of the checkpoint being written now is kept while it is written.
+  WriteCheckpointFile(ShardFilePath(CheckpointPath(dir_, 5), 0), Contents(5));
+  WriteCheckpoint(dir_, Contents(5), 2);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"checkpoint-3.ckpt", "checkpoint-3.ckpt.ps-0",
+                                               "checkpoint-5.ckpt", "checkpoint-5.ckpt.ps-0"}));
+}
+
 // In a private mount namespace (root only), a 256 KiB tmpfs: a checkpoint that does not fit fails
 // with the path and the bytes it needs, and the previous one stays whole.
 TEST_F(CheckpointTest, FullDiskNamesThePathAndBytesAndKeepsThePrevious) {
@@ -239,62 +309,5 @@ TEST_F(CheckpointTest, FullDiskNamesThePathAndBytesAndKeepsThePrevious) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "see the FAILED lines above";
 }
 
-// Resume passes over a torn newest checkpoint and a corrupt one, with a warning each, and the
-// run still continues bit-identically from the one it restores.
-TEST_F(CheckpointTest, ResumePassesOverTornAndCorruptCheckpoints) {
-  const auto sink_into = [](std::vector<std::string>& lines) {
-    return [&lines](const std::string& line) { lines.push_back(line); };
-  };
-  std::vector<std::string> lines;
-  TrainerOptions straight = testing::MlpOptions();
-  straight.steps = 9;
-  straight.eval_files.clear();
-  straight.export_path = dir_ + "/straight.onnx";
-  fs::create_directories(dir_);
-  Train(straight, sink_into(lines));
-
-  TrainerOptions first = testing::MlpOptions();
-  first.steps = 6;
-  first.eval_files.clear();
-  first.checkpoint_dir = dir_ + "/checkpoints";
-  first.checkpoint_every = 2;
-  first.checkpoint_keep = 0;
-  Train(first, sink_into(lines));
-  ASSERT_EQ(ListCheckpoints(first.checkpoint_dir).size(), 3U);  // steps 2, 4, 6
-  const std::string six = first.checkpoint_dir + "/checkpoint-6.ckpt";
-  const std::string four = first.checkpoint_dir + "/checkpoint-4.ckpt";
-  fs::resize_file(six, fs::file_size(six) / 2);
-  {
-    const CheckpointReader reader(four);
-    FlipByte(four, reader.variables()[0].offset + 100);
-  }
-
-  lines.clear();
-  TrainerOptions second = testing::MlpOptions();
-  second.steps = 9;
-  second.eval_files.clear();
-  second.checkpoint_dir = first.checkpoint_dir;
-  second.resume = true;
-  second.export_path = dir_ + "/resumed.onnx";
-  const TrainResult resumed = Train(second, sink_into(lines));
-  EXPECT_EQ(resumed.resumed_from_step, 2);
-  const std::string log = fmt::format("{}", fmt::join(lines, "\n"));
-  EXPECT_THAT(log, HasSubstr("warning: checkpoint '" + six + "' is torn"));
-  EXPECT_THAT(log, HasSubstr("warning: checkpoint '" + four + "' is corrupt"));
-  EXPECT_EQ(ReadFileBytes(straight.export_path, "model"),
-            ReadFileBytes(second.export_path, "model"));
-}
-
-TEST_F(CheckpointTest, CheckpointOfAnotherModelIsAnErrorNotSkipped) {
-  fs::create_directories(dir_);
-  WriteCheckpoint(dir_, Contents(3), 0);  // 'w' [3,5]: the MLP has no such variable
-  TrainerOptions options = testing::MlpOptions();
-  options.steps = 5;
-  options.checkpoint_dir = dir_;
-  options.resume = true;
-  const Error error = ErrorOf([&] { Train(options, [](const std::string&) {}); });
-  EXPECT_THAT(error.what(), HasSubstr("checkpoint '" + dir_ + "/checkpoint-3.ckpt'"));
-}
-
 }  // namespace
-}  // namespace autodist::exec
+}  // namespace autodist::checkpoint

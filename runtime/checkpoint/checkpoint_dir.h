@@ -4,18 +4,27 @@
 // the newest `keep` are deleted.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "runtime/exec/checkpoint_file.h"
+#include "runtime/checkpoint/checkpoint_file.h"
 
-namespace autodist::exec {
+namespace autodist::checkpoint {
+
+// <dir>/checkpoint-<step>.ckpt.
+std::string CheckpointPath(const std::string& dir, int64_t step);
+
+// The file parameter server `index` writes its shards of checkpoint `checkpoint_path` to:
+// "<checkpoint_path>.ps-<index>". It belongs to that checkpoint: it is deleted with it.
+std::string ShardFilePath(const std::string& checkpoint_path, int index);
 
 // Writes `contents` to <dir>/checkpoint-<step>.ckpt (creating `dir`), then deletes all but the
-// newest `keep` checkpoints (keep 0: none) and what earlier writes interrupted by a crash left
-// behind. Returns the path. Throws InvalidArgument naming the path (and the bytes needed when
-// the disk is full); the checkpoints already there are then untouched.
+// newest `keep` checkpoints (keep 0: none) with their shard files, and what earlier writes
+// interrupted by a crash left behind (temporaries; shard files of a checkpoint never written).
+// Returns the path. Throws InvalidArgument naming the path (and the bytes needed when the disk is
+// full); the checkpoints already there are then untouched.
 std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep);
 
 // The checkpoints in `dir`, newest (highest step) first; empty when there is none or no `dir`.
@@ -24,4 +33,4 @@ std::vector<std::string> ListCheckpoints(const std::string& dir);
 // The path of the latest checkpoint in `dir`, if any.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
 
-}  // namespace autodist::exec
+}  // namespace autodist::checkpoint

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +28,7 @@ class Checkpoint;
 class TensorValue;
 }  // namespace autodist::proto
 
-namespace autodist::exec {
+namespace autodist::checkpoint {
 
 // Everything of a checkpoint except its tensors.
 struct CheckpointMeta {
@@ -41,11 +42,33 @@ struct CheckpointMeta {
 // Host tensors by name, in the order they are written.
 using NamedTensors = std::vector<std::pair<std::string, tensor::Tensor>>;
 
+// One piece of a tensor kept in another checkpoint file (a parameter server's shard file): the
+// tensor `name` of `file` (a name in the same directory) is the range [offset, offset + extent)
+// of the whole along `axis`; axis -1: it is the whole tensor.
+struct ShardPieceRef {
+  std::string file;
+  std::string name;
+  int axis = -1;
+  int64_t offset = 0;
+  int64_t extent = 0;
+};
+
+// A tensor of a checkpoint whose bytes are in other files, by pieces.
+struct PiecedTensor {
+  std::string name;
+  tensor::DType dtype = tensor::DType::kFloat32;
+  tensor::Shape shape;
+  std::vector<ShardPieceRef> pieces;
+};
+
 struct CheckpointContents {
   CheckpointMeta meta;
   NamedTensors variables;
   NamedTensors states;     // replica-local state (BatchNorm running statistics)
   NamedTensors optimizer;  // optimizer slots, keyed "<variable>/<slot>"
+  // Variables and optimizer slots whose bytes other files hold (written by parameter servers).
+  std::vector<PiecedTensor> pieced_variables;
+  std::vector<PiecedTensor> pieced_optimizer;
 };
 
 // Writes `contents` to `path` durably (common/durable_file.h): whole or not at all. Throws
@@ -66,6 +89,7 @@ class CheckpointReader {
     uint64_t length = 0;
     uint32_t crc32c = 0;
     const proto::TensorValue* legacy = nullptr;  // the value, in an old-format file
+    std::vector<ShardPieceRef> pieces;           // non-empty: the bytes are in other files
   };
 
   // Opens `path` and checks its trailer and header (or parses an old-format file). Throws
@@ -85,11 +109,19 @@ class CheckpointReader {
   // no intermediate copy). Throws InvalidArgument naming the file and tensor when the bytes
   // cannot be read or fail their checksum.
   void ReadInto(const Entry& entry, tensor::Tensor& target) const;
-  // Reads `entry` into a new host tensor.
+  // Reads `entry` into a new host tensor (assembled from its pieces' files when it has pieces;
+  // each piece is checked as it is read). Throws as ReadInto, naming the piece's file.
   tensor::Tensor Read(const Entry& entry) const;
+
+  // The entry named `name` among the variables and optimizer slots; nullptr when there is none.
+  const Entry* Find(const std::string& name) const;
 
  private:
   void OpenLegacy(const std::string& bytes);
+  // Reads `entry`'s own bytes (no pieces) to `out`, checking the checksum.
+  void ReadBytes(const Entry& entry, void* out) const;
+  void ReadPieces(const Entry& entry, tensor::Tensor& out) const;
+  const CheckpointReader& Shard(const std::string& file) const;
 
   std::string path_;
   CheckpointMeta meta_;
@@ -97,6 +129,8 @@ class CheckpointReader {
   std::vector<Entry> states_;
   std::vector<Entry> optimizer_;
   std::unique_ptr<proto::Checkpoint> legacy_;  // the whole old-format message, when that is it
+  // The shard files pieces were read from, opened once each.
+  mutable std::map<std::string, std::unique_ptr<CheckpointReader>> shards_;
 };
 
-}  // namespace autodist::exec
+}  // namespace autodist::checkpoint
