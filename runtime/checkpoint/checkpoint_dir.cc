@@ -68,7 +68,7 @@ void RemoveCheckpoint(const std::string& path) {
 }  // namespace
 
 std::string CheckpointPath(const std::string& dir, int64_t step) {
-  return fmt::format("{}/checkpoint-{}.ckpt", dir, step);
+  return (fs::path(dir) / fmt::format("checkpoint-{}.ckpt", step)).string();
 }
 
 std::string ShardFilePath(const std::string& checkpoint_path, int index) {

@@ -3,9 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <future>
+#include <mutex>
 
 #include "proto/checkpoint.pb.h"
 #include "runtime/common/crc32c.h"
@@ -20,6 +24,59 @@ constexpr std::array<char, 8> kMagic = {'A', 'D', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr std::array<char, 4> kTrailerMagic = {'A', 'D', 'C', 'E'};
 constexpr uint64_t kTrailerBytes = 8 + 8 + 4 + 4;
 constexpr uint64_t kAlignment = 64;  // tensor data starts on cache lines, as tensor storage does
+constexpr uint64_t kChunkBytes = uint64_t{16} << 20;  // read, written, summed at a time
+
+// Reads `size` bytes at `offset` of `path` into `out` and returns their CRC-32C. This thread reads
+// piece by piece while another checksums the pieces already read, so the checksum takes no time
+// beside the disk's (one core reads, the other sums).
+uint32_t ReadChecksummed(const std::string& path, uint64_t offset, void* out, uint64_t size,
+                         const std::string& what) {
+  auto* bytes = static_cast<char*>(out);
+  if (size < 8 * kChunkBytes) {
+    ReadFileRange(path, static_cast<int64_t>(offset), out, size, what);
+    return Crc32c(out, size);
+  }
+  std::mutex mutex;
+  std::condition_variable read_more;
+  uint64_t ready = 0;  // bytes read so far
+  bool stopped = false;
+  auto checksum = std::async(std::launch::async, [&] {
+    uint32_t crc = 0;
+    uint64_t done = 0;
+    while (done < size) {
+      uint64_t available = 0;
+      {
+        std::unique_lock lock(mutex);
+        read_more.wait(lock, [&] { return stopped || ready > done; });
+        if (ready <= done) return crc;  // stopped by a failed read
+        available = ready;
+      }
+      crc = Crc32cExtend(crc, bytes + done, available - done);
+      done = available;
+    }
+    return crc;
+  });
+  try {
+    for (uint64_t done = 0; done < size; done += kChunkBytes) {
+      const uint64_t piece = std::min<uint64_t>(kChunkBytes, size - done);
+      ReadFileRange(path, static_cast<int64_t>(offset + done), bytes + done, piece, what);
+      {
+        const std::lock_guard lock(mutex);
+        ready = done + piece;
+      }
+      read_more.notify_one();
+    }
+  } catch (...) {
+    {
+      const std::lock_guard lock(mutex);
+      stopped = true;
+    }
+    read_more.notify_one();
+    checksum.wait();
+    throw;
+  }
+  return checksum.get();
+}
 
 uint64_t ShapeBytes(const tensor::Shape& shape, tensor::DType dtype) {
   uint64_t elements = 1;
@@ -104,8 +161,15 @@ void WriteSection(DurableFile& file, const NamedTensors& tensors,
     file.PadTo(kAlignment);
     AD_CHECK(file.position() == entry.offset(), kInternal, "checkpoint: '{}' laid out at {}, at {}",
              entry.name(), entry.offset(), file.position());
-    entry.set_crc32c(Crc32c(value.raw(), value.nbytes()));
-    file.Write(value.raw(), value.nbytes());
+    // Checksummed piece by piece just before each piece is written, while it is still cached.
+    const auto* bytes = static_cast<const char*>(value.raw());
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < value.nbytes(); done += kChunkBytes) {
+      const uint64_t piece = std::min<uint64_t>(kChunkBytes, value.nbytes() - done);
+      crc = Crc32cExtend(crc, bytes + done, piece);
+      file.Write(bytes + done, piece);
+    }
+    entry.set_crc32c(crc);
   }
 }
 
@@ -291,9 +355,10 @@ void CheckpointReader::ReadBytes(const Entry& entry, void* out) const {
     if (entry.length > 0) std::memcpy(out, entry.legacy->data().data(), entry.length);
     return;
   }
-  ReadFileRange(path_, static_cast<int64_t>(entry.offset), out, entry.length,
-                fmt::format("checkpoint '{}': tensor '{}'", path_, entry.name));
-  AD_CHECK(Crc32c(out, entry.length) == entry.crc32c, kInvalidArgument,
+  const uint32_t crc =
+      ReadChecksummed(path_, entry.offset, out, entry.length,
+                      fmt::format("checkpoint '{}': tensor '{}'", path_, entry.name));
+  AD_CHECK(crc == entry.crc32c, kInvalidArgument,
            "checkpoint '{}' is corrupt: tensor '{}' fails its checksum", path_, entry.name);
 }
 
@@ -350,7 +415,8 @@ void CheckpointReader::ReadPieces(const Entry& entry, tensor::Tensor& out) const
 }
 
 tensor::Tensor CheckpointReader::Read(const Entry& entry) const {
-  tensor::Tensor out(entry.dtype, entry.shape);
+  // Overwritten whole: its pages are mapped in at once rather than one fault per page.
+  tensor::Tensor out = tensor::Tensor::Prefaulted(entry.dtype, entry.shape);
   ReadInto(entry, out);
   return out;
 }

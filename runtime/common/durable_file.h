@@ -13,8 +13,8 @@ namespace autodist {
 
 class DurableFile {
  public:
-  // Opens "<path>.tmp". `expected_bytes` > 0 reserves that much disk space first, so a full disk
-  // is reported before anything is written. `what` describes the file in messages
+  // Opens "<path>.tmp". With `expected_bytes` > 0, a disk without that much free space is
+  // reported before anything is written. `what` describes the file in messages
   // ("checkpoint"). Throws InvalidArgument naming the path (and the bytes needed when the disk
   // is full).
   DurableFile(std::string path, uint64_t expected_bytes, std::string what);

@@ -19,14 +19,17 @@ void CopyField(const Field& field, tensor::Tensor& out, const std::string& what)
   for (int i = 0; i < field.size(); ++i) data[i] = static_cast<T>(field.Get(i));
 }
 
-// A tensor of the proto's type and dims, data not yet filled in.
-tensor::Tensor EmptyTensorFor(const onnx::TensorProto& proto, const std::string& what) {
+// A tensor of the proto's type and dims, data not yet filled in; `prefaulted` for one about to be
+// overwritten whole from a file (its pages mapped in at once, not one fault per page).
+tensor::Tensor EmptyTensorFor(const onnx::TensorProto& proto, const std::string& what,
+                              bool prefaulted = false) {
   tensor::Shape shape(proto.dims().begin(), proto.dims().end());
   for (const int64_t dim : shape) {
     AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
              tensor::ShapeToString(shape));
   }
-  return tensor::Tensor(tensor::DTypeFromOnnx(proto.data_type(), what), shape);
+  const tensor::DType dtype = tensor::DTypeFromOnnx(proto.data_type(), what);
+  return prefaulted ? tensor::Tensor::Prefaulted(dtype, shape) : tensor::Tensor(dtype, shape);
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ tensor::Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string
 
 tensor::Tensor TensorFromExternalData(const onnx::TensorProto& proto, const std::string& path,
                                       int64_t offset, int64_t length, const std::string& what) {
-  tensor::Tensor out = EmptyTensorFor(proto, what);
+  tensor::Tensor out = EmptyTensorFor(proto, what, /*prefaulted=*/true);
   AD_CHECK(length == static_cast<int64_t>(out.nbytes()), kInvalidArgument,
            "{}: its external data in '{}' is {} bytes; shape {} of {} needs {}", what, path, length,
            tensor::ShapeToString(out.shape()), tensor::DTypeName(out.dtype()), out.nbytes());

@@ -18,22 +18,17 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/error_of.h"
 
 namespace autodist::checkpoint {
 namespace {
 
+using autodist::testing::ErrorOf;
+using testing::FlipByte;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-Error ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an autodist::Error";
-  return Error(ErrorCode::kInternal, "no error was thrown");
-}
 
 tensor::Tensor Ramp(tensor::Shape shape, float start) {
   tensor::Tensor t(tensor::DType::kFloat32, std::move(shape));
@@ -114,17 +109,6 @@ TEST_F(CheckpointTest, TornFileIsNamedAsTorn) {
               HasSubstr("is not a checkpoint"));
 }
 
-// Flips one byte at `offset` of `path`.
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  file.seekg(static_cast<std::streamoff>(offset));
-  char byte = 0;
-  file.read(&byte, 1);
-  byte = static_cast<char>(byte ^ 0x10);
-  file.seekp(static_cast<std::streamoff>(offset));
-  file.write(&byte, 1);
-}
-
 TEST_F(CheckpointTest, FlippedBitsInATensorFailItsChecksum) {
   const std::string path = WriteCheckpoint(dir_, Contents(4), 3);
   uint64_t offset = 0;
@@ -137,6 +121,22 @@ TEST_F(CheckpointTest, FlippedBitsInATensorFailItsChecksum) {
   EXPECT_NO_THROW(reader.Read(reader.variables()[0]));
   EXPECT_THAT(ErrorOf([&] { reader.Read(reader.variables()[1]); }).what(),
               HasSubstr("is corrupt: tensor 'b' fails its checksum"));
+}
+
+// A tensor large enough to be read in pieces while another thread checksums them: it reads back
+// whole, and a flipped byte near its end is still caught.
+TEST_F(CheckpointTest, LargeTensorsAreReadAndChecksummedInPieces) {
+  CheckpointContents contents = Contents(8);
+  contents.variables.emplace_back("large", Ramp({40 << 20 >> 2}, 0));  // 40 MiB
+  const std::string path = WriteCheckpoint(dir_, contents, 3);
+  const CheckpointReader reader(path);
+  EXPECT_EQ(Values(reader.Read(*reader.Find("large"))), Values(contents.variables[2].second));
+  const uint64_t end = reader.Find("large")->offset + reader.Find("large")->length;
+  FlipByte(path, end - 5);
+  EXPECT_THAT(ErrorOf([&] { reader.Read(*reader.Find("large")); }).what(),
+              HasSubstr("tensor 'large' fails its checksum"));
+  fs::resize_file(path, end - (8 << 20));  // cut inside it: the read fails, naming the file
+  EXPECT_THAT(ErrorOf([&] { reader.Read(*reader.Find("large")); }).what(), HasSubstr(path));
 }
 
 TEST_F(CheckpointTest, FlippedBitsInTheHeaderFailItsChecksum) {

@@ -14,36 +14,20 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/exec/trainer.h"
+#include "tests/checkpoint/checkpoint_test_util.h"
+#include "tests/error_of.h"
 #include "tests/exec/trainer_test_util.h"
 
 namespace autodist::exec {
 namespace {
 
+using autodist::testing::ErrorOf;
+using checkpoint::testing::FlipByte;
+
 namespace fs = std::filesystem;
 using checkpoint::CheckpointReader;
 using checkpoint::ListCheckpoints;
 using ::testing::HasSubstr;
-
-Error ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an autodist::Error";
-  return Error(ErrorCode::kInternal, "no error was thrown");
-}
-
-// Flips one byte at `offset` of `path`.
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  file.seekg(static_cast<std::streamoff>(offset));
-  char byte = 0;
-  file.read(&byte, 1);
-  byte = static_cast<char>(byte ^ 0x10);
-  file.seekp(static_cast<std::streamoff>(offset));
-  file.write(&byte, 1);
-}
 
 class CheckpointResumeTest : public ::testing::Test {
  protected:

@@ -14,22 +14,15 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
+#include "tests/error_of.h"
 
 namespace autodist::graph {
 namespace {
 
+using autodist::testing::ErrorOf;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-Error ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an autodist::Error";
-  return Error(ErrorCode::kInternal, "no error was thrown");
-}
 
 void SetEntry(onnx::TensorProto& tensor, const std::string& key, const std::string& value) {
   for (auto& entry : *tensor.mutable_external_data()) {

@@ -11,25 +11,17 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
+#include "tests/error_of.h"
 
 namespace autodist::graph {
 namespace {
+
+using autodist::testing::ErrorOf;
 
 using ::testing::HasSubstr;
 
 std::string Fixture(const std::string& name) {
   return std::string(AUTODIST_FIXTURES_DIR) + "/models/" + name;
-}
-
-// The Error thrown by `action`; fails the test when it throws none.
-Error ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an autodist::Error";
-  return Error(ErrorCode::kInternal, "no error was thrown");
 }
 
 TEST(GraphItemErrorsTest, MissingFileIsNotFoundAndNamesThePath) {

@@ -241,6 +241,29 @@ TEST_F(CliTest, StrippedGraphItemIsSmallAndCompilesToTheSameStrategy) {
   EXPECT_EQ(from_item.out, from_onnx.out);
 }
 
+// A model with ONNX external data: inspect and compile read it like the inline one, and the
+// stripped GraphItem (the operator's ConfigMap) needs no data file.
+TEST_F(CliTest, ExternalDataModelInspectsStripsAndCompilesLikeItsInlineTwin) {
+  const RunResult inline_model = Run({"inspect", Model("cnn.onnx")});
+  const RunResult external = Run({"inspect", Model("external/cnn.onnx")});
+  ASSERT_EQ(external.exit_code, 0) << external.err;
+  EXPECT_EQ(external.out, inline_model.out);
+  const RunResult strip =
+      Run({"inspect", "--strip-weights", "-o", "g.pb", Model("external/cnn.onnx")});
+  ASSERT_EQ(strip.exit_code, 0) << strip.err;
+  EXPECT_LT(fs::file_size(dir_ / "g.pb"), 10000U);
+  const std::vector<std::string> args = {
+      "--resources", Spec("several_ps.yml"), "--strategy", "PartitionedPS", "--format", "binary"};
+  EXPECT_EQ(Compile("g.pb", args).out, Compile(Model("cnn.onnx"), args).out);
+}
+
+TEST_F(CliTest, ExternalDataFileMissingIsAUserErrorNamingIt) {
+  fs::copy_file(Model("external/cnn.onnx"), dir_ / "cnn.onnx");
+  ExpectUserError(
+      {"inspect", (dir_ / "cnn.onnx").string()},
+      {"initializer 'conv2.weight'", (dir_ / "cnn.onnx.data").string(), "does not exist"});
+}
+
 TEST_F(CliTest, InspectOfAMissingFileIsAUserError) {
   ExpectUserError({"inspect", "missing.onnx"}, {"missing.onnx"});
 }
