@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       AD_CHECK(fd >= 0, kNotFound, "cannot open '{}'", file);
       const off_t size = ::lseek(fd, 0, SEEK_END);
       // Uninitialized, as tensor storage is: zeroing it first would charge the peer a pass.
-      const std::unique_ptr<char[]> buffer(new char[static_cast<size_t>(size)]);
+      const auto buffer = std::make_unique_for_overwrite<char[]>(static_cast<size_t>(size));
       ::close(fd);
       ad::ReadFileRange(file, 0, buffer.get(), static_cast<size_t>(size), "file");
       std::cout << fmt::format(R"({{"what": "read-file", "seconds": {:.3f}, "bytes": {}}})",

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -59,11 +60,15 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
 
 // Ends the process when the heartbeat learns that the job failed: a training step blocked on a
 // parameter server that waits for a dead peer cannot be unwound from this thread.
-[[noreturn]] void AbortProcess(const std::string& node, const std::string& reason) {
+// `own_failure` is this member's own exit code once it has failed itself (0 before): the job's
+// failure it then hears of is its own, and the launcher and the operator must see the cause's
+// code, not "stopped because another member failed".
+[[noreturn]] void AbortProcess(const std::string& node, const std::string& reason,
+                               int own_failure) {
   std::fflush(stdout);
   std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
   std::fflush(stderr);
-  std::_Exit(job::kMemberExitJobFailed);
+  std::_Exit(own_failure != 0 ? own_failure : job::kMemberExitJobFailed);
 }
 
 std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
@@ -198,9 +203,12 @@ void RunMember(const MemberOptions& options) {
       std::min(options.heartbeat_timeout,
                std::max(options.heartbeat_interval * 2, std::chrono::milliseconds(500)));
   coordinator::CoordinatorClient heartbeat_client(options.coordinator, heartbeat_calls);
+  std::atomic<int> own_failure{0};
   Heartbeat heartbeat(heartbeat_client, node,
                       HeartbeatOptions{options.heartbeat_interval, options.heartbeat_timeout},
-                      [node](const std::string& reason) { AbortProcess(node, reason); });
+                      [node, &own_failure](const std::string& reason) {
+                        AbortProcess(node, reason, own_failure.load());
+                      });
   job::MemberResult result;
   result.node = node;
   result.role = coordinator::MemberRoleName(me.role);
@@ -225,6 +233,8 @@ void RunMember(const MemberOptions& options) {
     // server goes: cancelling them would turn a finished job into a failed member.
     server.Shutdown(kShutdownGraceMs);
   } catch (const Error& error) {
+    // Before the coordinator hears of it: the abort that follows is this member's own failure.
+    own_failure = error.IsUserError() ? job::kMemberExitBadInput : job::kMemberExitFailure;
     try {
       coordinator.Finish(node, true, error.what());
     } catch (const Error& unreachable) {

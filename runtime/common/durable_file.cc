@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -39,6 +40,8 @@ DurableFile::DurableFile(std::string path, uint64_t expected_bytes, std::string 
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   AD_CHECK(fd_ >= 0, kInvalidArgument, "cannot create {} '{}': {}", what_, temporary_,
            std::strerror(errno));
+  // File systems without direct I/O (EINVAL) are written through the page cache alone.
+  direct_fd_ = ::open(temporary_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   // Checked, not reserved: fallocate made the writes that followed it 2-3 times slower here (a
   // 2.4 GB checkpoint: 4-5 s against 1.2-2 s), since every write then converts an unwritten
   // extent. A disk that fills up meanwhile still fails the write below, the same way.
@@ -49,12 +52,19 @@ DurableFile::DurableFile(std::string path, uint64_t expected_bytes, std::string 
 }
 
 DurableFile::~DurableFile() {
+  CloseDirect();
   if (fd_ < 0) return;
   ::close(fd_);
   ::unlink(temporary_.c_str());
 }
 
+void DurableFile::CloseDirect() {
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+  direct_fd_ = -1;
+}
+
 void DurableFile::FailWrite(int error, uint64_t needed) {
+  CloseDirect();
   ::close(fd_);
   fd_ = -1;
   ::unlink(temporary_.c_str());
@@ -70,14 +80,65 @@ void DurableFile::FailWrite(int error, uint64_t needed) {
 void DurableFile::Write(const void* data, size_t size) {
   AD_CHECK(fd_ >= 0, kInternal, "{} '{}' written after it was committed", what_, path_);
   const auto* cursor = static_cast<const char*>(data);
+  if (direct_fd_ >= 0 && size >= kDirectMinBytes) {
+    // Through the page cache up to a block boundary, the whole blocks direct, the rest cached:
+    // the two never share a block.
+    const size_t head = (kBlockBytes - position_ % kBlockBytes) % kBlockBytes;
+    WriteCached(cursor, head);
+    const size_t body = (size - head) / kBlockBytes * kBlockBytes;
+    WriteDirect(cursor + head, body);
+    WriteCached(cursor + head + body, size - head - body);
+    return;
+  }
+  WriteCached(cursor, size);
+}
+
+void DurableFile::WriteCached(const char* data, size_t size) {
   size_t done = 0;
   while (done < size) {
-    const ssize_t wrote = ::write(fd_, cursor + done, size - done);
+    const ssize_t wrote =
+        ::pwrite(fd_, data + done, size - done, static_cast<off_t>(position_ + done));
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) FailWrite(wrote < 0 ? errno : ENOSPC, std::max(expected_, position_ + size));
     done += static_cast<size_t>(wrote);
   }
   position_ += size;
+}
+
+void DurableFile::WriteDirect(const char* data, size_t size) {
+  // The source is copied into an aligned buffer first unless it is aligned itself: copying from
+  // memory is several times faster than the page cache's copy it replaces.
+  size_t done = 0;
+  while (done < size) {
+    const size_t piece = std::min(size - done, kDirectPieceBytes);
+    const char* source = data + done;
+    if (reinterpret_cast<uintptr_t>(source) % kBlockBytes != 0) {
+      if (bounce_ == nullptr) {
+        bounce_.reset(static_cast<char*>(std::aligned_alloc(kBlockBytes, kDirectPieceBytes)));
+        AD_CHECK(bounce_ != nullptr, kInternal, "cannot allocate a {}-byte write buffer",
+                 kDirectPieceBytes);
+      }
+      std::memcpy(bounce_.get(), source, piece);
+      source = bounce_.get();
+    }
+    const ssize_t wrote = ::pwrite(direct_fd_, source, piece, static_cast<off_t>(position_));
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0 && errno == EINVAL) {  // direct I/O refused after all: the page cache then
+      CloseDirect();
+      WriteCached(data + done, size - done);
+      return;
+    }
+    if (wrote <= 0) {
+      FailWrite(wrote < 0 ? errno : ENOSPC, std::max(expected_, position_ + size - done));
+    }
+    // A short direct write ends on a block boundary or at a full disk; the next call resumes.
+    done += static_cast<size_t>(wrote);
+    position_ += static_cast<uint64_t>(wrote);
+    if (static_cast<size_t>(wrote) % kBlockBytes != 0) {
+      WriteCached(data + done, size - done);
+      return;
+    }
+  }
 }
 
 void DurableFile::PadTo(uint64_t alignment) {
@@ -92,6 +153,7 @@ void DurableFile::PadTo(uint64_t alignment) {
 
 void DurableFile::Commit() {
   AD_CHECK(fd_ >= 0, kInternal, "{} '{}' committed twice", what_, path_);
+  CloseDirect();
   // A reservation larger than what was written is given back.
   if (::ftruncate(fd_, static_cast<off_t>(position_)) != 0 || ::fsync(fd_) != 0) {
     FailWrite(errno, position_);
