@@ -22,8 +22,7 @@
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
-#include "runtime/graph/external_data.h"
-#include "runtime/ops/onnx_tensor.h"
+#include "runtime/exec/initializer_value.h"
 
 namespace {
 
@@ -51,14 +50,8 @@ ad::checkpoint::NamedTensors LoadInitializers(const std::string& path) {
            "'{}' is not an ONNX model", path);
   ad::checkpoint::NamedTensors out;
   for (const onnx::TensorProto& t : model.graph().initializer()) {
-    const std::string what = "initializer '" + t.name() + "'";
-    if (ad::graph::IsExternalData(t)) {
-      const auto range = ad::graph::ResolveExternalData(t, ad::graph::ModelDirectory(path), what);
-      out.emplace_back(t.name(), ad::ops::TensorFromExternalData(t, range.path, range.offset,
-                                                                 range.length, what));
-    } else {
-      out.emplace_back(t.name(), ad::ops::TensorFromProto(t, what));
-    }
+    out.emplace_back(t.name(),
+                     ad::exec::InitializerValue(t, path, "initializer '" + t.name() + "'"));
   }
   return out;
 }

@@ -71,6 +71,12 @@ std::string CheckpointPath(const std::string& dir, int64_t step) {
   return (fs::path(dir) / fmt::format("checkpoint-{}.ckpt", step)).string();
 }
 
+void CreateCheckpointDirectory(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  AD_CHECK(!ec, kInvalidArgument, "cannot create checkpoint directory '{}': {}", dir, ec.message());
+}
+
 std::string ShardFilePath(const std::string& checkpoint_path, int index) {
   return fmt::format("{}.ps-{}", checkpoint_path, index);
 }
@@ -78,9 +84,7 @@ std::string ShardFilePath(const std::string& checkpoint_path, int index) {
 std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep) {
   AD_CHECK(keep >= 0, kInvalidArgument, "checkpoint keep is {}; expected 0 (keep all) or more",
            keep);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  AD_CHECK(!ec, kInvalidArgument, "cannot create checkpoint directory '{}': {}", dir, ec.message());
+  CreateCheckpointDirectory(dir);
   std::string path = CheckpointPath(dir, contents.meta.step);
   // Only the chief (and, for their shards, the parameter servers it asks) writes here, so a
   // temporary file is an earlier write that a crash cut short.

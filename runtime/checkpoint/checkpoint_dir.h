@@ -16,6 +16,11 @@ namespace autodist::checkpoint {
 // <dir>/checkpoint-<step>.ckpt.
 std::string CheckpointPath(const std::string& dir, int64_t step);
 
+// Creates `dir` (and its parents) where it does not exist; throws InvalidArgument naming it when
+// it cannot be created. Before parameter servers write their shards into it, and by
+// WriteCheckpoint.
+void CreateCheckpointDirectory(const std::string& dir);
+
 // The file parameter server `index` writes its shards of checkpoint `checkpoint_path` to:
 // "<checkpoint_path>.ps-<index>". It belongs to that checkpoint: it is deleted with it.
 std::string ShardFilePath(const std::string& checkpoint_path, int index);

@@ -188,11 +188,9 @@ std::vector<CheckpointReader::Entry> EntriesOf(
     e.name = entry.name();
     e.dtype = tensor::DTypeFromOnnx(entry.data_type(), what);
     e.shape.assign(entry.dims().begin(), entry.dims().end());
-    int64_t elements = 1;
     for (const int64_t dim : e.shape) {
       AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
                tensor::ShapeToString(e.shape));
-      elements *= dim;
     }
     e.offset = entry.offset();
     e.length = entry.length();
@@ -212,9 +210,9 @@ std::vector<CheckpointReader::Entry> EntriesOf(
       out.push_back(std::move(e));
       continue;
     }
-    AD_CHECK(e.length == static_cast<uint64_t>(elements) * tensor::ElementSize(e.dtype),
-             kInvalidArgument, "{}: {} bytes for shape {} of {}", what, e.length,
-             tensor::ShapeToString(e.shape), tensor::DTypeName(e.dtype));
+    AD_CHECK(e.length == ShapeBytes(e.shape, e.dtype), kInvalidArgument,
+             "{}: {} bytes for shape {} of {}", what, e.length, tensor::ShapeToString(e.shape),
+             tensor::DTypeName(e.dtype));
     AD_CHECK(e.offset <= data_end && e.length <= data_end - e.offset, kInvalidArgument,
              "{}: bytes {}..{} lie outside the file's data (which ends at {})", what, e.offset,
              e.offset + e.length, data_end);
@@ -247,7 +245,7 @@ uint64_t CheckpointFileSize(const CheckpointContents& contents) {
   return data_end + header.ByteSizeLong() + kTrailerBytes;
 }
 
-void WriteCheckpointFile(const std::string& path, const CheckpointContents& contents) {
+uint64_t WriteCheckpointFile(const std::string& path, const CheckpointContents& contents) {
   uint64_t data_end = 0;
   proto::CheckpointHeader header = LayOut(contents, data_end);
   // Checksums are present fixed32 fields: the header's size is known before they are filled in.
@@ -267,7 +265,9 @@ void WriteCheckpointFile(const std::string& path, const CheckpointContents& cont
   PutLittleEndian<uint32_t>(trailer.data() + 16, Crc32c(bytes.data(), bytes.size()));
   std::memcpy(trailer.data() + 20, kTrailerMagic.data(), kTrailerMagic.size());
   file.Write(trailer.data(), trailer.size());
+  const uint64_t size = file.position();
   file.Commit();
+  return size;
 }
 
 CheckpointReader::CheckpointReader(std::string path) : path_(std::move(path)) {

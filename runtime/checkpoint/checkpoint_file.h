@@ -71,9 +71,10 @@ struct CheckpointContents {
   std::vector<PiecedTensor> pieced_optimizer;
 };
 
-// Writes `contents` to `path` durably (common/durable_file.h): whole or not at all. Throws
-// InvalidArgument naming the path, and the bytes needed when the disk is full.
-void WriteCheckpointFile(const std::string& path, const CheckpointContents& contents);
+// Writes `contents` to `path` durably (common/durable_file.h): whole or not at all, and returns
+// the file's size. Throws InvalidArgument naming the path, and the bytes needed when the disk is
+// full.
+uint64_t WriteCheckpointFile(const std::string& path, const CheckpointContents& contents);
 
 // The bytes WriteCheckpointFile writes for `contents`.
 uint64_t CheckpointFileSize(const CheckpointContents& contents);

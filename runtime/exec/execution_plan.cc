@@ -9,9 +9,8 @@
 #include <set>
 
 #include "runtime/common/error.h"
-#include "runtime/graph/external_data.h"
+#include "runtime/exec/initializer_value.h"
 #include "runtime/graph/graph_item.h"
-#include "runtime/ops/onnx_tensor.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::exec {
@@ -82,14 +81,7 @@ void ExecutionPlan::LoadInitializers(std::vector<Tensor>& initializers) {
     initializers.resize(values.size());
     const std::string what =
         fmt::format("model '{}': initializer '{}'", source, initializer.name());
-    if (graph::IsExternalData(initializer)) {
-      const graph::ExternalDataRange range =
-          graph::ResolveExternalData(initializer, graph::ModelDirectory(source), what);
-      initializers[static_cast<size_t>(id)] =
-          ops::TensorFromExternalData(initializer, range.path, range.offset, range.length, what);
-    } else {
-      initializers[static_cast<size_t>(id)] = ops::TensorFromProto(initializer, what);
-    }
+    initializers[static_cast<size_t>(id)] = InitializerValue(initializer, source, what);
     AD_CHECK(value.kind != ValueKind::kVariable ||
                  initializers[static_cast<size_t>(id)].dtype() == DType::kFloat32,
              kInvalidArgument,

@@ -7,6 +7,7 @@
 
 #include "runtime/common/durable_file.h"
 #include "runtime/common/error.h"
+#include "runtime/exec/initializer_value.h"
 #include "runtime/graph/external_data.h"
 #include "runtime/ops/onnx_tensor.h"
 
@@ -35,11 +36,8 @@ tensor::Tensor ValueOf(const onnx::TensorProto& initializer, const std::string& 
              tensor::ShapeToString(dims), initializer.data_type());
     return it->second;
   }
-  const std::string what = fmt::format("model '{}': initializer '{}'", source, initializer.name());
-  if (!graph::IsExternalData(initializer)) return ops::TensorFromProto(initializer, what);
-  const graph::ExternalDataRange range =
-      graph::ResolveExternalData(initializer, graph::ModelDirectory(source), what);
-  return ops::TensorFromExternalData(initializer, range.path, range.offset, range.length, what);
+  return InitializerValue(initializer, source,
+                          fmt::format("model '{}': initializer '{}'", source, initializer.name()));
 }
 
 void SetExternal(onnx::TensorProto& initializer, const std::string& location, uint64_t offset,

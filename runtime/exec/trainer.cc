@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -296,7 +295,7 @@ class Run {
     std::map<std::string, Tensor> states = ReducedStates("checkpoint");
     if (!synchronizer_.is_chief()) return;
     const std::string path = checkpoint::CheckpointPath(options_.checkpoint_dir, step_);
-    std::filesystem::create_directories(options_.checkpoint_dir);  // for the servers' shards
+    checkpoint::CreateCheckpointDirectory(options_.checkpoint_dir);  // for the servers' shards
     CheckpointState state = synchronizer_.StateForCheckpoint(sessions_, path);
     if (!state.warning.empty()) Emit("warning: " + state.warning);
     CheckpointContents contents;

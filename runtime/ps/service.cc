@@ -156,8 +156,8 @@ grpc::Status ParameterServerService::Save(grpc::ServerContext* context,
       contents.optimizer.emplace_back(key, slot);
       describe(key, slot, reply->add_optimizer_state());
     }
-    checkpoint::WriteCheckpointFile(request->path(), contents);
-    reply->set_bytes(static_cast<int64_t>(checkpoint::CheckpointFileSize(contents)));
+    reply->set_bytes(
+        static_cast<int64_t>(checkpoint::WriteCheckpointFile(request->path(), contents)));
     return grpc::Status::OK;
   });
 }
