@@ -3,14 +3,16 @@
 # peer, 5 runs each, and prints the median of each and their ratio (peer time / ours: above 1.0
 # we are faster). Needs a GPU and python3 with torch (the GPU machine's image has both).
 #
-#   scripts/bench-gpu.sh BIN_DIR [OUT_DIR]
+#   scripts/bench-gpu.sh BIN_DIR [OUT_DIR] [all|train]
 #
-# BIN_DIR holds fused_optimizer_bench and gemm_bench; OUT_DIR (default: the current directory)
-# gets bench-gpu.jsonl and bench-gemm.jsonl (every run) and bench-gpu.md (the tables).
+# BIN_DIR holds fused_optimizer_bench, gemm_bench and train_step_bench; OUT_DIR (default: the
+# current directory) gets bench-gpu.jsonl, bench-train.txt and bench-gemm.jsonl (every run) and
+# bench-gpu.md (the tables). `train` runs the training-step pairs alone.
 set -euo pipefail
 
 bin_dir=$1
 out_dir=${2:-.}
+what=${3:-all}
 here=$(cd "$(dirname "$0")/.." && pwd)
 runs=5
 jsonl="$out_dir/bench-gpu.jsonl"
@@ -25,12 +27,53 @@ print(statistics.median(ms))
 PY
 }
 
-{
-  echo "| benchmark | ours (ms) | PyTorch (ms) | PyTorch / ours | device |"
-  echo "| --- | --- | --- | --- | --- |"
-} >"$out_dir/bench-gpu.md"
+: >"$out_dir/bench-gpu.md"
 device=$(python3 -c 'import torch; print(torch.cuda.get_device_name(0))')
 
+# Training steps at batch 256 (fp32), ours against PyTorch eager on the same model: the
+# Fashion-MNIST MLP and CNN (Conv-BatchNorm-ReLU-MaxPool twice, then two Linear layers).
+train_pair() {  # onnx_file torch_model label
+  local train_log="$out_dir/bench-train-$2.txt"
+  : >"$train_log"
+  for ((i = 0; i < runs; i++)); do
+    echo "ours $("$bin_dir/train_step_bench" --model "$here/examples/fashion-mnist/$1" \
+      --batch-size 256 --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+    echo "torch $(python3 "$here/bench/pytorch_train_step.py" --model "$2" --batch-size 256 \
+      --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+  done
+  python3 - "$train_log" "$device" "$3" >>"$out_dir/bench-gpu.md" <<'PY'
+import re, statistics, sys
+rows = {"ours": [], "torch": []}
+memory = {"ours": [], "torch": []}
+for line in open(sys.argv[1]):
+    who = line.split()[0]
+    rows[who].append(float(re.search(r"steps_per_second=([0-9.]+)", line).group(1)))
+    found = re.search(r"peak_device_mb=([0-9.]+)", line)
+    if found:
+        memory[who].append(float(found.group(1)))
+ours, torch = statistics.median(rows["ours"]), statistics.median(rows["torch"])
+print()
+print(f"| training steps/s, {sys.argv[3]}, batch 256, fp32 | ours | PyTorch | ours / PyTorch | device |")
+print("| --- | --- | --- | --- | --- |")
+print(f"| steps/s (median of {len(rows['ours'])}) | {ours:.1f} | {torch:.1f} | {ours / torch:.3f} | {sys.argv[2]} |")
+print(f"| runs (steps/s) | {', '.join(f'{r:.0f}' for r in rows['ours'])} | {', '.join(f'{r:.0f}' for r in rows['torch'])} | | |")
+if memory["ours"] and memory["torch"]:
+    m_ours, m_torch = max(memory["ours"]), max(memory["torch"])
+    print(f"| peak device memory (MiB) | {m_ours:.1f} | {m_torch:.1f} | {m_ours / m_torch:.3f} | {sys.argv[2]} |")
+PY
+}
+train_pair fmnist_mlp.onnx mlp MLP
+train_pair fmnist_cnn.onnx fmnist_cnn "CNN (32, 64 channels, hidden 128)"
+if [[ "$what" == train ]]; then
+  cat "$out_dir/bench-gpu.md"
+  exit 0
+fi
+
+{
+  echo
+  echo "| benchmark | ours (ms) | PyTorch (ms) | PyTorch / ours | device |"
+  echo "| --- | --- | --- | --- | --- |"
+} >>"$out_dir/bench-gpu.md"
 for optimizer in adam sgd; do
   for ((i = 0; i < runs; i++)); do
     "$bin_dir/fused_optimizer_bench" --optimizer "$optimizer" --params 100000000 >>"$jsonl"
@@ -43,35 +86,6 @@ for optimizer in adam sgd; do
   echo "| fused $optimizer, 100M parameters (median of $runs) | $ours | $peer | $ratio | $device |" \
     >>"$out_dir/bench-gpu.md"
 done
-# Training steps of the Fashion-MNIST MLP at batch 256 (fp32), ours against PyTorch eager.
-train_log="$out_dir/bench-train.txt"
-: >"$train_log"
-for ((i = 0; i < runs; i++)); do
-  echo "ours $("$bin_dir/train_step_bench" --model "$here/examples/fashion-mnist/fmnist_mlp.onnx" \
-    --batch-size 256 --steps 200 --warmup 20 --device cuda)" >>"$train_log"
-  echo "torch $(python3 "$here/bench/pytorch_train_step.py" --model mlp --batch-size 256 \
-    --steps 200 --warmup 20 --device cuda)" >>"$train_log"
-done
-python3 - "$train_log" "$device" >>"$out_dir/bench-gpu.md" <<'PY'
-import re, statistics, sys
-rows = {"ours": [], "torch": []}
-memory = {"ours": [], "torch": []}
-for line in open(sys.argv[1]):
-    who = line.split()[0]
-    rows[who].append(float(re.search(r"steps_per_second=([0-9.]+)", line).group(1)))
-    found = re.search(r"peak_device_mb=([0-9.]+)", line)
-    if found:
-        memory[who].append(float(found.group(1)))
-ours, torch = statistics.median(rows["ours"]), statistics.median(rows["torch"])
-print()
-print("| training steps/s, MLP, batch 256, fp32 | ours | PyTorch | ours / PyTorch | device |")
-print("| --- | --- | --- | --- | --- |")
-print(f"| steps/s (median of {len(rows['ours'])}) | {ours:.1f} | {torch:.1f} | {ours / torch:.3f} | {sys.argv[2]} |")
-if memory["ours"] and memory["torch"]:
-    m_ours, m_torch = max(memory["ours"]), max(memory["torch"])
-    print(f"| peak device memory (MiB) | {m_ours:.1f} | {m_torch:.1f} | {m_ours / m_torch:.3f} | {sys.argv[2]} |")
-PY
-
 # Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"
 : >"$gemm_jsonl"

@@ -5,9 +5,11 @@
 #   scripts/device-check.sh pack [BUILD_DIR]   # here: build the GPU tests and benchmarks, and
 #                                             # pack them with their non-CUDA shared libraries
 #                                             # into .device-bundle/autodist-gpu.tar.gz
-#   scripts/device-check.sh run OUT_DIR [tests] # there, from the repository root: unpack, run the
-#                                             # GPU tests and (without `tests`) the benchmarks,
-#                                             # write results to OUT_DIR
+#   scripts/device-check.sh run OUT_DIR [all|tests|train]
+#                                             # there, from the repository root: unpack, run the
+#                                             # GPU tests and the benchmarks (`tests`: none,
+#                                             # `train`: the training steps alone), write results
+#                                             # to OUT_DIR
 #
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
@@ -59,6 +61,8 @@ pack() {
   { git -C "$root" rev-parse HEAD
     git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' || echo "+dirty"; } | paste -sd '' \
     >"$stage/COMMIT"
+  # The tests read fixtures from the source path compiled into them.
+  echo "$root" >"$stage/SOURCE"
   tar -C "$bundle_dir" -czf "$bundle" autodist-gpu
   rm -rf "$stage"
   local size_mib=$(($(stat -c %s "$bundle") / 1024 / 1024))
@@ -70,7 +74,7 @@ pack() {
 }
 
 run() {
-  local out=${1:?usage: scripts/device-check.sh run OUT_DIR [tests]}
+  local out=${1:?usage: scripts/device-check.sh run OUT_DIR [all|tests|train]}
   local what=${2:-all}
   [[ -f "$bundle" ]] || { echo "device-check: no bundle at $bundle (pack it first)" >&2; exit 2; }
   local unpacked=/tmp/autodist-device-check
@@ -80,13 +84,19 @@ run() {
   { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L
     echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader)"; } \
     >"$out/device.txt" 2>&1
+  # The tests read fixtures under the path they were built in: point it at this checkout.
+  local source
+  source=$(cat "$dir/SOURCE")
+  if [[ "$source" != "$root" && ! -e "$source" ]]; then
+    mkdir -p "$(dirname "$source")" && ln -s "$root" "$source"
+  fi
   local status=0 test
   for test in "$dir"/tests/*; do
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
   done
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log" || true
   if [[ "$what" != tests ]]; then
-    "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" || status=1
+    "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" "$what" || status=1
   fi
   return $status
 }
@@ -94,5 +104,5 @@ run() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [tests]" >&2; exit 2 ;;
+  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [all|tests|train]" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/common/host_device.h"
+#include "runtime/ops/nn/window_geometry.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::gpu::detail {
@@ -87,6 +88,121 @@ void LaunchNll(const float* lp, const CrossEntropyShape& shape, bool reduce, boo
 void LaunchCrossEntropyGrad(const float* lp, const CrossEntropyShape& shape, const float* dl,
                             bool per_row, const float* divisor, const float* dlp, float* g,
                             cudaStream_t stream);
+
+// A tensor viewed as [batch, channels, inner]: NCHW's channel axis in the middle.
+struct ChannelLayout {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t inner = 0;
+  AUTODIST_HOST_DEVICE int64_t count() const { return batch * inner; }  // elements per channel
+};
+
+// What LaunchChannelSums adds up, per channel c, over every (n, i); each term is computed in
+// float, as the CPU kernels compute it, and summed in double.
+enum class ChannelSum {
+  kValues,            // sums[c] = Σ a
+  kSquaredDeviation,  // sums[c] = Σ (a - center[c])²
+  kGradientMoments,   // sums[c] = Σ a, sums[C + c] = Σ a (b - center[c])  (a = dY, b = X)
+};
+// Doubles of scratch LaunchChannelSums needs for `layout`. Throws InvalidArgument naming `what`
+// for more channels than a grid holds (kMaxChannels).
+inline constexpr int64_t kMaxChannels = 65535;  // a grid's y dimension, one channel each
+int64_t ChannelSumScratch(const ChannelLayout& layout, const std::string& what);
+// The slices each channel's sum is cut into (channel_sums.cu).
+int64_t ChannelSumSlices(const ChannelLayout& layout);
+// Per-channel sums in a fixed order (the same bits every run): into sums[0, C), and [C, 2C) for
+// kGradientMoments. `b` and `center` are read only by the kinds that name them.
+void LaunchChannelSums(ChannelSum kind, const float* a, const float* b, const float* center,
+                       const ChannelLayout& layout, double* scratch, double* sums,
+                       cudaStream_t stream);
+// out[i] = (float)in[i], i in [0, n).
+void LaunchDoubleToFloat(const double* in, float* out, int64_t n, cudaStream_t stream);
+
+// BatchNormalization's per-channel constants (y = x * alpha + beta) and what it keeps for
+// backward, from the batch sums (training: sums[c] = Σ x, squares[c] = Σ (x - mean)²) or from
+// input_mean / input_var (inference: sums and squares null). Training also writes the running
+// statistics (PyTorch's unbiased variance in running_var) and the batch variance, each where
+// the pointer is not null.
+struct BatchNormStatistics {
+  const double* sums = nullptr;
+  const double* squares = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  const float* input_mean = nullptr;
+  const float* input_var = nullptr;
+  int64_t channels = 0;
+  int64_t count = 0;  // elements per channel
+  float epsilon = 0.0F;
+  float momentum = 0.0F;
+  float* mean = nullptr;    // [C] batch mean, or input_mean
+  float* invstd = nullptr;  // [C]
+  float* alpha = nullptr;   // [C]
+  float* beta = nullptr;    // [C]
+  float* running_mean = nullptr;
+  float* running_var = nullptr;
+  float* batch_var = nullptr;
+};
+// mean[c] = sums[c] / count (the center of the squares' pass), C = channels.
+void LaunchBatchMean(const double* sums, int64_t channels, int64_t count, float* mean,
+                     cudaStream_t stream);
+void LaunchBatchNormStatistics(const BatchNormStatistics& statistics, cudaStream_t stream);
+// y = x * alpha[c] + beta[c].
+void LaunchChannelAffine(const float* x, const float* alpha, const float* beta,
+                         const ChannelLayout& layout, float* y, cudaStream_t stream);
+
+// BatchNormalization's backward: per channel, dscale and dbias (each where not null) and the
+// constants of dx = a dy + b x + k, from Σ dy and Σ dy (x - mean) (`moments`, 2C doubles, null
+// without a dY) and the gradients reaching the statistics outputs (each null when none).
+struct BatchNormGradient {
+  const double* moments = nullptr;
+  const float* scale = nullptr;
+  const float* mean = nullptr;
+  const float* invstd = nullptr;
+  const float* d_running_mean = nullptr;
+  const float* d_running_var = nullptr;
+  const float* d_saved_mean = nullptr;
+  const float* d_saved_var = nullptr;
+  bool training = false;
+  int64_t channels = 0;
+  int64_t count = 0;
+  float momentum = 0.0F;
+  float* dscale = nullptr;
+  float* dbias = nullptr;
+  float* coefficients = nullptr;  // [3C]: a, b, k per channel
+};
+void LaunchBatchNormGradient(const BatchNormGradient& gradient, cudaStream_t stream);
+// dx = a[c] dy + b[c] x + k[c] (dy null: b[c] x + k[c]), coefficients as above.
+void LaunchBatchNormInputGradient(const float* dy, const float* x, const float* coefficients,
+                                  const ChannelLayout& layout, float* dx, cudaStream_t stream);
+
+// 2-D windows over [N, C, H, W]: runtime/ops/nn/window_geometry.h's geometry, whose per-position
+// math the kernels share with the CPU's.
+using Window2d = ops::nn::WindowGeometry;
+
+// Conv's column matrix of the whole batch: col [C * kH * kW, N * outH * outW], row (c, i, j)
+// holding the input under tap (i, j) of channel c for every (image, output position), zero in
+// the padding; so one GEMM per group covers the batch.
+void LaunchIm2Col(const float* x, int64_t batch, int64_t channels, const Window2d& g, float* col,
+                  cudaStream_t stream);
+// Its adjoint: dx [N, C, H, W] = the sum of the column entries each element was copied to, in
+// the CPU's order (taps row-major), gathered per element (no atomics).
+void LaunchCol2Im(const float* col, int64_t batch, int64_t channels, const Window2d& g, float* dx,
+                  cudaStream_t stream);
+// out [B, A, P] from in [A, B, P], plus bias[a] where bias is not null.
+void LaunchSwapLeadingAxes(const float* in, int64_t a, int64_t b, int64_t p, const float* bias,
+                           float* out, cudaStream_t stream);
+
+// MaxPool over `planes` planes: y and argmax (index within the input plane, -1 for a window in
+// the padding), as the CPU computes them (window_geometry.h's MaxOfWindow).
+void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, int32_t* argmax,
+                   cudaStream_t stream);
+// ONNX's Indices output from argmax: flat indices into X, row-major or (column_major) with H and
+// W swapped; -1 stays -1.
+void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,
+                          bool column_major, int64_t* indices, cudaStream_t stream);
+// dx = each output's gradient routed to its argmax, summed per input element in output order.
+void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
+                       float* dx, cudaStream_t stream);
 
 // fn(a, b) = b: with LaunchBroadcastBinary, copies b broadcast to the output (a is not read).
 struct SecondOfTwo {

@@ -1,4 +1,4 @@
-// The host side of the broadcast and reduction launches: their index plans.
+// The host side of the broadcast and reduction launches: their index plans and scratch sizes.
 #include <algorithm>
 #include <string>
 
@@ -64,6 +64,13 @@ SumPlan PlanSumToShape(const tensor::Shape& from, const tensor::Shape& target,
     ++rank;
   }
   return plan;
+}
+
+int64_t ChannelSumScratch(const ChannelLayout& layout, const std::string& what) {
+  AD_CHECK(layout.channels <= kMaxChannels, kInvalidArgument,
+           "{}: {} channels, more than the {} the CUDA kernels take", what, layout.channels,
+           kMaxChannels);
+  return 2 * layout.channels * ChannelSumSlices(layout);
 }
 
 }  // namespace autodist::gpu::detail

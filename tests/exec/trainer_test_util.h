@@ -27,4 +27,14 @@ inline TrainerOptions MlpOptions() {
   return options;
 }
 
+// The same for the parity CNN (Conv, BatchNorm, MaxPool).
+inline TrainerOptions CnnOptions() {
+  TrainerOptions options = MlpOptions();
+  options.model = kParity + "cnn/model.onnx";
+  options.train_files = {{"image", kParity + "cnn/image.npy"},
+                         {"label", kParity + "cnn/label.npy"}};
+  options.eval_files = options.train_files;
+  return options;
+}
+
 }  // namespace autodist::exec::testing

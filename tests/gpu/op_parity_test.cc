@@ -124,6 +124,91 @@ std::vector<ParityCase> Cases() {
                             /*num_outputs=*/2},
                      1e-5F});
   }
+  // Conv: the CNN's layers, strides, dilations, asymmetric and automatic padding, groups, 1x1,
+  // with and without a bias. The products sum in another order on the GPU (dW over the whole
+  // batch's positions).
+  struct ConvForm {
+    Shape x;
+    Shape w;
+    bool bias;
+    std::vector<onnx::AttributeProto> attributes;
+  };
+  using ops::testing::AttrInts;
+  const std::vector<ConvForm> convs{
+      {{4, 1, 12, 12}, {8, 1, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
+      {{16, 8, 14, 14}, {16, 8, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
+      // Columns of 16 MiB hold 37 of these images: the batch goes in two chunks.
+      {{40, 16, 28, 28}, {8, 16, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
+      {{2, 3, 11, 9},
+       {4, 3, 3, 2},
+       false,
+       {AttrInts("strides", {2, 1}), AttrInts("dilations", {2, 2}),
+        AttrInts("pads", {0, 1, 2, 1})}},
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, true, {ops::testing::AttrInt("group", 2)}},
+      {{3, 5, 4, 4}, {2, 5, 1, 1}, false, {}},
+      {{1, 2, 6, 5},
+       {3, 2, 2, 3},
+       true,
+       {ops::testing::AttrString("auto_pad", "SAME_UPPER"), AttrInts("strides", {2, 2})}},
+  };
+  for (const ConvForm& form : convs) {
+    OpCase op{"Conv", {RandomTensor(form.x, seed++), RandomTensor(form.w, seed++)}};
+    op.attributes = form.attributes;
+    if (form.bias) op.inputs.push_back(RandomTensor({form.w[0]}, seed++));
+    cases.push_back({op, 1e-4F});
+  }
+  // MaxPool: the CNN's 2x2, overlapping windows with padding, ceil_mode with dilation, the
+  // Indices output in both storage orders, ties (integer values) and a NaN. Exact: the same
+  // comparisons pick the same element, and gradients add in the same order.
+  {
+    using ops::testing::AttrInt;
+    cases.push_back({OpCase{"MaxPool",
+                            {RandomTensor({4, 8, 28, 28}, seed++)},
+                            {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}},
+                     0.0F});
+    Tensor ties = RandomTensor({2, 3, 7, 6}, seed++, 0.0F, 3.0F);
+    for (int64_t i = 0; i < ties.numel(); ++i) {
+      ties.data<float>()[i] = std::floor(ties.data<float>()[i]);
+    }
+    ties.data<float>()[17] = NAN;
+    cases.push_back({OpCase{"MaxPool",
+                            {ties},
+                            {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})},
+                            /*num_outputs=*/2},
+                     0.0F});
+    cases.push_back({OpCase{"MaxPool",
+                            {RandomTensor({2, 2, 9, 10}, seed++)},
+                            {AttrInts("kernel_shape", {2, 3}), AttrInts("strides", {2, 2}),
+                             AttrInts("dilations", {2, 1}), AttrInt("ceil_mode", 1),
+                             AttrInt("storage_order", 1)},
+                            /*num_outputs=*/2},
+                     0.0F});
+  }
+  // BatchNormalization: training (opset 15's three outputs and opset 9's five, whose statistics
+  // outputs get gradients too), inference, a training node in an evaluating session, and
+  // [N, C] input. Sums in double on the GPU, float blocks in double on the CPU.
+  {
+    const auto batch_norm = [&](const Shape& x, int64_t opset, size_t outputs, bool training_mode,
+                                bool session_training) {
+      const int64_t c = x[1];
+      OpCase op{"BatchNormalization",
+                {RandomTensor(x, seed++, -2.0F, 3.0F), RandomTensor({c}, seed++, 0.5F, 1.5F),
+                 RandomTensor({c}, seed++), RandomTensor({c}, seed++),
+                 RandomTensor({c}, seed++, 0.5F, 2.0F)},
+                {ops::testing::AttrFloat("epsilon", 1e-5F),
+                 ops::testing::AttrFloat("momentum", 0.9F)},
+                outputs,
+                opset,
+                session_training};
+      if (opset >= 14) op.attributes.push_back(ops::testing::AttrInt("training_mode", training_mode));
+      cases.push_back({op, 1e-5F});
+    };
+    batch_norm({16, 8, 28, 28}, 15, 3, true, true);
+    batch_norm({4, 3, 5, 5}, 9, 5, true, true);
+    batch_norm({4, 3, 5, 5}, 15, 1, false, true);
+    batch_norm({4, 3, 5, 5}, 15, 3, true, false);
+    batch_norm({16, 6}, 15, 3, true, true);
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(
@@ -146,6 +231,10 @@ void ExpectSame(const Tensor& cpu, const Tensor& cuda, float tolerance, const st
   const Tensor back = cuda.To(Device::Cpu());
   ASSERT_EQ(cpu.shape(), back.shape()) << what;
   ASSERT_EQ(cpu.dtype(), back.dtype()) << what;
+  if (cpu.dtype() != tensor::DType::kFloat32) {  // indices: exact
+    EXPECT_EQ(cpu.ToInt64Vector(what), back.ToInt64Vector(what)) << what;
+    return;
+  }
   int reported = 0;
   for (int64_t i = 0; i < cpu.numel() && reported < 5; ++i) {
     const float x = cpu.data<float>()[i];
@@ -162,6 +251,7 @@ void ExpectSame(const Tensor& cpu, const Tensor& cuda, float tolerance, const st
 std::string Describe(const OpCase& op) {
   std::string out = op.op_type;
   for (const Tensor& t : op.inputs) out += " " + tensor::ShapeToString(t.shape());
+  out += " opset " + std::to_string(op.opset) + (op.training ? "" : ", not training");
   return out;
 }
 

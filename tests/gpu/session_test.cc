@@ -62,26 +62,30 @@ TEST(CudaSessionTest, OpsWithoutACudaKernelAreAllNamedWhenPlanning) {
   InstallCudaTensorMemory();
   SessionOptions options;
   options.device = Device::Cuda(0);
+  const std::string path =
+      std::string(AUTODIST_SOURCE_DIR) + "/tests/fixtures/parity/layernorm_gelu/model.onnx";
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
   try {
-    Session session(LoadExample("fmnist_cnn.onnx"), "fmnist_cnn.onnx", options);
-    FAIL() << "the CNN was planned on cuda without convolution kernels";
+    Session session(model, "layernorm_gelu.onnx", options);
+    FAIL() << "LayerNormalization was planned on cuda without a kernel";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("model 'fmnist_cnn.onnx': cuda has no kernel "
-                                                   "yet for "));
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("Conv (node "));
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("MaxPool (node "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("model 'layernorm_gelu.onnx': cuda has no "
+                                                   "kernel yet for "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("LayerNormalization (node "));
   }
 }
 
-TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
-  AUTODIST_SKIP_WITHOUT_GPU();
+// One training step of `model_name` on both backends: the loss, the logits and every gradient,
+// and the state a training forward writes (BatchNorm's running statistics).
+void ExpectStepMatchesTheCpu(const std::string& model_name, float gradient_tolerance) {
   InstallCudaTensorMemory();
-  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+  const onnx::ModelProto model = LoadExample(model_name);
   SessionOptions cuda_options;
   cuda_options.device = Device::Cuda(0);
-  Session cpu(model, "fmnist_mlp.onnx", SessionOptions{});
-  Session cuda(model, "fmnist_mlp.onnx", cuda_options);
+  Session cpu(model, model_name, SessionOptions{});
+  Session cuda(model, model_name, cuda_options);
   for (const std::string& name : cuda.trainable_names()) {
     EXPECT_EQ(cuda.variable(name).device(), Device::Cuda(0)) << name;
   }
@@ -93,8 +97,23 @@ TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
   ASSERT_EQ(actual.gradients.size(), expected.gradients.size());
   for (const auto& [name, gradient] : expected.gradients) {
     ASSERT_TRUE(actual.gradients.contains(name)) << name;
-    ExpectClose(gradient.dense, actual.gradients.at(name).dense, 1e-4F, "gradient of " + name);
+    ExpectClose(gradient.dense, actual.gradients.at(name).dense, gradient_tolerance,
+                "gradient of " + name);
   }
+  for (const std::string& name : cpu.state_names()) {
+    ExpectClose(cpu.state(name), cuda.state(name), 1e-5F, "state " + name);
+  }
+}
+
+TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectStepMatchesTheCpu("fmnist_mlp.onnx", 1e-4F);
+}
+
+// Conv, BatchNormalization (training statistics, running statistics) and MaxPool on the GPU.
+TEST(CudaSessionTest, TheCnnsForwardAndBackwardMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectStepMatchesTheCpu("fmnist_cnn.onnx", 1e-4F);
 }
 
 }  // namespace

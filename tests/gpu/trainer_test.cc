@@ -27,14 +27,18 @@ namespace {
 using exec::TrainerOptions;
 using tensor::Device;
 
-// The parity MLP (tests/exec) for 50 steps, each logged, exported to `export_path`.
-TrainerOptions MlpOptions(const std::string& export_path, const Device& device) {
-  TrainerOptions options = exec::testing::MlpOptions();
+// A parity model (tests/exec) for 50 steps, each logged, exported to `export_path`.
+TrainerOptions ParityOptions(TrainerOptions options, const std::string& export_path,
+                             const Device& device) {
   options.steps = 50;
   options.log_every = 1;
   options.export_path = export_path;
   options.device = device;
   return options;
+}
+
+TrainerOptions MlpOptions(const std::string& export_path, const Device& device) {
+  return ParityOptions(exec::testing::MlpOptions(), export_path, device);
 }
 
 // The loss of every progress line ("step 3/50  epoch 1  loss 2.2841  ...").
@@ -72,15 +76,17 @@ class CudaTrainerTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
-  AUTODIST_SKIP_WITHOUT_GPU();
+// 50 steps of `options` on the CPU and on cuda:0: every step's loss, the evaluation, and every
+// trained initializer (BatchNorm's running statistics included) within `tolerance` relative.
+void ExpectFiftyStepsMatchTheCpu(const TrainerOptions& options, const std::string& dir,
+                                 float tolerance) {
   std::vector<std::string> cpu_lines;
   std::vector<std::string> cuda_lines;
   const exec::TrainResult cpu =
-      exec::Train(MlpOptions(dir_ + "/cpu.onnx", Device::Cpu()),
+      exec::Train(ParityOptions(options, dir + "/cpu.onnx", Device::Cpu()),
                   [&](const std::string& line) { cpu_lines.push_back(line); });
   const exec::TrainResult cuda =
-      exec::Train(MlpOptions(dir_ + "/cuda.onnx", Device::Cuda(0)),
+      exec::Train(ParityOptions(options, dir + "/cuda.onnx", Device::Cuda(0)),
                   [&](const std::string& line) { cuda_lines.push_back(line); });
   const std::vector<double> cpu_losses = Losses(cpu_lines);
   const std::vector<double> cuda_losses = Losses(cuda_lines);
@@ -96,19 +102,34 @@ TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
   EXPECT_NEAR(cuda.eval->loss, cpu.eval->loss, 1e-4 * std::max(1.0, cpu.eval->loss));
   EXPECT_EQ(cuda.eval->accuracy, cpu.eval->accuracy);
 
-  const auto cpu_weights = Weights(dir_ + "/cpu.onnx");
-  const auto cuda_weights = Weights(dir_ + "/cuda.onnx");
+  const auto cpu_weights = Weights(dir + "/cpu.onnx");
+  const auto cuda_weights = Weights(dir + "/cuda.onnx");
   ASSERT_EQ(cpu_weights.size(), cuda_weights.size());
   for (const auto& [name, expected] : cpu_weights) {
     const tensor::Tensor& actual = cuda_weights.at(name);
     ASSERT_EQ(actual.shape(), expected.shape()) << name;
+    if (expected.dtype() != tensor::DType::kFloat32) {
+      EXPECT_EQ(actual.ToInt64Vector(name), expected.ToInt64Vector(name)) << name;
+      continue;
+    }
     float worst = 0.0F;
     for (int64_t i = 0; i < expected.numel(); ++i) {
       const float x = expected.data<float>()[i];
       worst = std::max(worst, std::abs(actual.data<float>()[i] - x) / std::max(1.0F, std::abs(x)));
     }
-    EXPECT_LE(worst, 1e-4F) << name;
+    EXPECT_LE(worst, tolerance) << name;
   }
+}
+
+TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectFiftyStepsMatchTheCpu(exec::testing::MlpOptions(), dir_, 1e-4F);
+}
+
+// Conv, BatchNorm and MaxPool: the CNN of the parity fixtures, its running statistics included.
+TEST_F(CudaTrainerTest, TheCnnsFiftyStepsMatchTheCpuRun) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectFiftyStepsMatchTheCpu(exec::testing::CnnOptions(), dir_, 1e-4F);
 }
 
 TEST_F(CudaTrainerTest, SeveralReplicasInOneProcessAreRefusedOnAGpu) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/nn/batch_norm_node.h"
 #include "runtime/ops/nn/row_sum.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
@@ -54,21 +55,13 @@ int64_t ChannelGrain(const Layout& l) {
 class BatchNormalizationKernel final : public OpKernel {
  public:
   explicit BatchNormalizationKernel(const NodeInfo& node)
-      : OpKernel(node),
-        epsilon_(node.GetFloat("epsilon", 1e-5F)),
-        momentum_(node.GetFloat("momentum", 0.9F)),
-        training_form_(node.opset() >= 14 ? node.GetInt("training_mode", 0) != 0
-                                          : node.num_outputs() > 1) {
-    AD_CHECK(node.num_outputs() <= (node.opset() >= 14 ? 3U : 5U), kInvalidArgument,
-             "{}: BatchNormalization has at most {} outputs in this opset, the node has {}",
-             node.Describe(), node.opset() >= 14 ? 3 : 5, node.num_outputs());
-  }
+      : OpKernel(node), attributes_(nn::ParseBatchNorm(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     const Layout l = CheckInputs(ctx);
     auto state = std::make_unique<BatchNormState>();
-    state->training = ctx.training() && training_form_;
+    state->training = ctx.training() && attributes_.training_form;
     AD_CHECK(!state->training || l.count() > 1, kInvalidArgument,
              "{}: training needs more than one value per channel, X is {}", ctx.Describe(),
              tensor::ShapeToString(x.shape()));
@@ -108,7 +101,7 @@ class BatchNormalizationKernel final : public OpKernel {
           var = squares / static_cast<double>(l.count());
           batch_var[ci] = static_cast<float>(var);
         }
-        const double invstd = 1.0 / std::sqrt(var + static_cast<double>(epsilon_));
+        const double invstd = 1.0 / std::sqrt(var + static_cast<double>(attributes_.epsilon));
         state->mean[ci] = static_cast<float>(mean);
         state->invstd[ci] = static_cast<float>(invstd);
         // y = (x - mean) * invstd * scale + bias = x * alpha + beta
@@ -178,7 +171,7 @@ class BatchNormalizationKernel final : public OpKernel {
         double b = 0.0;
         double k = 0.0;
         if (state.training) {
-          const double momentum_rest = 1.0 - static_cast<double>(momentum_);
+          const double momentum_rest = 1.0 - static_cast<double>(attributes_.momentum);
           // a * (dy - mean(dy) - xhat * mean(dy * xhat)), xhat = (x - mean) * invstd
           b = -a * invstd * invstd * sum_dy_xmu / count;
           k = -a * sum_dy / count;
@@ -218,22 +211,11 @@ class BatchNormalizationKernel final : public OpKernel {
   std::vector<std::pair<size_t, size_t>> StateUpdates() const override { return {{1, 3}, {2, 4}}; }
 
  private:
-  Layout CheckInputs(const ForwardContext& ctx) const {
+  static Layout CheckInputs(const ForwardContext& ctx) {
+    nn::CheckBatchNormInputs(ctx, ctx.Describe());
     const Tensor& x = ctx.input(0);
-    AD_CHECK(x.rank() >= 2 && x.dtype() == DType::kFloat32, kInvalidArgument,
-             "{}: X must be float32 [N, C, ...], got {} {}", ctx.Describe(),
-             tensor::DTypeName(x.dtype()), tensor::ShapeToString(x.shape()));
-    const int64_t channels = x.dim(1);
-    static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (size_t i = 1; i < 5; ++i) {
-      const Tensor& t = ctx.input(i);
-      AD_CHECK(t.dtype() == DType::kFloat32 && t.shape() == Shape{channels}, kInvalidArgument,
-               "{}: {} must be float32 [{}] (one per channel of X {}), got {} {}", ctx.Describe(),
-               kNames[i], channels, tensor::ShapeToString(x.shape()), tensor::DTypeName(t.dtype()),
-               tensor::ShapeToString(t.shape()));
-    }
-    const int64_t planes = x.dim(0) * channels;
-    return {x.dim(0), channels, planes == 0 ? 0 : x.numel() / planes};
+    const int64_t planes = x.dim(0) * x.dim(1);
+    return {x.dim(0), x.dim(1), planes == 0 ? 0 : x.numel() / planes};
   }
 
   void SetStatisticsOutputs(ForwardContext& ctx, const BatchNormState& state,
@@ -247,16 +229,16 @@ class BatchNormalizationKernel final : public OpKernel {
     const float* input_mean = ctx.input(3).data<float>();
     const float* input_var = ctx.input(4).data<float>();
     const auto count = static_cast<double>(l.count());
-    const double rest = 1.0 - static_cast<double>(momentum_);
+    const double rest = 1.0 - static_cast<double>(attributes_.momentum);
     Tensor running_mean(DType::kFloat32, {l.channels});
     Tensor running_var(DType::kFloat32, {l.channels});
     for (int64_t c = 0; c < l.channels; ++c) {
       const auto ci = static_cast<size_t>(c);
       const double unbiased = static_cast<double>(batch_var[ci]) * count / (count - 1.0);
       running_mean.data<float>()[c] = static_cast<float>(
-          input_mean[c] * static_cast<double>(momentum_) + state.mean[ci] * rest);
-      running_var.data<float>()[c] =
-          static_cast<float>(input_var[c] * static_cast<double>(momentum_) + unbiased * rest);
+          input_mean[c] * static_cast<double>(attributes_.momentum) + state.mean[ci] * rest);
+      running_var.data<float>()[c] = static_cast<float>(
+          input_var[c] * static_cast<double>(attributes_.momentum) + unbiased * rest);
     }
     ctx.set_output(1, std::move(running_mean));
     if (ctx.num_outputs() > 2) ctx.set_output(2, std::move(running_var));
@@ -267,9 +249,7 @@ class BatchNormalizationKernel final : public OpKernel {
       ctx.set_output(4, Tensor::FromVector<float>({l.channels}, batch_var));
   }
 
-  float epsilon_;
-  float momentum_;
-  bool training_form_;
+  nn::BatchNormAttributes attributes_;
 };
 
 // One class for both signatures: the constructor reads which one from the node's opset.

@@ -24,6 +24,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/math/blas.h"
+#include "runtime/ops/nn/conv_geometry.h"
 #include "runtime/ops/nn/im2col.h"
 #include "runtime/ops/nn/row_sum.h"
 #include "runtime/ops/nn/window.h"
@@ -44,24 +45,12 @@ constexpr int64_t kMaxBlockColumns = int64_t{1} << 22;
 // Whole-batch columns (floats) a training forward may keep for backward.
 constexpr int64_t kMaxCachedColumns = int64_t{1} << 21;
 
-struct ConvShape {
-  int64_t batch = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t group = 1;
-  int64_t group_in = 0;   // C / group
-  int64_t group_out = 0;  // M / group
-  int64_t taps = 0;       // group_in * kH * kW: the inner dimension of every GEMM
-  WindowGeometry window;
+// The geometry plus how the CPU walks the batch.
+struct ConvShape : nn::ConvGeometry {
   bool pointwise = false;  // 1x1, stride 1, no padding: the image is its own column matrix
   int64_t chunks = 1;      // parts of the batch processed in parallel
   int64_t block = 1;       // images unfolded together
 
-  int64_t pixels() const { return window.out_size(); }
-  int64_t in_image() const { return in_channels * window.in_size(); }
-  int64_t out_image() const { return out_channels * pixels(); }
-  // Column-matrix rows of one input channel times their length.
-  int64_t channel_columns() const { return window.kernel_h * window.kernel_w * pixels(); }
   // Offset of image b's group g column matrix within a block buffer.
   int64_t columns_offset(int64_t b, int64_t g) const {
     return (b * in_channels + g * group_in) * channel_columns();
@@ -159,10 +148,7 @@ class ConvKernel final : public OpKernel {
   explicit ConvKernel(const NodeInfo& node)
       : OpKernel(node),
         attributes_(nn::ParseWindowAttributes(node, /*kernel_required=*/false)),
-        group_(node.GetInt("group", 1)) {
-    AD_CHECK(group_ >= 1, kInvalidArgument, "{}: group must be >= 1, got {}", node.Describe(),
-             group_);
-  }
+        group_(nn::ParseConvGroup(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -171,9 +157,7 @@ class ConvKernel final : public OpKernel {
     const float* bias = nullptr;
     if (ctx.has_input(2)) {
       const Tensor& b = ctx.input(2);
-      AD_CHECK(b.dtype() == DType::kFloat32 && b.shape() == Shape{s.out_channels}, kInvalidArgument,
-               "{}: B must be float32 [{}] (one per output channel), got {} {}", ctx.Describe(),
-               s.out_channels, tensor::DTypeName(b.dtype()), tensor::ShapeToString(b.shape()));
+      nn::CheckConvBias(b, s.out_channels, ctx.Describe());
       bias = b.data<float>();
     }
     Tensor y(DType::kFloat32, {s.batch, s.out_channels, s.window.out_h, s.window.out_w});
@@ -308,36 +292,8 @@ class ConvKernel final : public OpKernel {
 
  private:
   ConvShape Resolve(const Tensor& x, const Tensor& w, const std::string& what) const {
-    AD_CHECK(x.rank() == 4, kInvalidArgument,
-             "{}: only 2-D convolution is supported: X must be [N, C, H, W], got {}", what,
-             tensor::ShapeToString(x.shape()));
-    AD_CHECK(w.rank() == 4, kInvalidArgument,
-             "{}: only 2-D convolution is supported: W must be [M, C/group, kH, kW], got {}", what,
-             tensor::ShapeToString(w.shape()));
-    AD_CHECK(x.dtype() == DType::kFloat32 && w.dtype() == DType::kFloat32, kInvalidArgument,
-             "{}: X and W must be float32, got {} and {}", what, tensor::DTypeName(x.dtype()),
-             tensor::DTypeName(w.dtype()));
     ConvShape s;
-    s.batch = x.dim(0);
-    s.in_channels = x.dim(1);
-    s.out_channels = w.dim(0);
-    s.group = group_;
-    AD_CHECK(w.dim(1) * group_ == s.in_channels, kInvalidArgument,
-             "{}: X has {} channels but W {} with group {} expects {}", what, s.in_channels,
-             tensor::ShapeToString(w.shape()), group_, w.dim(1) * group_);
-    AD_CHECK(s.out_channels % group_ == 0, kInvalidArgument,
-             "{}: W has {} output channels, not divisible by group {}", what, s.out_channels,
-             group_);
-    if (!attributes_.kernel_shape.empty()) {
-      AD_CHECK(attributes_.kernel_shape == std::vector<int64_t>({w.dim(2), w.dim(3)}),
-               kInvalidArgument, "{}: kernel_shape [{}, {}] differs from W {}", what,
-               attributes_.kernel_shape[0], attributes_.kernel_shape[1],
-               tensor::ShapeToString(w.shape()));
-    }
-    s.group_in = w.dim(1);
-    s.group_out = s.out_channels / group_;
-    s.window = nn::ResolveWindow(attributes_, x.dim(2), x.dim(3), w.dim(2), w.dim(3), what);
-    s.taps = s.group_in * w.dim(2) * w.dim(3);
+    static_cast<nn::ConvGeometry&>(s) = nn::ResolveConv(attributes_, group_, x, w, what);
     const WindowGeometry& g = s.window;
     s.pointwise = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                   g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;

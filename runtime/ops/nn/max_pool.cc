@@ -31,22 +31,9 @@ struct MaxPoolState final : KernelState {
 
 void MaxPoolPlane(const float* plane, const WindowGeometry& g, float* out, int32_t* argmax) {
   nn::ForEachWindow(g, [&](int64_t o, const WindowTaps& rows, const WindowTaps& cols) {
-    float best = -std::numeric_limits<float>::infinity();
-    int64_t best_index = -1;
-    if (rows.first < rows.end && cols.first < cols.end) {
-      best_index = rows.first * g.in_w + cols.first;
-      for (int64_t ih = rows.first; ih < rows.end; ih += g.dilation_h) {
-        for (int64_t iw = cols.first; iw < cols.end; iw += g.dilation_w) {
-          const float value = plane[ih * g.in_w + iw];
-          if (value > best || std::isnan(value)) {
-            best = value;
-            best_index = ih * g.in_w + iw;
-          }
-        }
-      }
-    }
-    out[o] = best;
-    argmax[o] = static_cast<int32_t>(best_index);
+    const nn::WindowMax best = nn::MaxOfWindow(plane, g, rows, cols);
+    out[o] = best.value;
+    argmax[o] = static_cast<int32_t>(best.index);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/ops/nn/window.h"
+#include "runtime/ops/nn/window_geometry.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/tensor/tensor.h"
 
@@ -34,35 +35,14 @@ void ForEachPlane(int64_t planes, const WindowGeometry& g, Fn&& fn) {
   });
 }
 
-// One output position's window along one axis: its taps inside the input are first, first +
-// dilation, ... below end (none when first >= end), and `padded` is the length it spans once
-// clipped to the end padding (AveragePool's divisor with count_include_pad; it has no dilation).
-struct WindowTaps {
-  int64_t first;
-  int64_t end;
-  int64_t padded;
-};
-
-inline WindowTaps AxisTaps(int64_t out, int64_t stride, int64_t pad_begin, int64_t pad_end,
-                           int64_t kernel, int64_t dilation, int64_t in) {
-  const int64_t start = out * stride - pad_begin;
-  const int64_t stop = start + (kernel - 1) * dilation + 1;
-  // Taps in the begin padding are skipped whole dilation steps at a time, so the first one kept
-  // is still on the window's grid.
-  const int64_t first = start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
-  return {first, std::min(stop, in), std::min(stop, in + pad_end) - start};
-}
-
 // Calls fn(o, rows, cols) for every output position o of one plane, in row-major order, with the
 // taps of its window along H (rows) and W (cols).
 template <typename Fn>
 void ForEachWindow(const WindowGeometry& g, Fn&& fn) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
-    const WindowTaps rows =
-        AxisTaps(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kernel_h, g.dilation_h, g.in_h);
+    const WindowTaps rows = RowTaps(g, oh);
     for (int64_t ow = 0; ow < g.out_w; ++ow) {
-      const WindowTaps cols =
-          AxisTaps(ow, g.stride_w, g.pad_left, g.pad_right, g.kernel_w, g.dilation_w, g.in_w);
+      const WindowTaps cols = ColumnTaps(g, ow);
       fn(oh * g.out_w + ow, rows, cols);
     }
   }

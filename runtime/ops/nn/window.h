@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ops/nn/window_geometry.h"
 #include "runtime/ops/node_info.h"
 
 namespace autodist::ops::nn {
@@ -26,19 +27,6 @@ struct WindowAttributes {
 // Parses and validates the window attributes of a 2-D Conv or pooling node. `kernel_required`:
 // pooling nodes must state kernel_shape; Conv may leave it to the weight's shape.
 WindowAttributes ParseWindowAttributes(const NodeInfo& node, bool kernel_required);
-
-// A window resolved against one input size.
-struct WindowGeometry {
-  int64_t in_h = 0, in_w = 0;
-  int64_t out_h = 0, out_w = 0;
-  int64_t kernel_h = 1, kernel_w = 1;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-
-  int64_t in_size() const { return in_h * in_w; }
-  int64_t out_size() const { return out_h * out_w; }
-};
 
 // Resolves `attributes` for an input of in_h x in_w and a kernel of kernel_h x kernel_w.
 // Output size: floor((in + pads - extent) / stride) + 1 with extent = (k - 1) * dilation + 1;

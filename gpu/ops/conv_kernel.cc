@@ -1,0 +1,183 @@
+// Conv on CUDA, 2-D (opsets 1..17): the CPU kernel's semantics and checks (runtime/ops/nn/
+// conv_geometry.h), float32. The whole batch is unfolded into one column matrix
+// col [C * kH * kW, N * P] (P = outH * outW), so each group is one matrix product over the batch
+// on cuBLASLt, in channel-major form Y' [M, N * P] = W [M, taps] col; Y is Y' with its two
+// leading axes swapped, plus the bias. Backward: dY' is dY swapped, dW = dY' colᵀ,
+// dcol = Wᵀ dY' folded back by col2im, dB the channel sums of dY.
+//
+// The column matrix is the largest buffer of a small network's step (9 floats per input element
+// for a 3x3 kernel), so the batch goes in chunks whose columns stay within 16 MiB, and backward
+// unfolds them again rather than keeping forward's.
+#include <algorithm>
+
+#include "gpu/blas/matmul.h"
+#include "gpu/ops/kernel_util.h"
+#include "gpu/ops/launch.h"
+#include "runtime/ops/nn/conv_geometry.h"
+#include "runtime/ops/registry.h"
+
+namespace autodist::gpu {
+namespace {
+
+constexpr int64_t kMaxChunkColumns = int64_t{4} << 20;  // floats: 16 MiB
+
+using ops::nn::ConvGeometry;
+using tensor::DType;
+using tensor::Tensor;
+
+class CudaConvKernel final : public ops::OpKernel {
+ public:
+  explicit CudaConvKernel(const ops::NodeInfo& node)
+      : OpKernel(node),
+        attributes_(ops::nn::ParseWindowAttributes(node, /*kernel_required=*/false)),
+        group_(ops::nn::ParseConvGroup(node)) {}
+
+  void Forward(ops::ForwardContext& ctx) const override {
+    const std::string& node = description();
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    cudaStream_t stream = detail::StreamOf(node, x);
+    detail::StreamOf(node, w);
+    const ConvGeometry s = ops::nn::ResolveConv(attributes_, group_, x, w, node);
+    const float* bias = nullptr;
+    if (ctx.has_input(2)) {
+      const Tensor& b = ctx.input(2);
+      detail::StreamOf(node, b);
+      ops::nn::CheckConvBias(b, s.out_channels, node);
+      bias = b.device_data<float>();
+    }
+    Tensor y(DType::kFloat32, {s.batch, s.out_channels, s.window.out_h, s.window.out_w},
+             x.device());
+    if (y.numel() > 0) {
+      ForEachChunk(s, [&](int64_t n0, int64_t count) {
+        const int64_t columns = count * s.pixels();
+        Tensor product(DType::kFloat32, {s.out_channels, columns}, x.device());
+        if (s.taps == 0) {
+          product.SetZero();
+        } else {
+          const Tensor col = Unfold(x, s, n0, count, stream);
+          for (int64_t g = 0; g < s.group; ++g) {  // Y'_g [Mg, bP] = W_g [Mg, taps] col_g
+            Sgemm(GemmCall{.m = s.group_out,
+                           .n = columns,
+                           .k = s.taps,
+                           .a = w.device_data<float>() + g * s.group_out * s.taps,
+                           .b = col.device_data<float>() + g * s.taps * columns,
+                           .c = product.device_data<float>() + g * s.group_out * columns},
+                  x.device().index, stream);
+          }
+        }
+        detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count,
+                                      s.pixels(), bias, y.device_data<float>() + n0 * s.out_image(),
+                                      stream);
+      });
+    }
+    ctx.set_output(0, std::move(y));
+  }
+
+  void Backward(ops::BackwardContext& ctx) const override {
+    const Tensor* dy = ctx.output_grad(0);
+    if (dy == nullptr) return;
+    const std::string& node = description();
+    const bool need_dx = ctx.needs_grad(0);
+    const bool need_dw = ctx.needs_grad(1);
+    const bool need_db = ctx.has_input(2) && ctx.needs_grad(2);
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    cudaStream_t stream = detail::StreamOf(node, *dy);
+    const int device = dy->device().index;
+    const ConvGeometry s = ops::nn::ResolveConv(attributes_, group_, x, w, node);
+    const bool products = s.batch * s.pixels() > 0 && s.taps > 0;
+
+    Tensor dw = need_dw ? Tensor(DType::kFloat32, w.shape(), w.device()) : Tensor();
+    Tensor dx = need_dx ? Tensor(DType::kFloat32, x.shape(), x.device()) : Tensor();
+    if (!products) {
+      if (need_dw) dw.SetZero();
+      if (need_dx) dx.SetZero();
+    } else if (need_dw || need_dx) {
+      ForEachChunk(s, [&](int64_t n0, int64_t count) {
+        const int64_t columns = count * s.pixels();
+        Tensor dy_swapped(DType::kFloat32, {s.out_channels, columns}, x.device());  // dY'
+        detail::LaunchSwapLeadingAxes(dy->device_data<float>() + n0 * s.out_image(), count,
+                                      s.out_channels, s.pixels(), nullptr,
+                                      dy_swapped.device_data<float>(), stream);
+        if (need_dw) {
+          const Tensor col = Unfold(x, s, n0, count, stream);
+          for (int64_t g = 0; g < s.group; ++g) {  // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ
+            Sgemm(GemmCall{.trans_b = true,
+                           .m = s.group_out,
+                           .n = s.taps,
+                           .k = columns,
+                           .a = dy_swapped.device_data<float>() + g * s.group_out * columns,
+                           .b = col.device_data<float>() + g * s.taps * columns,
+                           .beta = n0 == 0 ? 0.0F : 1.0F,
+                           .c = dw.device_data<float>() + g * s.group_out * s.taps},
+                  device, stream);
+          }
+        }
+        if (need_dx) {
+          Tensor dcol(DType::kFloat32,
+                      {s.in_channels * s.window.kernel_h * s.window.kernel_w, columns}, x.device());
+          for (int64_t g = 0; g < s.group; ++g) {  // dcol_g [taps, bP] = W_gᵀ dY'_g
+            Sgemm(GemmCall{.trans_a = true,
+                           .m = s.taps,
+                           .n = columns,
+                           .k = s.group_out,
+                           .a = w.device_data<float>() + g * s.group_out * s.taps,
+                           .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
+                           .c = dcol.device_data<float>() + g * s.taps * columns},
+                  device, stream);
+          }
+          detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,
+                               dx.device_data<float>() + n0 * s.in_image(), stream);
+        }
+      });
+    }
+    if (need_dw) ctx.set_input_grad(1, std::move(dw));
+    if (need_dx) ctx.set_input_grad(0, std::move(dx));
+    if (need_db) {
+      const detail::ChannelLayout layout{s.batch, s.out_channels, s.pixels()};
+      Tensor scratch(DType::kFloat64, {detail::ChannelSumScratch(layout, node)}, dy->device());
+      Tensor sums(DType::kFloat64, {s.out_channels}, dy->device());
+      detail::LaunchChannelSums(detail::ChannelSum::kValues, dy->device_data<float>(), nullptr,
+                                nullptr, layout, scratch.device_data<double>(),
+                                sums.device_data<double>(), stream);
+      Tensor db(DType::kFloat32, {s.out_channels}, dy->device());
+      detail::LaunchDoubleToFloat(sums.device_data<double>(), db.device_data<float>(),
+                                  s.out_channels, stream);
+      ctx.set_input_grad(2, std::move(db));
+    }
+  }
+
+  // B's gradient needs only dY; X is read for dW, W for dX.
+  bool BackwardNeedsInput(size_t input) const override { return input != 2; }
+  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+
+ private:
+  // Calls fn(n0, count) for consecutive chunks of the batch whose column matrix stays within
+  // kMaxChunkColumns floats (one image at least).
+  template <typename Fn>
+  static void ForEachChunk(const ConvGeometry& s, Fn&& fn) {
+    const int64_t per_image = std::max<int64_t>(1, s.in_channels * s.channel_columns());
+    const int64_t images = std::max<int64_t>(1, kMaxChunkColumns / per_image);
+    for (int64_t n0 = 0; n0 < s.batch; n0 += images) fn(n0, std::min(images, s.batch - n0));
+  }
+
+  // The column matrix of images [n0, n0 + count): [C * kH * kW, count * P].
+  static Tensor Unfold(const Tensor& x, const ConvGeometry& s, int64_t n0, int64_t count,
+                       cudaStream_t stream) {
+    Tensor col(DType::kFloat32,
+               {s.in_channels * s.window.kernel_h * s.window.kernel_w, count * s.pixels()},
+               x.device());
+    detail::LaunchIm2Col(x.device_data<float>() + n0 * s.in_image(), count, s.in_channels, s.window,
+                         col.device_data<float>(), stream);
+    return col;
+  }
+
+  ops::nn::WindowAttributes attributes_;
+  int64_t group_;
+};
+
+AUTODIST_REGISTER_DEVICE_KERNEL(Conv, 1, 17, CudaConvKernel, kCuda);
+
+}  // namespace
+}  // namespace autodist::gpu
