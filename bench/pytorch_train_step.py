@@ -6,7 +6,8 @@ same model definitions the ONNX files were exported from, on random data.
     python3 bench/pytorch_train_step.py --model mlp --batch-size 256 --device cuda   # GPU machine
 
 Prints `steps_per_second=... peak_rss_mb=...` like bench/train_step_bench (and, on a GPU,
-`peak_device_mb=...`, PyTorch's max_memory_allocated).
+`peak_device_mb=...` and `peak_reserved_mb=...`, PyTorch's max_memory_allocated and
+max_memory_reserved).
 """
 
 import argparse
@@ -66,7 +67,8 @@ def main():
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     device_memory = ""
     if device.type == "cuda":
-        device_memory = f" peak_device_mb={torch.cuda.max_memory_allocated() / 1048576.0:.1f}"
+        device_memory = (f" peak_device_mb={torch.cuda.max_memory_allocated() / 1048576.0:.1f}"
+                         f" peak_reserved_mb={torch.cuda.max_memory_reserved() / 1048576.0:.1f}")
     print(f"steps_per_second={args.steps / seconds:.3f} peak_rss_mb={peak:.1f}{device_memory}")
 
 

@@ -112,8 +112,11 @@ int Run(int argc, char** argv) {
   std::string device_memory;
 #ifdef AUTODIST_WITH_CUDA
   if (!device.is_cpu()) {
+    // Tensors' peak (PyTorch's max_memory_allocated) and the pool's, buffer cache included
+    // (PyTorch's max_memory_reserved).
     device_memory = fmt::format(
-        " peak_device_mb={:.1f}",
+        " peak_device_mb={:.1f} peak_reserved_mb={:.1f}",
+        static_cast<double>(autodist::gpu::TensorMemory(device.index).peak_live_bytes) / 1048576.0,
         static_cast<double>(autodist::gpu::TensorPool(device.index).peak_used_bytes()) / 1048576.0);
   }
 #endif

@@ -95,6 +95,10 @@ run() {
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
   done
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log" || true
+  # What failed, with the lines around each failure (the log itself may not come back).
+  grep -E -B3 -A12 '(Failure|Expected|exception|what\(\))' "$out/tests.log" | head -150 || true
+  # One archive of the JUnit files: fewer files to bring back.
+  (cd "$out" && tar -czf junit.tar.gz -- *.xml && rm -f -- *.xml)
   if [[ "$what" != tests ]]; then
     "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" "$what" || status=1
   fi

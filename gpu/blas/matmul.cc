@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,8 +47,10 @@ void CheckLt(cublasStatus_t status, const char* what) {
 // cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-// What makes one plan: the shape, the transposes, and whether beta and a bias take part.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool>;
+// What makes one plan: the shape, the transposes, whether beta and a bias take part, the leading
+// dimensions and the batch.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
+                           int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 // The descriptors of one shape and the algorithm chosen for it.
 struct Plan {
@@ -64,6 +67,25 @@ struct Plan {
     if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
   }
 };
+
+// The row strides of the row-major operands: stated, or packed.
+int64_t LeadingA(const GemmCall& call) {
+  return call.lda != 0 ? call.lda : (call.trans_a ? call.m : call.k);
+}
+int64_t LeadingB(const GemmCall& call) {
+  return call.ldb != 0 ? call.ldb : (call.trans_b ? call.k : call.n);
+}
+int64_t LeadingC(const GemmCall& call) { return call.ldc != 0 ? call.ldc : call.n; }
+
+void SetBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
+  const auto count = static_cast<int32_t>(batch);
+  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                           sizeof count),
+          "setting the batch count");
+  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &stride, sizeof stride),
+          "setting the batch stride");
+}
 
 // One GPU's handle, workspace and plans.
 class GemmContext {
@@ -94,8 +116,10 @@ class GemmContext {
 
  private:
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{call.trans_a,      call.trans_b,        call.m, call.n, call.k,
-                      call.beta != 0.0F, call.bias != nullptr};
+    const PlanKey key{
+        call.trans_a,      call.trans_b,         call.m,         call.n,         call.k,
+        call.beta != 0.0F, call.bias != nullptr, LeadingA(call), LeadingB(call), LeadingC(call),
+        call.batch,        call.stride_a,        call.stride_b,  call.stride_c};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
@@ -124,18 +148,24 @@ class GemmContext {
               "setting the bias type");
     }
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    CheckLt(call.trans_b ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k),
+                                                      u(call.n), LeadingB(call))
+                         : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n),
+                                                      u(call.k), LeadingB(call)),
+            "describing B");
+    CheckLt(call.trans_a ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m),
+                                                      u(call.k), LeadingA(call))
+                         : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k),
+                                                      u(call.m), LeadingA(call)),
+            "describing A");
     CheckLt(
-        call.trans_b
-            ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k), u(call.n), call.k)
-            : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n), u(call.k), call.n),
-        "describing B");
-    CheckLt(
-        call.trans_a
-            ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m), u(call.k), call.m)
-            : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k), u(call.m), call.k),
-        "describing A");
-    CheckLt(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), call.n),
-            "describing C");
+        cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), LeadingC(call)),
+        "describing C");
+    if (call.batch > 1) {
+      SetBatch(plan->first, call.batch, call.stride_b);
+      SetBatch(plan->second, call.batch, call.stride_a);
+      SetBatch(plan->out, call.batch, call.stride_c);
+    }
     cublasLtMatmulPreference_t preference = nullptr;
     CheckLt(cublasLtMatmulPreferenceCreate(&preference), "creating a preference");
     const uint64_t workspace = kWorkspaceBytes;
@@ -174,7 +204,9 @@ GemmContext& ContextFor(int device) {
 }  // namespace
 
 void Sgemm(const GemmCall& call, int device, cudaStream_t stream) {
-  if (call.m == 0 || call.n == 0) return;
+  if (call.m == 0 || call.n == 0 || call.batch == 0) return;
+  AD_CHECK(call.batch <= std::numeric_limits<int32_t>::max(), kInvalidArgument,
+           "cuBLASLt: a batch of {} products is more than it takes", call.batch);
   ContextFor(device).Run(call, stream);
 }
 

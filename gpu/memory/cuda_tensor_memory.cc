@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,13 +40,27 @@ class BufferCache {
     DeviceBuffer buffer = std::move(it->second.back());
     it->second.pop_back();
     cached_bytes_ -= bytes;
+    CountLent(bytes);
     return buffer;
   }
 
+  // A buffer fresh from the pool goes to a tensor.
+  void Lent(size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    CountLent(bytes);
+  }
+
+  // A tensor's buffer comes back.
   void Put(DeviceBuffer buffer) {
     const std::lock_guard lock(mutex_);
+    live_bytes_ -= buffer.bytes();
     cached_bytes_ += buffer.bytes();
     free_[buffer.bytes()].push_back(std::move(buffer));
+  }
+
+  TensorMemoryStats Stats() {
+    const std::lock_guard lock(mutex_);
+    return {live_bytes_, peak_live_bytes_, cached_bytes_};
   }
 
   // Frees every cached buffer (to the pool, in stream order); returns whether there were any.
@@ -59,8 +74,15 @@ class BufferCache {
 
  private:
   std::mutex mutex_;
+  void CountLent(size_t bytes) {
+    live_bytes_ += bytes;
+    peak_live_bytes_ = std::max(peak_live_bytes_, live_bytes_);
+  }
+
   std::unordered_map<size_t, std::vector<DeviceBuffer>> free_;
-  size_t cached_bytes_ = 0;
+  uint64_t cached_bytes_ = 0;
+  uint64_t live_bytes_ = 0;  // held by tensors
+  uint64_t peak_live_bytes_ = 0;
 };
 
 // One GPU's tensor stream, pool and cache.
@@ -72,13 +94,17 @@ struct GpuContext {
   DeviceBuffer Allocate(size_t bytes) const {
     const size_t rounded = BufferCache::Rounded(bytes);
     if (std::optional<DeviceBuffer> cached = cache->Take(rounded)) return std::move(*cached);
-    try {
-      return pool->Allocate(rounded, stream->get());
-    } catch (const Error& error) {
-      // Out of memory with buffers cached: give them back and try once more.
-      if (error.code() != ErrorCode::kUnavailable || !cache->Flush()) throw;
-      return pool->Allocate(rounded, stream->get());
-    }
+    DeviceBuffer fresh = [&] {
+      try {
+        return pool->Allocate(rounded, stream->get());
+      } catch (const Error& error) {
+        // Out of memory with buffers cached: give them back and try once more.
+        if (error.code() != ErrorCode::kUnavailable || !cache->Flush()) throw;
+        return pool->Allocate(rounded, stream->get());
+      }
+    }();
+    cache->Lent(rounded);
+    return fresh;
   }
 };
 
@@ -151,5 +177,7 @@ void InstallCudaTensorMemory() {
 cudaStream_t TensorStream(int index) { return Memory().Context(index).stream->get(); }
 
 DevicePool& TensorPool(int index) { return *Memory().Context(index).pool; }
+
+TensorMemoryStats TensorMemory(int index) { return Memory().Context(index).cache->Stats(); }
 
 }  // namespace autodist::gpu

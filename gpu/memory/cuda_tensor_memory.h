@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "gpu/memory/device_pool.h"
 
 namespace autodist::gpu {
@@ -17,5 +19,15 @@ void InstallCudaTensorMemory();
 // GPU exists: FailedPrecondition naming it otherwise).
 cudaStream_t TensorStream(int index);
 DevicePool& TensorPool(int index);
+
+// What tensors on GPU `index` hold now and at most so far (bytes as allocated, rounded up to
+// 512), and what the buffer cache keeps for reuse: PyTorch's memory_allocated and
+// max_memory_allocated, and the part of the pool's bytes in use that no tensor holds.
+struct TensorMemoryStats {
+  uint64_t live_bytes = 0;
+  uint64_t peak_live_bytes = 0;
+  uint64_t cached_bytes = 0;
+};
+TensorMemoryStats TensorMemory(int index);
 
 }  // namespace autodist::gpu

@@ -1,5 +1,6 @@
 // The kernels of BatchNormalization on CUDA: per-channel constants from the batch sums
-// (channel_sums.cu) or the input statistics, the affine map, and the gradient. Every per-channel
+// (channel_sums.cu) or the input statistics, the affine map (also Conv's bias fill), and the
+// gradient. Every per-channel
 // formula is the CPU kernel's, operation for operation, in double where it computes in double
 // (runtime/ops/nn/batch_normalization.cc); one thread per channel, the channels are few.
 #include "gpu/ops/grid.cuh"
@@ -47,12 +48,49 @@ __global__ void StatisticsKernel(BatchNormStatistics s) {
   }
 }
 
-__global__ void ChannelAffineKernel(const float* x, const float* alpha, const float* beta,
-                                    ChannelLayout layout, float* y) {
+// Element-wise kernels over [N, C, inner] with per-channel constants: planes of `inner` elements
+// on grid rows when planes are long, else flat with 32-bit indices where they fit.
+inline constexpr int64_t kShortestRow = 64;
+
+// out = x * alpha[c] + beta[c] (x null: out = beta[c]).
+template <typename Index>
+__global__ void ChannelAffineFlatKernel(const float* x, const float* alpha, const float* beta,
+                                        Index inner, Index channels, Index n, float* out) {
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const Index c = (i / inner) % channels;
+    out[i] = x != nullptr ? x[i] * alpha[c] + beta[c] : beta[c];
+  }
+}
+
+__global__ void ChannelAffineRowsKernel(const float* x, const float* alpha, const float* beta,
+                                        ChannelLayout layout, float* out) {
+  for (int64_t plane = blockIdx.y; plane < layout.batch * layout.channels; plane += gridDim.y) {
+    const int64_t c = plane % layout.channels;
+    const float a = alpha != nullptr ? alpha[c] : 0.0F;
+    const float b = beta[c];
+    const float* in = x != nullptr ? x + plane * layout.inner : nullptr;
+    float* target = out + plane * layout.inner;
+    for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < layout.inner;
+         i += gridDim.x * blockDim.x) {
+      target[i] = in != nullptr ? in[i] * a + b : b;
+    }
+  }
+}
+
+void LaunchChannelMap(const float* x, const float* alpha, const float* beta,
+                      const ChannelLayout& layout, float* out, cudaStream_t stream) {
   const int64_t n = layout.batch * layout.channels * layout.inner;
-  for (int64_t i = First(); i < n; i += Stride()) {
-    const int64_t c = (i / layout.inner) % layout.channels;
-    y[i] = x[i] * alpha[c] + beta[c];
+  if (n == 0) return;
+  if (layout.inner >= kShortestRow) {
+    ChannelAffineRowsKernel<<<RowGrid(layout.batch * layout.channels, layout.inner), kThreads, 0,
+                              stream>>>(x, alpha, beta, layout, out);
+  } else if (FitsUint32(n)) {
+    ChannelAffineFlatKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
+        x, alpha, beta, static_cast<uint32_t>(layout.inner), static_cast<uint32_t>(layout.channels),
+        static_cast<uint32_t>(n), out);
+  } else {
+    ChannelAffineFlatKernel<int64_t>
+        <<<Blocks(n), kThreads, 0, stream>>>(x, alpha, beta, layout.inner, layout.channels, n, out);
   }
 }
 
@@ -83,15 +121,31 @@ __global__ void GradientKernel(BatchNormGradient g) {
   }
 }
 
-__global__ void InputGradientKernel(const float* dy, const float* x, const float* coefficients,
-                                    ChannelLayout layout, float* dx) {
-  const int64_t n = layout.batch * layout.channels * layout.inner;
+// dx = a[c] dy + b[c] x + k[c] (dy null: b[c] x + k[c]).
+template <typename Index>
+__global__ void InputGradientFlatKernel(const float* dy, const float* x, const float* coefficients,
+                                        Index inner, Index channels, Index n, float* dx) {
   const float* a = coefficients;
-  const float* b = coefficients + layout.channels;
-  const float* k = coefficients + 2 * layout.channels;
-  for (int64_t i = First(); i < n; i += Stride()) {
-    const int64_t c = (i / layout.inner) % layout.channels;
+  const float* b = coefficients + channels;
+  const float* k = coefficients + 2 * channels;
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const Index c = (i / inner) % channels;
     dx[i] = dy != nullptr ? a[c] * dy[i] + b[c] * x[i] + k[c] : b[c] * x[i] + k[c];
+  }
+}
+
+__global__ void InputGradientRowsKernel(const float* dy, const float* x, const float* coefficients,
+                                        ChannelLayout layout, float* dx) {
+  for (int64_t plane = blockIdx.y; plane < layout.batch * layout.channels; plane += gridDim.y) {
+    const int64_t c = plane % layout.channels;
+    const float a = coefficients[c];
+    const float b = coefficients[layout.channels + c];
+    const float k = coefficients[2 * layout.channels + c];
+    const int64_t base = plane * layout.inner;
+    for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < layout.inner;
+         i += gridDim.x * blockDim.x) {
+      dx[base + i] = dy != nullptr ? a * dy[base + i] + b * x[base + i] + k : b * x[base + i] + k;
+    }
   }
 }
 
@@ -110,9 +164,12 @@ void LaunchBatchNormStatistics(const BatchNormStatistics& statistics, cudaStream
 
 void LaunchChannelAffine(const float* x, const float* alpha, const float* beta,
                          const ChannelLayout& layout, float* y, cudaStream_t stream) {
-  const int64_t n = layout.batch * layout.channels * layout.inner;
-  if (n == 0) return;
-  ChannelAffineKernel<<<Blocks(n), kThreads, 0, stream>>>(x, alpha, beta, layout, y);
+  LaunchChannelMap(x, alpha, beta, layout, y, stream);
+}
+
+void LaunchFillChannels(const float* values, const ChannelLayout& layout, float* out,
+                        cudaStream_t stream) {
+  LaunchChannelMap(nullptr, nullptr, values, layout, out, stream);
 }
 
 void LaunchBatchNormGradient(const BatchNormGradient& gradient, cudaStream_t stream) {
@@ -124,7 +181,17 @@ void LaunchBatchNormInputGradient(const float* dy, const float* x, const float* 
                                   const ChannelLayout& layout, float* dx, cudaStream_t stream) {
   const int64_t n = layout.batch * layout.channels * layout.inner;
   if (n == 0) return;
-  InputGradientKernel<<<Blocks(n), kThreads, 0, stream>>>(dy, x, coefficients, layout, dx);
+  if (layout.inner >= kShortestRow) {
+    InputGradientRowsKernel<<<RowGrid(layout.batch * layout.channels, layout.inner), kThreads, 0,
+                              stream>>>(dy, x, coefficients, layout, dx);
+  } else if (FitsUint32(n)) {
+    InputGradientFlatKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
+        dy, x, coefficients, static_cast<uint32_t>(layout.inner),
+        static_cast<uint32_t>(layout.channels), static_cast<uint32_t>(n), dx);
+  } else {
+    InputGradientFlatKernel<int64_t><<<Blocks(n), kThreads, 0, stream>>>(
+        dy, x, coefficients, layout.inner, layout.channels, n, dx);
+  }
 }
 
 }  // namespace autodist::gpu::detail

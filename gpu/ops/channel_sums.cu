@@ -14,7 +14,7 @@ constexpr int kSumThreads = 256;
 // Elements a block takes at least, and slices a channel is cut into at most.
 constexpr int64_t kElementsPerSlice = 8192;
 constexpr int64_t kMaxSlices = 128;
-template <ChannelSum Kind>
+template <ChannelSum Kind, typename Index>
 __global__ void __launch_bounds__(kSumThreads)
     SliceSumsKernel(const float* a, const float* b, const float* center, ChannelLayout layout,
                     int64_t slices, double* partial) {
@@ -23,15 +23,20 @@ __global__ void __launch_bounds__(kSumThreads)
   const int64_t c = blockIdx.y;
   const int64_t slice = blockIdx.x;
   const int64_t count = layout.count();
-  const int64_t begin = count * slice / slices;
-  const int64_t end = count * (slice + 1) / slices;
+  const auto begin = static_cast<Index>(count * slice / slices);
+  const auto end = static_cast<Index>(count * (slice + 1) / slices);
+  const auto inner = static_cast<Index>(layout.inner);
   const float mid = Kind == ChannelSum::kValues ? 0.0F : center[c];
+  // Element j of the channel is (n, i) = (j / inner, j % inner), at (n * C + c) * inner + i.
+  const float* a_channel = a + c * layout.inner;
+  const float* b_channel = Kind == ChannelSum::kGradientMoments ? b + c * layout.inner : nullptr;
+  const int64_t image = layout.channels * layout.inner;
   double first = 0.0;
   double second = 0.0;
-  for (int64_t j = begin + threadIdx.x; j < end; j += kSumThreads) {
-    const int64_t n = j / layout.inner;
-    const int64_t at = (n * layout.channels + c) * layout.inner + (j - n * layout.inner);
-    const float value = a[at];
+  for (Index j = begin + threadIdx.x; j < end; j += kSumThreads) {
+    const Index n = j / inner;
+    const int64_t at = n * image + (j - n * inner);
+    const float value = a_channel[at];
     if constexpr (Kind == ChannelSum::kValues) {
       first += value;
     } else if constexpr (Kind == ChannelSum::kSquaredDeviation) {
@@ -39,7 +44,7 @@ __global__ void __launch_bounds__(kSumThreads)
       first += d * d;
     } else {
       first += value;
-      second += value * (b[at] - mid);
+      second += value * (b_channel[at] - mid);
     }
   }
   shared[0][threadIdx.x] = first;
@@ -55,6 +60,20 @@ __global__ void __launch_bounds__(kSumThreads)
     for (int o = 0; o < kOutputs; ++o) {
       partial[(o * layout.channels + c) * slices + slice] = shared[o][0];
     }
+  }
+}
+
+template <ChannelSum Kind>
+void LaunchSliceSums(const float* a, const float* b, const float* center,
+                     const ChannelLayout& layout, int64_t slices, double* partial,
+                     cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(layout.channels));
+  if (FitsUint32(layout.count())) {
+    SliceSumsKernel<Kind, uint32_t>
+        <<<grid, kSumThreads, 0, stream>>>(a, b, center, layout, slices, partial);
+  } else {
+    SliceSumsKernel<Kind, int64_t>
+        <<<grid, kSumThreads, 0, stream>>>(a, b, center, layout, slices, partial);
   }
 }
 
@@ -84,19 +103,15 @@ void LaunchChannelSums(ChannelSum kind, const float* a, const float* b, const fl
   const int64_t rows = layout.channels * (kind == ChannelSum::kGradientMoments ? 2 : 1);
   if (rows == 0) return;
   const int64_t slices = ChannelSumSlices(layout);
-  const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(layout.channels));
   switch (kind) {
     case ChannelSum::kValues:
-      SliceSumsKernel<ChannelSum::kValues>
-          <<<grid, kSumThreads, 0, stream>>>(a, b, center, layout, slices, scratch);
+      LaunchSliceSums<ChannelSum::kValues>(a, b, center, layout, slices, scratch, stream);
       break;
     case ChannelSum::kSquaredDeviation:
-      SliceSumsKernel<ChannelSum::kSquaredDeviation>
-          <<<grid, kSumThreads, 0, stream>>>(a, b, center, layout, slices, scratch);
+      LaunchSliceSums<ChannelSum::kSquaredDeviation>(a, b, center, layout, slices, scratch, stream);
       break;
     case ChannelSum::kGradientMoments:
-      SliceSumsKernel<ChannelSum::kGradientMoments>
-          <<<grid, kSumThreads, 0, stream>>>(a, b, center, layout, slices, scratch);
+      LaunchSliceSums<ChannelSum::kGradientMoments>(a, b, center, layout, slices, scratch, stream);
       break;
   }
   AddSlicesKernel<<<Blocks(rows), kThreads, 0, stream>>>(scratch, rows, slices, sums);

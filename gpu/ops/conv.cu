@@ -1,6 +1,7 @@
-// The data movement of Conv on CUDA around its matrix products (conv_kernel.cc): the whole
-// batch's column matrix, its adjoint, and the swap between the products' channel-major layout
-// [M, N, P] and the tensors' [N, M, P]. The taps come from window_geometry.h, as on the CPU.
+// The data movement of Conv on CUDA around its matrix products (conv_kernel.cc): the column
+// matrix of a chunk of images, its adjoint, and dY channel-major for the weight gradient, plus
+// filling Y with the bias. The taps come from window_geometry.h, as on the CPU. Indices are
+// 32-bit where they fit (FitsUint32): these kernels divide to find an element's coordinates.
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -8,65 +9,94 @@ namespace autodist::gpu::detail {
 namespace {
 
 // col [C * kH * kW, N * P]: element (row, n, p) is the input under tap row's (c, i, j) at output
-// position p of image n, or zero in the padding.
-__global__ void Im2ColKernel(const float* x, int64_t batch, int64_t channels, Window2d g,
-                             float* col) {
-  const int64_t pixels = g.out_size();
-  const int64_t columns = batch * pixels;
-  const int64_t total = channels * g.kernel_h * g.kernel_w * columns;
-  for (int64_t e = First(); e < total; e += Stride()) {
-    const int64_t row = e / columns;
-    const int64_t column = e - row * columns;
-    const int64_t n = column / pixels;
-    const int64_t p = column - n * pixels;
-    const int64_t kj = row % g.kernel_w;
-    const int64_t ki = (row / g.kernel_w) % g.kernel_h;
-    const int64_t c = row / (g.kernel_w * g.kernel_h);
-    const int64_t oh = p / g.out_w;
-    const int64_t ow = p - oh * g.out_w;
-    const int64_t ih = oh * g.stride_h - g.pad_top + ki * g.dilation_h;
-    const int64_t iw = ow * g.stride_w - g.pad_left + kj * g.dilation_w;
-    const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
-    col[e] = inside ? x[((n * channels + c) * g.in_h + ih) * g.in_w + iw] : 0.0F;
-  }
-}
-
-// dx (n, c, ih, iw) = Σ over the taps (i, j) that read it, row-major, of col's entry.
-__global__ void Col2ImKernel(const float* col, int64_t batch, int64_t channels, Window2d g,
-                             float* dx) {
-  const int64_t pixels = g.out_size();
-  const int64_t columns = batch * pixels;
-  const int64_t total = batch * channels * g.in_size();
-  for (int64_t e = First(); e < total; e += Stride()) {
-    const int64_t iw = e % g.in_w;
-    const int64_t ih = (e / g.in_w) % g.in_h;
-    const int64_t c = (e / g.in_size()) % channels;
-    const int64_t n = e / (channels * g.in_size());
-    float sum = 0.0F;
-    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
-      const int64_t oh = ops::nn::OutputOfTap(ih, ki, g.stride_h, g.pad_top, g.dilation_h, g.out_h);
-      if (oh < 0) continue;
-      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-        const int64_t ow =
-            ops::nn::OutputOfTap(iw, kj, g.stride_w, g.pad_left, g.dilation_w, g.out_w);
-        if (ow < 0) continue;
-        const int64_t row = (c * g.kernel_h + ki) * g.kernel_w + kj;
-        sum += col[row * columns + n * pixels + oh * g.out_w + ow];
-      }
+// position p of image n, or zero in the padding. One row per grid row.
+template <typename Index>
+__global__ void Im2ColKernel(const float* x, Index batch, Index channels, Window2d g, float* col) {
+  const auto pixels = static_cast<Index>(g.out_size());
+  const Index columns = batch * pixels;
+  const auto kernel_w = static_cast<Index>(g.kernel_w);
+  const auto kernel_h = static_cast<Index>(g.kernel_h);
+  const Index rows = channels * kernel_h * kernel_w;
+  const auto out_w = static_cast<Index>(g.out_w);
+  const auto in_h = static_cast<int>(g.in_h);
+  const auto in_w = static_cast<int>(g.in_w);
+  for (Index row = blockIdx.y; row < rows; row += gridDim.y) {
+    const Index kj = row % kernel_w;
+    const Index ki = (row / kernel_w) % kernel_h;
+    const Index c = row / (kernel_w * kernel_h);
+    const int row_offset = static_cast<int>(ki * g.dilation_h - g.pad_top);
+    const int column_offset = static_cast<int>(kj * g.dilation_w - g.pad_left);
+    float* out = col + static_cast<int64_t>(row) * columns;
+    for (Index column = blockIdx.x * blockDim.x + threadIdx.x; column < columns;
+         column += gridDim.x * blockDim.x) {
+      const Index n = column / pixels;
+      const Index p = column - n * pixels;
+      const Index oh = p / out_w;
+      const Index ow = p - oh * out_w;
+      const int ih = static_cast<int>(oh * g.stride_h) + row_offset;
+      const int iw = static_cast<int>(ow * g.stride_w) + column_offset;
+      const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
+      out[column] =
+          inside ? x[(static_cast<int64_t>(n * channels + c) * in_h + ih) * in_w + iw] : 0.0F;
     }
-    dx[e] = sum;
   }
 }
 
-__global__ void SwapLeadingAxesKernel(const float* in, int64_t a, int64_t b, int64_t p,
-                                      const float* bias, float* out) {
-  const int64_t total = a * b * p;
-  for (int64_t e = First(); e < total; e += Stride()) {  // e indexes out [B, A, P]
-    const int64_t k = e % p;
-    const int64_t i = (e / p) % a;
-    const int64_t j = e / (a * p);
-    const float value = in[(i * b + j) * p + k];
-    out[e] = bias != nullptr ? value + bias[i] : value;
+// dx (n, c, ih, iw) = Σ over the taps (i, j) that read it, row-major, of col's entry: the CPU's
+// order. One (n, c) plane per grid row.
+template <typename Index>
+__global__ void Col2ImKernel(const float* col, Index batch, Index channels, Window2d g, float* dx) {
+  const auto pixels = static_cast<Index>(g.out_size());
+  const Index columns = batch * pixels;
+  const auto in_w = static_cast<Index>(g.in_w);
+  const auto plane_size = static_cast<Index>(g.in_size());
+  const int kernel_h = static_cast<int>(g.kernel_h);
+  const int kernel_w = static_cast<int>(g.kernel_w);
+  const int out_h = static_cast<int>(g.out_h);
+  const int out_w = static_cast<int>(g.out_w);
+  const int stride_h = static_cast<int>(g.stride_h);
+  const int stride_w = static_cast<int>(g.stride_w);
+  const int pad_top = static_cast<int>(g.pad_top);
+  const int pad_left = static_cast<int>(g.pad_left);
+  const int dilation_h = static_cast<int>(g.dilation_h);
+  const int dilation_w = static_cast<int>(g.dilation_w);
+  for (Index plane = blockIdx.y; plane < batch * channels; plane += gridDim.y) {
+    const Index n = plane / channels;
+    const Index c = plane - n * channels;
+    float* out = dx + static_cast<int64_t>(plane) * plane_size;
+    for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < plane_size;
+         e += gridDim.x * blockDim.x) {
+      const Index ih = e / in_w;
+      const Index iw = e - ih * in_w;
+      float sum = 0.0F;
+      for (int ki = 0; ki < kernel_h; ++ki) {
+        const int oh = ops::nn::OutputOfTap<int>(static_cast<int>(ih), ki, stride_h, pad_top,
+                                                 dilation_h, out_h);
+        if (oh < 0) continue;
+        for (int kj = 0; kj < kernel_w; ++kj) {
+          const int ow = ops::nn::OutputOfTap<int>(static_cast<int>(iw), kj, stride_w, pad_left,
+                                                   dilation_w, out_w);
+          if (ow < 0) continue;
+          const auto row = static_cast<int64_t>((c * kernel_h + ki) * kernel_w + kj);
+          sum += col[row * columns + n * pixels + oh * out_w + ow];
+        }
+      }
+      out[e] = sum;
+    }
+  }
+}
+
+// out [B, A, P] from in [A, B, P]: one (b, a) row of P per grid row.
+template <typename Index>
+__global__ void SwapLeadingAxesKernel(const float* in, Index a, Index b, Index p, float* out) {
+  for (Index row = blockIdx.y; row < a * b; row += gridDim.y) {  // row = j * a + i in out
+    const Index j = row / a;
+    const Index i = row - j * a;
+    const float* source = in + static_cast<int64_t>(i * b + j) * p;
+    float* target = out + static_cast<int64_t>(row) * p;
+    for (Index k = blockIdx.x * blockDim.x + threadIdx.x; k < p; k += gridDim.x * blockDim.x) {
+      target[k] = source[k];
+    }
   }
 }
 
@@ -74,23 +104,42 @@ __global__ void SwapLeadingAxesKernel(const float* in, int64_t a, int64_t b, int
 
 void LaunchIm2Col(const float* x, int64_t batch, int64_t channels, const Window2d& g, float* col,
                   cudaStream_t stream) {
-  const int64_t total = channels * g.kernel_h * g.kernel_w * batch * g.out_size();
-  if (total == 0) return;
-  Im2ColKernel<<<Blocks(total), kThreads, 0, stream>>>(x, batch, channels, g, col);
+  const int64_t rows = channels * g.kernel_h * g.kernel_w;
+  const int64_t columns = batch * g.out_size();
+  if (rows * columns == 0) return;
+  const dim3 grid = RowGrid(rows, columns);
+  if (FitsUint32(rows * columns) && FitsUint32(batch * channels * g.in_size())) {
+    Im2ColKernel<uint32_t><<<grid, kThreads, 0, stream>>>(x, static_cast<uint32_t>(batch),
+                                                          static_cast<uint32_t>(channels), g, col);
+  } else {
+    Im2ColKernel<int64_t><<<grid, kThreads, 0, stream>>>(x, batch, channels, g, col);
+  }
 }
 
 void LaunchCol2Im(const float* col, int64_t batch, int64_t channels, const Window2d& g, float* dx,
                   cudaStream_t stream) {
   const int64_t total = batch * channels * g.in_size();
   if (total == 0) return;
-  Col2ImKernel<<<Blocks(total), kThreads, 0, stream>>>(col, batch, channels, g, dx);
+  const dim3 grid = RowGrid(batch * channels, g.in_size());
+  if (FitsUint32(total) && FitsUint32(channels * g.kernel_h * g.kernel_w * batch * g.out_size())) {
+    Col2ImKernel<uint32_t><<<grid, kThreads, 0, stream>>>(col, static_cast<uint32_t>(batch),
+                                                          static_cast<uint32_t>(channels), g, dx);
+  } else {
+    Col2ImKernel<int64_t><<<grid, kThreads, 0, stream>>>(col, batch, channels, g, dx);
+  }
 }
 
-void LaunchSwapLeadingAxes(const float* in, int64_t a, int64_t b, int64_t p, const float* bias,
-                           float* out, cudaStream_t stream) {
+void LaunchSwapLeadingAxes(const float* in, int64_t a, int64_t b, int64_t p, float* out,
+                           cudaStream_t stream) {
   const int64_t total = a * b * p;
   if (total == 0) return;
-  SwapLeadingAxesKernel<<<Blocks(total), kThreads, 0, stream>>>(in, a, b, p, bias, out);
+  const dim3 grid = RowGrid(a * b, p);
+  if (FitsUint32(total)) {
+    SwapLeadingAxesKernel<uint32_t><<<grid, kThreads, 0, stream>>>(
+        in, static_cast<uint32_t>(a), static_cast<uint32_t>(b), static_cast<uint32_t>(p), out);
+  } else {
+    SwapLeadingAxesKernel<int64_t><<<grid, kThreads, 0, stream>>>(in, a, b, p, out);
+  }
 }
 
 }  // namespace autodist::gpu::detail

@@ -1,13 +1,13 @@
 // Conv on CUDA, 2-D (opsets 1..17): the CPU kernel's semantics and checks (runtime/ops/nn/
-// conv_geometry.h), float32. The whole batch is unfolded into one column matrix
-// col [C * kH * kW, N * P] (P = outH * outW), so each group is one matrix product over the batch
-// on cuBLASLt, in channel-major form Y' [M, N * P] = W [M, taps] col; Y is Y' with its two
-// leading axes swapped, plus the bias. Backward: dY' is dY swapped, dW = dY' colᵀ,
-// dcol = Wᵀ dY' folded back by col2im, dB the channel sums of dY.
+// conv_geometry.h), float32. A chunk of images is unfolded into one column matrix
+// col [C * kH * kW, b * P] (P = outH * outW), and each group is one strided batch of products on
+// cuBLASLt, Y_n = W col_n, written straight into Y (which starts as the bias). Backward:
+// dcol_n = Wᵀ dY_n, the same way, folded back by col2im; dW = dY' colᵀ, one product over the
+// chunk's positions with dY' the chunk's dY channel-major ([M, b * P]); dB the channel sums of dY.
 //
 // The column matrix is the largest buffer of a small network's step (9 floats per input element
-// for a 3x3 kernel), so the batch goes in chunks whose columns stay within 16 MiB, and backward
-// unfolds them again rather than keeping forward's.
+// for a 3x3 kernel), so chunks keep it and dY' within 16 MiB together, and backward unfolds the
+// columns again rather than keeping forward's.
 #include <algorithm>
 
 #include "gpu/blas/matmul.h"
@@ -19,7 +19,7 @@
 namespace autodist::gpu {
 namespace {
 
-constexpr int64_t kMaxChunkColumns = int64_t{4} << 20;  // floats: 16 MiB
+constexpr int64_t kMaxChunkFloats = int64_t{4} << 20;  // 16 MiB
 
 using ops::nn::ConvGeometry;
 using tensor::DType;
@@ -48,27 +48,31 @@ class CudaConvKernel final : public ops::OpKernel {
     }
     Tensor y(DType::kFloat32, {s.batch, s.out_channels, s.window.out_h, s.window.out_w},
              x.device());
-    if (y.numel() > 0) {
+    if (y.numel() > 0 && s.taps == 0) y.SetZero();
+    if (y.numel() > 0 && s.taps > 0) {
+      // Y starts as the bias, which each product adds onto (beta 1).
+      if (bias != nullptr) {
+        detail::LaunchFillChannels(bias, {s.batch, s.out_channels, s.pixels()},
+                                   y.device_data<float>(), stream);
+      }
       ForEachChunk(s, [&](int64_t n0, int64_t count) {
+        const Tensor col = Unfold(x, s, n0, count, stream);
         const int64_t columns = count * s.pixels();
-        Tensor product(DType::kFloat32, {s.out_channels, columns}, x.device());
-        if (s.taps == 0) {
-          product.SetZero();
-        } else {
-          const Tensor col = Unfold(x, s, n0, count, stream);
-          for (int64_t g = 0; g < s.group; ++g) {  // Y'_g [Mg, bP] = W_g [Mg, taps] col_g
-            Sgemm(GemmCall{.m = s.group_out,
-                           .n = columns,
-                           .k = s.taps,
-                           .a = w.device_data<float>() + g * s.group_out * s.taps,
-                           .b = col.device_data<float>() + g * s.taps * columns,
-                           .c = product.device_data<float>() + g * s.group_out * columns},
-                  x.device().index, stream);
-          }
+        for (int64_t g = 0; g < s.group; ++g) {  // Y_n,g [Mg, P] = W_g [Mg, taps] col_n,g
+          Sgemm(GemmCall{.m = s.group_out,
+                         .n = s.pixels(),
+                         .k = s.taps,
+                         .a = w.device_data<float>() + g * s.group_out * s.taps,
+                         .b = col.device_data<float>() + g * s.taps * columns,
+                         .beta = bias != nullptr ? 1.0F : 0.0F,
+                         .c = y.device_data<float>() + n0 * s.out_image() +
+                              g * s.group_out * s.pixels(),
+                         .ldb = columns,
+                         .batch = count,
+                         .stride_b = s.pixels(),
+                         .stride_c = s.out_image()},
+                x.device().index, stream);
         }
-        detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count,
-                                      s.pixels(), bias, y.device_data<float>() + n0 * s.out_image(),
-                                      stream);
       });
     }
     ctx.set_output(0, std::move(y));
@@ -96,13 +100,14 @@ class CudaConvKernel final : public ops::OpKernel {
     } else if (need_dw || need_dx) {
       ForEachChunk(s, [&](int64_t n0, int64_t count) {
         const int64_t columns = count * s.pixels();
-        Tensor dy_swapped(DType::kFloat32, {s.out_channels, columns}, x.device());  // dY'
-        detail::LaunchSwapLeadingAxes(dy->device_data<float>() + n0 * s.out_image(), count,
-                                      s.out_channels, s.pixels(), nullptr,
-                                      dy_swapped.device_data<float>(), stream);
+        const float* dy_chunk = dy->device_data<float>() + n0 * s.out_image();
         if (need_dw) {
+          // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ, dY' the chunk's dY channel-major.
+          Tensor dy_swapped(DType::kFloat32, {s.out_channels, columns}, x.device());
+          detail::LaunchSwapLeadingAxes(dy_chunk, count, s.out_channels, s.pixels(),
+                                        dy_swapped.device_data<float>(), stream);
           const Tensor col = Unfold(x, s, n0, count, stream);
-          for (int64_t g = 0; g < s.group; ++g) {  // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ
+          for (int64_t g = 0; g < s.group; ++g) {
             Sgemm(GemmCall{.trans_b = true,
                            .m = s.group_out,
                            .n = s.taps,
@@ -114,17 +119,21 @@ class CudaConvKernel final : public ops::OpKernel {
                   device, stream);
           }
         }
-        if (need_dx) {
+        if (need_dx) {  // dcol_n,g [taps, P] = W_gᵀ dY_n,g, folded back onto dX
           Tensor dcol(DType::kFloat32,
                       {s.in_channels * s.window.kernel_h * s.window.kernel_w, columns}, x.device());
-          for (int64_t g = 0; g < s.group; ++g) {  // dcol_g [taps, bP] = W_gᵀ dY'_g
+          for (int64_t g = 0; g < s.group; ++g) {
             Sgemm(GemmCall{.trans_a = true,
                            .m = s.taps,
-                           .n = columns,
+                           .n = s.pixels(),
                            .k = s.group_out,
                            .a = w.device_data<float>() + g * s.group_out * s.taps,
-                           .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
-                           .c = dcol.device_data<float>() + g * s.taps * columns},
+                           .b = dy_chunk + g * s.group_out * s.pixels(),
+                           .c = dcol.device_data<float>() + g * s.taps * columns,
+                           .ldc = columns,
+                           .batch = count,
+                           .stride_b = s.out_image(),
+                           .stride_c = s.pixels()},
                   device, stream);
           }
           detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,
@@ -153,12 +162,13 @@ class CudaConvKernel final : public ops::OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  // Calls fn(n0, count) for consecutive chunks of the batch whose column matrix stays within
-  // kMaxChunkColumns floats (one image at least).
+  // Calls fn(n0, count) for consecutive chunks of the batch whose buffers (the column matrix and
+  // dY channel-major) stay within kMaxChunkFloats (one image at least).
   template <typename Fn>
   static void ForEachChunk(const ConvGeometry& s, Fn&& fn) {
-    const int64_t per_image = std::max<int64_t>(1, s.in_channels * s.channel_columns());
-    const int64_t images = std::max<int64_t>(1, kMaxChunkColumns / per_image);
+    const int64_t per_image =
+        std::max<int64_t>(1, s.in_channels * s.channel_columns() + s.out_image());
+    const int64_t images = std::max<int64_t>(1, kMaxChunkFloats / per_image);
     for (int64_t n0 = 0; n0 < s.batch; n0 += images) fn(n0, std::min(images, s.batch - n0));
   }
 

@@ -21,4 +21,20 @@ __device__ inline int64_t First() {
 }
 __device__ inline int64_t Stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// Whether every index below `n` fits a 32-bit unsigned integer: the kernels that decompose flat
+// indices (divisions) then run on 32-bit ones, whose division costs a fraction of a 64-bit one.
+inline bool FitsUint32(int64_t n) { return n < (int64_t{1} << 32); }
+
+// 2-D grids: blockIdx.y takes a row (at most kMaxGridRows, the rest by a stride loop), blockIdx.x
+// and the threads the elements of the row.
+inline constexpr int64_t kMaxGridRows = 65535;
+inline dim3 RowGrid(int64_t rows, int64_t columns) {
+  const int64_t y = rows < kMaxGridRows ? (rows > 0 ? rows : 1) : kMaxGridRows;
+  int64_t x = (columns + kThreads - 1) / kThreads;
+  x = x < 1 ? 1 : x;
+  // Enough blocks in all to fill the GPU several times, not one block per few elements.
+  const int64_t most_x = (int64_t{1} << 16) / y > 0 ? (int64_t{1} << 16) / y : 1;
+  return {static_cast<unsigned>(x < most_x ? x : most_x), static_cast<unsigned>(y)};
+}
+
 }  // namespace autodist::gpu::detail

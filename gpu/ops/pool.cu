@@ -1,6 +1,7 @@
 // The kernels of MaxPool on CUDA: one thread per output for the maxima (window_geometry.h's
 // MaxOfWindow, the CPU's own code), one per input element for the gradient, which gathers the
-// outputs whose argmax it is in output order, as the CPU adds them, without atomics.
+// outputs whose argmax it is in output order, as the CPU adds them, without atomics. One plane
+// per grid row, 32-bit positions within it (MaxPool refuses planes of 2^31 elements or more).
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -9,15 +10,18 @@ namespace {
 
 __global__ void MaxPoolKernel(const float* x, int64_t planes, Window2d g, float* y,
                               int32_t* argmax) {
-  const int64_t total = planes * g.out_size();
-  for (int64_t e = First(); e < total; e += Stride()) {
-    const int64_t plane = e / g.out_size();
-    const int64_t o = e - plane * g.out_size();
-    const int64_t oh = o / g.out_w;
-    const ops::nn::WindowMax best = ops::nn::MaxOfWindow(
-        x + plane * g.in_size(), g, ops::nn::RowTaps(g, oh), ops::nn::ColumnTaps(g, o % g.out_w));
-    y[e] = best.value;
-    argmax[e] = static_cast<int32_t>(best.index);
+  const auto out_size = static_cast<unsigned>(g.out_size());
+  const auto out_w = static_cast<unsigned>(g.out_w);
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const float* in = x + plane * g.in_size();
+    for (unsigned o = blockIdx.x * blockDim.x + threadIdx.x; o < out_size;
+         o += gridDim.x * blockDim.x) {
+      const unsigned oh = o / out_w;
+      const ops::nn::WindowMax best = ops::nn::MaxOfWindow(in, g, ops::nn::RowTaps(g, oh),
+                                                           ops::nn::ColumnTaps(g, o - oh * out_w));
+      y[plane * out_size + o] = best.value;
+      argmax[plane * out_size + o] = static_cast<int32_t>(best.index);
+    }
   }
 }
 
@@ -37,27 +41,39 @@ __global__ void IndicesKernel(const int32_t* argmax, int64_t planes, Window2d g,
 
 __global__ void MaxPoolGradKernel(const float* dy, const int32_t* argmax, int64_t planes,
                                   Window2d g, float* dx) {
-  const int64_t total = planes * g.in_size();
-  for (int64_t e = First(); e < total; e += Stride()) {
-    const int64_t plane = e / g.in_size();
-    const int64_t local = e - plane * g.in_size();
-    const int64_t ih = local / g.in_w;
-    const int64_t iw = local - ih * g.in_w;
-    const int64_t base = plane * g.out_size();
-    float sum = 0.0F;
-    // Taps from the last to the first give the outputs in increasing order.
-    for (int64_t ki = g.kernel_h - 1; ki >= 0; --ki) {
-      const int64_t oh = ops::nn::OutputOfTap(ih, ki, g.stride_h, g.pad_top, g.dilation_h, g.out_h);
-      if (oh < 0) continue;
-      for (int64_t kj = g.kernel_w - 1; kj >= 0; --kj) {
-        const int64_t ow =
-            ops::nn::OutputOfTap(iw, kj, g.stride_w, g.pad_left, g.dilation_w, g.out_w);
-        if (ow < 0) continue;
-        const int64_t o = base + oh * g.out_w + ow;
-        if (argmax[o] == local) sum += dy[o];
+  const auto in_size = static_cast<int>(g.in_size());
+  const auto in_w = static_cast<int>(g.in_w);
+  const auto out_w = static_cast<int>(g.out_w);
+  const auto out_h = static_cast<int>(g.out_h);
+  const auto kernel_h = static_cast<int>(g.kernel_h);
+  const auto kernel_w = static_cast<int>(g.kernel_w);
+  const auto stride_h = static_cast<int>(g.stride_h);
+  const auto stride_w = static_cast<int>(g.stride_w);
+  const auto pad_top = static_cast<int>(g.pad_top);
+  const auto pad_left = static_cast<int>(g.pad_left);
+  const auto dilation_h = static_cast<int>(g.dilation_h);
+  const auto dilation_w = static_cast<int>(g.dilation_w);
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const float* grad = dy + plane * g.out_size();
+    const int32_t* best = argmax + plane * g.out_size();
+    for (int local = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); local < in_size;
+         local += static_cast<int>(gridDim.x * blockDim.x)) {
+      const int ih = local / in_w;
+      const int iw = local - ih * in_w;
+      float sum = 0.0F;
+      // Taps from the last to the first give the outputs in increasing order.
+      for (int ki = kernel_h - 1; ki >= 0; --ki) {
+        const int oh = ops::nn::OutputOfTap<int>(ih, ki, stride_h, pad_top, dilation_h, out_h);
+        if (oh < 0) continue;
+        for (int kj = kernel_w - 1; kj >= 0; --kj) {
+          const int ow = ops::nn::OutputOfTap<int>(iw, kj, stride_w, pad_left, dilation_w, out_w);
+          if (ow < 0) continue;
+          const int o = oh * out_w + ow;
+          if (best[o] == local) sum += grad[o];
+        }
       }
+      dx[plane * in_size + local] = sum;
     }
-    dx[e] = sum;
   }
 }
 
@@ -65,9 +81,8 @@ __global__ void MaxPoolGradKernel(const float* dy, const int32_t* argmax, int64_
 
 void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, int32_t* argmax,
                    cudaStream_t stream) {
-  const int64_t total = planes * g.out_size();
-  if (total == 0) return;
-  MaxPoolKernel<<<Blocks(total), kThreads, 0, stream>>>(x, planes, g, y, argmax);
+  if (planes * g.out_size() == 0) return;
+  MaxPoolKernel<<<RowGrid(planes, g.out_size()), kThreads, 0, stream>>>(x, planes, g, y, argmax);
 }
 
 void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,
@@ -79,9 +94,9 @@ void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d&
 
 void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
                        float* dx, cudaStream_t stream) {
-  const int64_t total = planes * g.in_size();
-  if (total == 0) return;
-  MaxPoolGradKernel<<<Blocks(total), kThreads, 0, stream>>>(dy, argmax, planes, g, dx);
+  if (planes * g.in_size() == 0) return;
+  MaxPoolGradKernel<<<RowGrid(planes, g.in_size()), kThreads, 0, stream>>>(dy, argmax, planes, g,
+                                                                           dx);
 }
 
 }  // namespace autodist::gpu::detail

@@ -70,6 +70,29 @@ TEST(CudaTensorTest, FreedBuffersServeTheNextTensorsOfTheirSize) {
   EXPECT_EQ(TensorPool(0).used_bytes(), used);
 }
 
+// The counts PyTorch's memory_allocated / max_memory_allocated give: bytes held by tensors (as
+// allocated, rounded up to 512), apart from what the cache keeps.
+TEST(CudaTensorTest, MemoryStatsCountWhatTensorsHoldApartFromTheCache) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  const TensorMemoryStats before = TensorMemory(0);
+  {
+    Tensor a(tensor::DType::kFloat32, {1 << 20}, Device::Cuda(0));  // 4 MiB
+    Tensor b(tensor::DType::kFloat32, {1000}, Device::Cuda(0));     // 4000 -> 4096 bytes
+    const TensorMemoryStats held = TensorMemory(0);
+    EXPECT_EQ(held.live_bytes, before.live_bytes + (4U << 20) + 4096U);
+    EXPECT_GE(held.peak_live_bytes, held.live_bytes);
+  }
+  const TensorMemoryStats after = TensorMemory(0);
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+  EXPECT_GE(after.cached_bytes, before.cached_bytes + (4U << 20) + 4096U);
+  EXPECT_GE(after.peak_live_bytes, before.live_bytes + (4U << 20) + 4096U);
+  // A cached buffer lent again counts again.
+  Tensor again(tensor::DType::kFloat32, {1 << 20}, Device::Cuda(0));
+  EXPECT_EQ(TensorMemory(0).live_bytes, before.live_bytes + (4U << 20));
+  EXPECT_EQ(TensorMemory(0).cached_bytes, after.cached_bytes - (4U << 20));
+}
+
 TEST(CudaTensorTest, OutOfMemoryStillSaysSoAfterTheCacheIsEmptied) {
   AUTODIST_SKIP_WITHOUT_GPU();
   InstallCudaTensorMemory();

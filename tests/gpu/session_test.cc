@@ -111,9 +111,12 @@ TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
 }
 
 // Conv, BatchNormalization (training statistics, running statistics) and MaxPool on the GPU.
+// An element of conv2's weight gradient sums 50,176 products (256 images of 14 x 14 positions)
+// whose sum is far smaller than the products: float sums in the two backends' orders differed by
+// 1.4e-4 of it on an H200, so gradients are held to 1e-3 here (the loss and logits to 1e-5).
 TEST(CudaSessionTest, TheCnnsForwardAndBackwardMatchTheCpu) {
   AUTODIST_SKIP_WITHOUT_GPU();
-  ExpectStepMatchesTheCpu("fmnist_cnn.onnx", 1e-4F);
+  ExpectStepMatchesTheCpu("fmnist_cnn.onnx", 1e-3F);
 }
 
 }  // namespace
