@@ -103,7 +103,7 @@ class CudaConvKernel final : public ops::OpKernel {
         const float* dy_chunk = dy->device_data<float>() + n0 * s.out_image();
         if (need_dw) {
           // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ, dY' the chunk's dY channel-major.
-          Tensor dy_swapped(DType::kFloat32, {s.out_channels, columns}, x.device());
+          Tensor dy_swapped = ChunkBuffer(s, s.out_image(), x.device());
           detail::LaunchSwapLeadingAxes(dy_chunk, count, s.out_channels, s.pixels(),
                                         dy_swapped.device_data<float>(), stream);
           const Tensor col = Unfold(x, s, n0, count, stream);
@@ -120,8 +120,7 @@ class CudaConvKernel final : public ops::OpKernel {
           }
         }
         if (need_dx) {  // dcol_n,g [taps, P] = W_gᵀ dY_n,g, folded back onto dX
-          Tensor dcol(DType::kFloat32,
-                      {s.in_channels * s.window.kernel_h * s.window.kernel_w, columns}, x.device());
+          Tensor dcol = ChunkBuffer(s, s.in_channels * s.channel_columns(), x.device());
           for (int64_t g = 0; g < s.group; ++g) {
             Sgemm(GemmCall{.trans_a = true,
                            .m = s.taps,
@@ -162,22 +161,33 @@ class CudaConvKernel final : public ops::OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  // Calls fn(n0, count) for consecutive chunks of the batch whose buffers (the column matrix and
-  // dY channel-major) stay within kMaxChunkFloats (one image at least).
-  template <typename Fn>
-  static void ForEachChunk(const ConvGeometry& s, Fn&& fn) {
+  // Images per chunk: the chunk's buffers (the column matrix and dY channel-major) stay within
+  // kMaxChunkFloats (one image at least).
+  static int64_t ChunkImages(const ConvGeometry& s) {
     const int64_t per_image =
         std::max<int64_t>(1, s.in_channels * s.channel_columns() + s.out_image());
-    const int64_t images = std::max<int64_t>(1, kMaxChunkFloats / per_image);
+    return std::clamp<int64_t>(kMaxChunkFloats / per_image, 1, std::max<int64_t>(1, s.batch));
+  }
+
+  // Calls fn(n0, count) for consecutive chunks of the batch, ChunkImages(s) images each.
+  template <typename Fn>
+  static void ForEachChunk(const ConvGeometry& s, Fn&& fn) {
+    const int64_t images = ChunkImages(s);
     for (int64_t n0 = 0; n0 < s.batch; n0 += images) fn(n0, std::min(images, s.batch - n0));
   }
 
-  // The column matrix of images [n0, n0 + count): [C * kH * kW, count * P].
+  // A buffer of `per_image` floats for each image of a whole chunk, also for the last, shorter
+  // one: buffers of one size per layer, which the tensor cache hands from step to step.
+  static Tensor ChunkBuffer(const ConvGeometry& s, int64_t per_image,
+                            const tensor::Device& device) {
+    return Tensor(DType::kFloat32, {ChunkImages(s) * per_image}, device);
+  }
+
+  // The column matrix of images [n0, n0 + count): [C * kH * kW, count * P], packed at the start
+  // of a chunk buffer.
   static Tensor Unfold(const Tensor& x, const ConvGeometry& s, int64_t n0, int64_t count,
                        cudaStream_t stream) {
-    Tensor col(DType::kFloat32,
-               {s.in_channels * s.window.kernel_h * s.window.kernel_w, count * s.pixels()},
-               x.device());
+    Tensor col = ChunkBuffer(s, s.in_channels * s.channel_columns(), x.device());
     detail::LaunchIm2Col(x.device_data<float>() + n0 * s.in_image(), count, s.in_channels, s.window,
                          col.device_data<float>(), stream);
     return col;
