@@ -132,12 +132,15 @@ TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
 // OpenBLAS's GEMM kernels (OPENBLAS_CORETYPE=Haswell, with FMA, against Prescott, without) part
 // by 5e-4 within 50 steps at lr 0.003 with momentum 0.9 (at the MLP's lr 0.05 it diverges to a
 // loss of 20 and wanders). At lr 0.001 they stay within 5e-5 of each other while the loss falls
-// from 2.56 to 2.20, so a difference beyond 1e-4 here is the GPU's, not the trajectory's.
+// from 2.56 to 2.20, so a loss beyond 1e-4 of the CPU's is the GPU's, not the trajectory's. The
+// trained weights of those two CPU runs still differ by up to 5.1e-4 (bn2.running_mean) and
+// 1.2e-4 (conv1.weight), as much as the GPU run differs from either on an H200: they are held to
+// 1e-3.
 TEST_F(CudaTrainerTest, TheCnnsFiftyStepsMatchTheCpuRun) {
   AUTODIST_SKIP_WITHOUT_GPU();
   TrainerOptions options = exec::testing::CnnOptions();
   options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.001"}, {"momentum", "0.9"}});
-  ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-4F);
+  ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
 
 TEST_F(CudaTrainerTest, SeveralReplicasInOneProcessAreRefusedOnAGpu) {
