@@ -39,6 +39,10 @@ def main():
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     device = torch.device(args.device)
+    # fp32 as our engine computes it: PyTorch lets cuDNN's convolutions use TF32 by default
+    # (torch.backends.cudnn.allow_tf32), which would compare TF32 against fp32.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     model = MODELS[args.model]().to(device)

@@ -3,11 +3,12 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
-#include <limits>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/stream.h"
@@ -47,10 +48,8 @@ void CheckLt(cublasStatus_t status, const char* what) {
 // cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-// What makes one plan: the shape, the transposes, whether beta and a bias take part, the leading
-// dimensions and the batch.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t>;
+// What makes one plan: the shape, the transposes, and whether beta and a bias take part.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool>;
 
 // The descriptors of one shape and the algorithm chosen for it.
 struct Plan {
@@ -59,6 +58,8 @@ struct Plan {
   cublasLtMatrixLayout_t second = nullptr;  // our A, cuBLASLt's B
   cublasLtMatrixLayout_t out = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // cuBLASLt's candidates, best guess first, until the first call has timed them.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
   std::mutex mutex;  // the bias pointer is set on `desc` per call
   ~Plan() {
     if (out != nullptr) cublasLtMatrixLayoutDestroy(out);
@@ -67,25 +68,6 @@ struct Plan {
     if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
   }
 };
-
-// The row strides of the row-major operands: stated, or packed.
-int64_t LeadingA(const GemmCall& call) {
-  return call.lda != 0 ? call.lda : (call.trans_a ? call.m : call.k);
-}
-int64_t LeadingB(const GemmCall& call) {
-  return call.ldb != 0 ? call.ldb : (call.trans_b ? call.k : call.n);
-}
-int64_t LeadingC(const GemmCall& call) { return call.ldc != 0 ? call.ldc : call.n; }
-
-void SetBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
-  const auto count = static_cast<int32_t>(batch);
-  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                           sizeof count),
-          "setting the batch count");
-  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                           &stride, sizeof stride),
-          "setting the batch stride");
-}
 
 // One GPU's handle, workspace and plans.
 class GemmContext {
@@ -106,20 +88,52 @@ class GemmContext {
                                              sizeof bias),
               "setting the bias");
     }
+    if (!plan.candidates.empty()) ChooseFastest(plan, call, stream);
+    Launch(plan, plan.algo, call, call.c, stream);
+  }
+
+ private:
+  void Launch(const Plan& plan, const cublasLtMatmulAlgo_t& algo, const GemmCall& call, float* c,
+              cudaStream_t stream) {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first.
     const float beta = call.beta;
     CheckLt(cublasLtMatmul(handle_, plan.desc, &call.alpha, call.b, plan.first, call.a, plan.second,
-                           &beta, call.c, plan.out, call.c, plan.out, &plan.algo, workspace_.data(),
+                           &beta, c, plan.out, c, plan.out, &algo, workspace_.data(),
                            workspace_.bytes(), stream),
             "running a matrix product");
   }
 
- private:
+  // cuBLASLt's first guess is often not its fastest kernel for the skinny products of small
+  // networks (Conv's weight gradient: 64 x 288 over 20,000 positions). The first call of a shape
+  // times each candidate on its operands, into a scratch output, and keeps the fastest, as
+  // cuDNN's benchmark mode does; the waits this takes happen once per shape.
+  void ChooseFastest(Plan& plan, const GemmCall& call, cudaStream_t stream) {
+    constexpr int kRuns = 3;
+    DeviceBuffer scratch =
+        TensorPool(device_).Allocate(static_cast<size_t>(call.m * call.n) * sizeof(float), stream);
+    CheckCuda(cudaMemsetAsync(scratch.data(), 0, scratch.bytes(), stream), "zeroing a scratch C");
+    auto* c = static_cast<float*>(scratch.data());
+    Event start(/*timing=*/true);
+    Event stop(/*timing=*/true);
+    float best_ms = 0.0F;
+    for (const cublasLtMatmulAlgo_t& algo : plan.candidates) {
+      Launch(plan, algo, call, c, stream);  // warm-up
+      start.Record(stream);
+      for (int run = 0; run < kRuns; ++run) Launch(plan, algo, call, c, stream);
+      stop.Record(stream);
+      stop.Synchronize();
+      const float ms = stop.ElapsedMsSince(start);
+      if (&algo == plan.candidates.data() || ms < best_ms) {
+        best_ms = ms;
+        plan.algo = algo;
+      }
+    }
+    plan.candidates.clear();
+  }
+
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{
-        call.trans_a,      call.trans_b,         call.m,         call.n,         call.k,
-        call.beta != 0.0F, call.bias != nullptr, LeadingA(call), LeadingB(call), LeadingC(call),
-        call.batch,        call.stride_a,        call.stride_b,  call.stride_c};
+    const PlanKey key{call.trans_a,      call.trans_b,        call.m, call.n, call.k,
+                      call.beta != 0.0F, call.bias != nullptr};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
@@ -148,39 +162,38 @@ class GemmContext {
               "setting the bias type");
     }
     const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-    CheckLt(call.trans_b ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k),
-                                                      u(call.n), LeadingB(call))
-                         : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n),
-                                                      u(call.k), LeadingB(call)),
-            "describing B");
-    CheckLt(call.trans_a ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m),
-                                                      u(call.k), LeadingA(call))
-                         : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k),
-                                                      u(call.m), LeadingA(call)),
-            "describing A");
     CheckLt(
-        cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), LeadingC(call)),
-        "describing C");
-    if (call.batch > 1) {
-      SetBatch(plan->first, call.batch, call.stride_b);
-      SetBatch(plan->second, call.batch, call.stride_a);
-      SetBatch(plan->out, call.batch, call.stride_c);
-    }
+        call.trans_b
+            ? cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.k), u(call.n), call.k)
+            : cublasLtMatrixLayoutCreate(&plan->first, CUDA_R_32F, u(call.n), u(call.k), call.n),
+        "describing B");
+    CheckLt(
+        call.trans_a
+            ? cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.m), u(call.k), call.m)
+            : cublasLtMatrixLayoutCreate(&plan->second, CUDA_R_32F, u(call.k), u(call.m), call.k),
+        "describing A");
+    CheckLt(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), call.n),
+            "describing C");
     cublasLtMatmulPreference_t preference = nullptr;
     CheckLt(cublasLtMatmulPreferenceCreate(&preference), "creating a preference");
     const uint64_t workspace = kWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                          &workspace, sizeof workspace);
-    cublasLtMatmulHeuristicResult_t result{};
+    constexpr int kCandidates = 8;
+    std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
     int found = 0;
     const cublasStatus_t status =
         cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->first, plan->second, plan->out,
-                                       plan->out, preference, 1, &result, &found);
+                                       plan->out, preference, kCandidates, results.data(), &found);
     cublasLtMatmulPreferenceDestroy(preference);
     CheckLt(status, "choosing an algorithm");
     AD_CHECK(found > 0, kInternal, "cuBLASLt has no algorithm for [{}, {}] x [{}, {}] on GPU {}",
              call.m, call.k, call.k, call.n, device_);
-    plan->algo = result.algo;
+    plan->algo = results[0].algo;
+    if (found > 1) {
+      for (int i = 0; i < found; ++i)
+        plan->candidates.push_back(results[static_cast<size_t>(i)].algo);
+    }
     return *plans_.emplace(key, std::move(plan)).first->second;
   }
 
@@ -204,9 +217,7 @@ GemmContext& ContextFor(int device) {
 }  // namespace
 
 void Sgemm(const GemmCall& call, int device, cudaStream_t stream) {
-  if (call.m == 0 || call.n == 0 || call.batch == 0) return;
-  AD_CHECK(call.batch <= std::numeric_limits<int32_t>::max(), kInvalidArgument,
-           "cuBLASLt: a batch of {} products is more than it takes", call.batch);
+  if (call.m == 0 || call.n == 0) return;
   ContextFor(device).Run(call, stream);
 }
 

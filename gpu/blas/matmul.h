@@ -1,9 +1,8 @@
 // Matrix products on the GPU through cuBLASLt, in the CPU's row-major terms (runtime/ops/math/
 // blas.h's Sgemm): C[m, n] = alpha * op(A) op(B) + beta * C, optionally plus a bias row added to
-// every row of C in the same call (cuBLASLt's bias epilogue), optionally as a strided batch of
-// products (Conv's images) over operands with leading dimensions of their own. FP32 arithmetic
-// throughout (no TF32), for parity with the CPU. The plan of each shape (descriptors, layouts and
-// the algorithm cuBLASLt's heuristic picks) is made once and reused.
+// every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout (no
+// TF32), for parity with the CPU. The plan of each shape (descriptors, layouts and the algorithm
+// cuBLASLt's heuristic picks) is made once and reused.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,16 +23,6 @@ struct GemmCall {
   float beta = 0.0F;            // C's weight; C is read only when beta != 0
   float* c = nullptr;           // [m, n]
   const float* bias = nullptr;  // [n], added to every row; null for none
-  // Row strides in elements (0: packed, the row length of the operand as stored).
-  int64_t lda = 0;
-  int64_t ldb = 0;
-  int64_t ldc = 0;
-  // `batch` products, operand i of product j at its pointer + j * stride (a stride of 0 shares
-  // the operand; the bias is shared).
-  int64_t batch = 1;
-  int64_t stride_a = 0;
-  int64_t stride_b = 0;
-  int64_t stride_c = 0;
 };
 
 // Queues the product on `stream` of GPU `device`. Throws Internal naming cuBLASLt's status when

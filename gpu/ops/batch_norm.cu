@@ -1,8 +1,9 @@
 // The kernels of BatchNormalization on CUDA: per-channel constants from the batch sums
-// (channel_sums.cu) or the input statistics, the affine map (also Conv's bias fill), and the
-// gradient. Every per-channel
+// (channel_sums.cu) or the input statistics, the affine map, and the gradient. Every per-channel
 // formula is the CPU kernel's, operation for operation, in double where it computes in double
 // (runtime/ops/nn/batch_normalization.cc); one thread per channel, the channels are few.
+#include <type_traits>
+
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -48,51 +49,130 @@ __global__ void StatisticsKernel(BatchNormStatistics s) {
   }
 }
 
-// Element-wise kernels over [N, C, inner] with per-channel constants: planes of `inner` elements
-// on grid rows when planes are long, else flat with 32-bit indices where they fit.
-inline constexpr int64_t kShortestRow = 64;
+// Element-wise kernels over [N, C, inner] with per-channel constants, flat: a thread takes four
+// elements of one channel (float4) when planes are a multiple of 4 long, one otherwise, and finds
+// the channel with a division of 32-bit indices where they fit.
+template <typename Index, int Width>
+struct ChannelSpan {
+  Index inner;
+  Index channels;
+  Index spans;  // elements / Width
+
+  __device__ Index Channel(Index span) const { return (span * Width / inner) % channels; }
+};
+
+template <int Width>
+using Vector = std::conditional_t<Width == 4, float4, float>;
+
+template <int Width>
+__device__ Vector<Width> Load(const float* p, int64_t span) {
+  return reinterpret_cast<const Vector<Width>*>(p)[span];
+}
+template <int Width>
+__device__ void Store(float* p, int64_t span, Vector<Width> v) {
+  reinterpret_cast<Vector<Width>*>(p)[span] = v;
+}
+
+// fn applied to each lane of the vectors.
+template <typename Fn>
+__device__ float4 Lanes(const float4& a, const float4& b, Fn fn) {
+  return {fn(a.x, b.x), fn(a.y, b.y), fn(a.z, b.z), fn(a.w, b.w)};
+}
+template <typename Fn>
+__device__ float Lanes(float a, float b, Fn fn) {
+  return fn(a, b);
+}
 
 // out = x * alpha[c] + beta[c] (x null: out = beta[c]).
-template <typename Index>
-__global__ void ChannelAffineFlatKernel(const float* x, const float* alpha, const float* beta,
-                                        Index inner, Index channels, Index n, float* out) {
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const Index c = (i / inner) % channels;
-    out[i] = x != nullptr ? x[i] * alpha[c] + beta[c] : beta[c];
+template <typename Index, int Width>
+__global__ void ChannelAffineKernel(const float* x, const float* alpha, const float* beta,
+                                    ChannelSpan<Index, Width> span, float* out) {
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < span.spans;
+       i += gridDim.x * blockDim.x) {
+    const Index c = span.Channel(i);
+    const float b = beta[c];
+    if (x == nullptr) {
+      Store<Width>(out, i,
+                   Lanes(Vector<Width>{}, Vector<Width>{}, [&](float, float) { return b; }));
+      continue;
+    }
+    const float a = alpha[c];
+    const Vector<Width> v = Load<Width>(x, i);
+    Store<Width>(out, i, Lanes(v, v, [&](float e, float) { return e * a + b; }));
   }
 }
 
-__global__ void ChannelAffineRowsKernel(const float* x, const float* alpha, const float* beta,
-                                        ChannelLayout layout, float* out) {
-  for (int64_t plane = blockIdx.y; plane < layout.batch * layout.channels; plane += gridDim.y) {
-    const int64_t c = plane % layout.channels;
-    const float a = alpha != nullptr ? alpha[c] : 0.0F;
-    const float b = beta[c];
-    const float* in = x != nullptr ? x + plane * layout.inner : nullptr;
-    float* target = out + plane * layout.inner;
-    for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < layout.inner;
-         i += gridDim.x * blockDim.x) {
-      target[i] = in != nullptr ? in[i] * a + b : b;
+// dx = a[c] dy + b[c] x + k[c] (dy null: b[c] x + k[c]).
+template <typename Index, int Width>
+__global__ void InputGradientKernel(const float* dy, const float* x, const float* coefficients,
+                                    ChannelSpan<Index, Width> span, float* dx) {
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < span.spans;
+       i += gridDim.x * blockDim.x) {
+    const Index c = span.Channel(i);
+    const float a = coefficients[c];
+    const float b = coefficients[span.channels + c];
+    const float k = coefficients[2 * span.channels + c];
+    const Vector<Width> xs = Load<Width>(x, i);
+    if (dy == nullptr) {
+      Store<Width>(dx, i, Lanes(xs, xs, [&](float e, float) { return b * e + k; }));
+    } else {
+      Store<Width>(dx, i, Lanes(Load<Width>(dy, i), xs, [&](float g, float e) {
+                     return a * g + b * e + k;
+                   }));
     }
   }
 }
 
-void LaunchChannelMap(const float* x, const float* alpha, const float* beta,
-                      const ChannelLayout& layout, float* out, cudaStream_t stream) {
+// Launches Kernel<Index, Width> over `layout` with the narrowest index and widest vector that fit.
+// `aligned`: every array the kernel reads or writes element-wise is 16-byte aligned.
+template <template <typename, int> class Launch, typename... Args>
+void LaunchOverChannels(const ChannelLayout& layout, bool aligned, cudaStream_t stream,
+                        Args... args) {
   const int64_t n = layout.batch * layout.channels * layout.inner;
   if (n == 0) return;
-  if (layout.inner >= kShortestRow) {
-    ChannelAffineRowsKernel<<<RowGrid(layout.batch * layout.channels, layout.inner), kThreads, 0,
-                              stream>>>(x, alpha, beta, layout, out);
-  } else if (FitsUint32(n)) {
-    ChannelAffineFlatKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
-        x, alpha, beta, static_cast<uint32_t>(layout.inner), static_cast<uint32_t>(layout.channels),
-        static_cast<uint32_t>(n), out);
+  const bool vectors = aligned && layout.inner % 4 == 0;
+  const int64_t spans = vectors ? n / 4 : n;
+  if (FitsUint32(n)) {
+    const auto inner = static_cast<uint32_t>(layout.inner);
+    const auto channels = static_cast<uint32_t>(layout.channels);
+    if (vectors) {
+      Launch<uint32_t, 4>::Run(
+          ChannelSpan<uint32_t, 4>{inner, channels, static_cast<uint32_t>(spans)}, stream, args...);
+    } else {
+      Launch<uint32_t, 1>::Run(
+          ChannelSpan<uint32_t, 1>{inner, channels, static_cast<uint32_t>(spans)}, stream, args...);
+    }
+  } else if (vectors) {
+    Launch<int64_t, 4>::Run(ChannelSpan<int64_t, 4>{layout.inner, layout.channels, spans}, stream,
+                            args...);
   } else {
-    ChannelAffineFlatKernel<int64_t>
-        <<<Blocks(n), kThreads, 0, stream>>>(x, alpha, beta, layout.inner, layout.channels, n, out);
+    Launch<int64_t, 1>::Run(ChannelSpan<int64_t, 1>{layout.inner, layout.channels, spans}, stream,
+                            args...);
   }
 }
+
+// Null counts as aligned: it is not read.
+bool Aligned(const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename Index, int Width>
+struct AffineLaunch {
+  static void Run(ChannelSpan<Index, Width> span, cudaStream_t stream, const float* x,
+                  const float* alpha, const float* beta, float* out) {
+    ChannelAffineKernel<Index, Width>
+        <<<Blocks(static_cast<int64_t>(span.spans)), kThreads, 0, stream>>>(x, alpha, beta, span,
+                                                                            out);
+  }
+};
+
+template <typename Index, int Width>
+struct InputGradientLaunch {
+  static void Run(ChannelSpan<Index, Width> span, cudaStream_t stream, const float* dy,
+                  const float* x, const float* coefficients, float* dx) {
+    InputGradientKernel<Index, Width>
+        <<<Blocks(static_cast<int64_t>(span.spans)), kThreads, 0, stream>>>(dy, x, coefficients,
+                                                                            span, dx);
+  }
+};
 
 __global__ void GradientKernel(BatchNormGradient g) {
   const auto count = static_cast<double>(g.count);
@@ -121,34 +201,6 @@ __global__ void GradientKernel(BatchNormGradient g) {
   }
 }
 
-// dx = a[c] dy + b[c] x + k[c] (dy null: b[c] x + k[c]).
-template <typename Index>
-__global__ void InputGradientFlatKernel(const float* dy, const float* x, const float* coefficients,
-                                        Index inner, Index channels, Index n, float* dx) {
-  const float* a = coefficients;
-  const float* b = coefficients + channels;
-  const float* k = coefficients + 2 * channels;
-  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const Index c = (i / inner) % channels;
-    dx[i] = dy != nullptr ? a[c] * dy[i] + b[c] * x[i] + k[c] : b[c] * x[i] + k[c];
-  }
-}
-
-__global__ void InputGradientRowsKernel(const float* dy, const float* x, const float* coefficients,
-                                        ChannelLayout layout, float* dx) {
-  for (int64_t plane = blockIdx.y; plane < layout.batch * layout.channels; plane += gridDim.y) {
-    const int64_t c = plane % layout.channels;
-    const float a = coefficients[c];
-    const float b = coefficients[layout.channels + c];
-    const float k = coefficients[2 * layout.channels + c];
-    const int64_t base = plane * layout.inner;
-    for (int64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < layout.inner;
-         i += gridDim.x * blockDim.x) {
-      dx[base + i] = dy != nullptr ? a * dy[base + i] + b * x[base + i] + k : b * x[base + i] + k;
-    }
-  }
-}
-
 }  // namespace
 
 void LaunchBatchMean(const double* sums, int64_t channels, int64_t count, float* mean,
@@ -164,12 +216,7 @@ void LaunchBatchNormStatistics(const BatchNormStatistics& statistics, cudaStream
 
 void LaunchChannelAffine(const float* x, const float* alpha, const float* beta,
                          const ChannelLayout& layout, float* y, cudaStream_t stream) {
-  LaunchChannelMap(x, alpha, beta, layout, y, stream);
-}
-
-void LaunchFillChannels(const float* values, const ChannelLayout& layout, float* out,
-                        cudaStream_t stream) {
-  LaunchChannelMap(nullptr, nullptr, values, layout, out, stream);
+  LaunchOverChannels<AffineLaunch>(layout, Aligned(x) && Aligned(y), stream, x, alpha, beta, y);
 }
 
 void LaunchBatchNormGradient(const BatchNormGradient& gradient, cudaStream_t stream) {
@@ -179,19 +226,8 @@ void LaunchBatchNormGradient(const BatchNormGradient& gradient, cudaStream_t str
 
 void LaunchBatchNormInputGradient(const float* dy, const float* x, const float* coefficients,
                                   const ChannelLayout& layout, float* dx, cudaStream_t stream) {
-  const int64_t n = layout.batch * layout.channels * layout.inner;
-  if (n == 0) return;
-  if (layout.inner >= kShortestRow) {
-    InputGradientRowsKernel<<<RowGrid(layout.batch * layout.channels, layout.inner), kThreads, 0,
-                              stream>>>(dy, x, coefficients, layout, dx);
-  } else if (FitsUint32(n)) {
-    InputGradientFlatKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
-        dy, x, coefficients, static_cast<uint32_t>(layout.inner),
-        static_cast<uint32_t>(layout.channels), static_cast<uint32_t>(n), dx);
-  } else {
-    InputGradientFlatKernel<int64_t><<<Blocks(n), kThreads, 0, stream>>>(
-        dy, x, coefficients, layout.inner, layout.channels, n, dx);
-  }
+  LaunchOverChannels<InputGradientLaunch>(layout, Aligned(dy) && Aligned(x) && Aligned(dx), stream,
+                                          dy, x, coefficients, dx);
 }
 
 }  // namespace autodist::gpu::detail

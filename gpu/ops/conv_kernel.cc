@@ -1,13 +1,13 @@
 // Conv on CUDA, 2-D (opsets 1..17): the CPU kernel's semantics and checks (runtime/ops/nn/
 // conv_geometry.h), float32. A chunk of images is unfolded into one column matrix
-// col [C * kH * kW, b * P] (P = outH * outW), and each group is one strided batch of products on
-// cuBLASLt, Y_n = W col_n, written straight into Y (which starts as the bias). Backward:
-// dcol_n = Wᵀ dY_n, the same way, folded back by col2im; dW = dY' colᵀ, one product over the
-// chunk's positions with dY' the chunk's dY channel-major ([M, b * P]); dB the channel sums of dY.
+// col [C * kH * kW, b * P] (P = outH * outW), and each group is one product on cuBLASLt over the
+// chunk's positions in channel-major form, Y' [M, b * P] = W col, swapped into Y [b, M, P] with
+// the bias added. Backward swaps dY into dY' once for both products: dW = dY' colᵀ (summed over
+// the chunks) and dcol = Wᵀ dY', folded back by col2im; dB is the channel sums of dY.
 //
 // The column matrix is the largest buffer of a small network's step (9 floats per input element
-// for a 3x3 kernel), so chunks keep it and dY' within 16 MiB together, and backward unfolds the
-// columns again rather than keeping forward's.
+// for a 3x3 kernel), so chunks keep it and Y' (or dY') within 32 MiB together, and backward
+// unfolds the columns again rather than keeping forward's.
 #include <algorithm>
 
 #include "gpu/blas/matmul.h"
@@ -19,7 +19,7 @@
 namespace autodist::gpu {
 namespace {
 
-constexpr int64_t kMaxChunkFloats = int64_t{4} << 20;  // 16 MiB
+constexpr int64_t kMaxChunkFloats = int64_t{8} << 20;  // 32 MiB
 
 using ops::nn::ConvGeometry;
 using tensor::DType;
@@ -48,31 +48,30 @@ class CudaConvKernel final : public ops::OpKernel {
     }
     Tensor y(DType::kFloat32, {s.batch, s.out_channels, s.window.out_h, s.window.out_w},
              x.device());
-    if (y.numel() > 0 && s.taps == 0) y.SetZero();
-    if (y.numel() > 0 && s.taps > 0) {
-      // Y starts as the bias, which each product adds onto (beta 1).
-      if (bias != nullptr) {
-        detail::LaunchFillChannels(bias, {s.batch, s.out_channels, s.pixels()},
-                                   y.device_data<float>(), stream);
+    if (y.numel() > 0 && s.taps == 0) {  // no products: Y is the bias, or zeros
+      if (bias == nullptr) {
+        y.SetZero();
+      } else {
+        detail::LaunchChannelAffine(nullptr, nullptr, bias, {s.batch, s.out_channels, s.pixels()},
+                                    y.device_data<float>(), stream);
       }
+    } else if (y.numel() > 0) {
       ForEachChunk(s, [&](int64_t n0, int64_t count) {
-        const Tensor col = Unfold(x, s, n0, count, stream);
         const int64_t columns = count * s.pixels();
-        for (int64_t g = 0; g < s.group; ++g) {  // Y_n,g [Mg, P] = W_g [Mg, taps] col_n,g
+        const Tensor col = Unfold(x, s, n0, count, stream);
+        Tensor product = ChunkBuffer(s, s.out_image(), x.device());  // Y' [M, bP]
+        for (int64_t g = 0; g < s.group; ++g) {  // Y'_g [Mg, bP] = W_g [Mg, taps] col_g
           Sgemm(GemmCall{.m = s.group_out,
-                         .n = s.pixels(),
+                         .n = columns,
                          .k = s.taps,
                          .a = w.device_data<float>() + g * s.group_out * s.taps,
                          .b = col.device_data<float>() + g * s.taps * columns,
-                         .beta = bias != nullptr ? 1.0F : 0.0F,
-                         .c = y.device_data<float>() + n0 * s.out_image() +
-                              g * s.group_out * s.pixels(),
-                         .ldb = columns,
-                         .batch = count,
-                         .stride_b = s.pixels(),
-                         .stride_c = s.out_image()},
+                         .c = product.device_data<float>() + g * s.group_out * columns},
                 x.device().index, stream);
         }
+        detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count,
+                                      s.pixels(), bias, y.device_data<float>() + n0 * s.out_image(),
+                                      stream);
       });
     }
     ctx.set_output(0, std::move(y));
@@ -100,12 +99,12 @@ class CudaConvKernel final : public ops::OpKernel {
     } else if (need_dw || need_dx) {
       ForEachChunk(s, [&](int64_t n0, int64_t count) {
         const int64_t columns = count * s.pixels();
-        const float* dy_chunk = dy->device_data<float>() + n0 * s.out_image();
-        if (need_dw) {
-          // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ, dY' the chunk's dY channel-major.
-          Tensor dy_swapped = ChunkBuffer(s, s.out_image(), x.device());
-          detail::LaunchSwapLeadingAxes(dy_chunk, count, s.out_channels, s.pixels(),
-                                        dy_swapped.device_data<float>(), stream);
+        // dY' [M, bP]: the chunk's dY channel-major, the operand of both products.
+        Tensor dy_swapped = ChunkBuffer(s, s.out_image(), x.device());
+        detail::LaunchSwapLeadingAxes(dy->device_data<float>() + n0 * s.out_image(), count,
+                                      s.out_channels, s.pixels(), nullptr,
+                                      dy_swapped.device_data<float>(), stream);
+        if (need_dw) {  // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ
           const Tensor col = Unfold(x, s, n0, count, stream);
           for (int64_t g = 0; g < s.group; ++g) {
             Sgemm(GemmCall{.trans_b = true,
@@ -119,20 +118,16 @@ class CudaConvKernel final : public ops::OpKernel {
                   device, stream);
           }
         }
-        if (need_dx) {  // dcol_n,g [taps, P] = W_gᵀ dY_n,g, folded back onto dX
+        if (need_dx) {  // dcol_g [taps, bP] = W_gᵀ dY'_g, folded back onto dX
           Tensor dcol = ChunkBuffer(s, s.in_channels * s.channel_columns(), x.device());
           for (int64_t g = 0; g < s.group; ++g) {
             Sgemm(GemmCall{.trans_a = true,
                            .m = s.taps,
-                           .n = s.pixels(),
+                           .n = columns,
                            .k = s.group_out,
                            .a = w.device_data<float>() + g * s.group_out * s.taps,
-                           .b = dy_chunk + g * s.group_out * s.pixels(),
-                           .c = dcol.device_data<float>() + g * s.taps * columns,
-                           .ldc = columns,
-                           .batch = count,
-                           .stride_b = s.out_image(),
-                           .stride_c = s.pixels()},
+                           .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
+                           .c = dcol.device_data<float>() + g * s.taps * columns},
                   device, stream);
           }
           detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,

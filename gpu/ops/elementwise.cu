@@ -45,28 +45,56 @@ __global__ void BroadcastBinaryKernel(const float* a, const float* b, float* out
   }
 }
 
-// One thread per output element; it sums its inputs in order (row-major over the reduced axes),
-// in double, as the CPU adds its partial sums, so the two differ by the CPU's float partial sums
-// at most.
+// The offset in the input of output o's first term, and of term r of an output.
+__device__ int64_t KeptOffset(const SumPlan& plan, int64_t o) {
+  int64_t base = 0;
+  for (int axis = plan.kept_rank - 1; axis >= 0; --axis) {
+    base += o % plan.kept_dims[axis] * plan.kept_strides[axis];
+    o /= plan.kept_dims[axis];
+  }
+  return base;
+}
+__device__ int64_t ReducedOffset(const SumPlan& plan, int64_t r) {
+  if (plan.reduced_rank == 1) return r * plan.reduced_strides[0];  // a bias gradient's rows
+  int64_t at = 0;
+  for (int axis = plan.reduced_rank - 1; axis >= 0; --axis) {
+    at += r % plan.reduced_dims[axis] * plan.reduced_strides[axis];
+    r /= plan.reduced_dims[axis];
+  }
+  return at;
+}
+
+// Many outputs of few terms each: one thread per output, summing its terms in order, in double,
+// as the CPU adds its partial sums, so the two differ by the CPU's float partial sums at most.
 __global__ void SumToShapeKernel(const float* in, float* out, SumPlan plan) {
   for (int64_t o = First(); o < plan.outputs; o += Stride()) {
-    int64_t rest = o;
-    int64_t base = 0;
-    for (int axis = plan.kept_rank - 1; axis >= 0; --axis) {
-      base += rest % plan.kept_dims[axis] * plan.kept_strides[axis];
-      rest /= plan.kept_dims[axis];
-    }
+    const int64_t base = KeptOffset(plan, o);
     double sum = 0.0;
-    for (int64_t r = 0; r < plan.reduced_count; ++r) {
-      int64_t left = r;
-      int64_t at = base;
-      for (int axis = plan.reduced_rank - 1; axis >= 0; --axis) {
-        at += left % plan.reduced_dims[axis] * plan.reduced_strides[axis];
-        left /= plan.reduced_dims[axis];
-      }
-      sum += in[at];
-    }
+    for (int64_t r = 0; r < plan.reduced_count; ++r) sum += in[base + ReducedOffset(plan, r)];
     out[o] = static_cast<float>(sum);
+  }
+}
+
+// Few outputs of many terms each (a bias gradient: [batch, n] summed to [n]): one block per
+// output, its threads summing every kThreads-th term in double, then a tree; the same bits every
+// run. One thread per output would wait on one load after another.
+__global__ void __launch_bounds__(kThreads)
+    SumToShapeByBlockKernel(const float* in, float* out, SumPlan plan) {
+  __shared__ double partial[kThreads];
+  for (int64_t o = blockIdx.x; o < plan.outputs; o += gridDim.x) {
+    const int64_t base = KeptOffset(plan, o);
+    double sum = 0.0;
+    for (int64_t r = threadIdx.x; r < plan.reduced_count; r += kThreads) {
+      sum += in[base + ReducedOffset(plan, r)];
+    }
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int width = kThreads / 2; width > 0; width /= 2) {
+      if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[o] = static_cast<float>(partial[0]);
+    __syncthreads();
   }
 }
 
@@ -113,7 +141,14 @@ void LaunchBroadcastBinary(const float* a, const float* b, float* out, const Bro
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream) {
   if (plan.outputs == 0) return;
-  SumToShapeKernel<<<Blocks(plan.outputs), kThreads, 0, stream>>>(in, out, plan);
+  // A block per output when the outputs alone would not fill the GPU and each has terms enough.
+  constexpr int64_t kFewOutputs = 16384;
+  if (plan.outputs < kFewOutputs && plan.reduced_count >= 64) {
+    const auto blocks = static_cast<unsigned>(plan.outputs < 65536 ? plan.outputs : 65536);
+    SumToShapeByBlockKernel<<<blocks, kThreads, 0, stream>>>(in, out, plan);
+  } else {
+    SumToShapeKernel<<<Blocks(plan.outputs), kThreads, 0, stream>>>(in, out, plan);
+  }
   CheckCuda(cudaGetLastError(), "launching a sum-to-shape kernel");
 }
 

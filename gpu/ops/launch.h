@@ -115,9 +115,6 @@ int64_t ChannelSumSlices(const ChannelLayout& layout);
 void LaunchChannelSums(ChannelSum kind, const float* a, const float* b, const float* center,
                        const ChannelLayout& layout, double* scratch, double* sums,
                        cudaStream_t stream);
-// out[n, c, i] = values[c].
-void LaunchFillChannels(const float* values, const ChannelLayout& layout, float* out,
-                        cudaStream_t stream);
 // out[i] = (float)in[i], i in [0, n).
 void LaunchDoubleToFloat(const double* in, float* out, int64_t n, cudaStream_t stream);
 
@@ -191,9 +188,9 @@ void LaunchIm2Col(const float* x, int64_t batch, int64_t channels, const Window2
 // the CPU's order (taps row-major), gathered per element (no atomics).
 void LaunchCol2Im(const float* col, int64_t batch, int64_t channels, const Window2d& g, float* dx,
                   cudaStream_t stream);
-// out [B, A, P] from in [A, B, P].
-void LaunchSwapLeadingAxes(const float* in, int64_t a, int64_t b, int64_t p, float* out,
-                           cudaStream_t stream);
+// out [B, A, P] from in [A, B, P], plus bias[a] where bias is not null.
+void LaunchSwapLeadingAxes(const float* in, int64_t a, int64_t b, int64_t p, const float* bias,
+                           float* out, cudaStream_t stream);
 
 // MaxPool over `planes` planes: y and argmax (index within the input plane, -1 for a window in
 // the padding), as the CPU computes them (window_geometry.h's MaxOfWindow).

@@ -1,7 +1,9 @@
 // The kernels of MaxPool on CUDA: one thread per output for the maxima (window_geometry.h's
 // MaxOfWindow, the CPU's own code), one per input element for the gradient, which gathers the
-// outputs whose argmax it is in output order, as the CPU adds them, without atomics. One plane
-// per grid row, 32-bit positions within it (MaxPool refuses planes of 2^31 elements or more).
+// outputs whose argmax it is in output order, as the CPU adds them, without atomics; windows that
+// do not overlap (2x2 with stride 2) write their taps from the outputs instead. One plane per grid
+// row, 32-bit positions within it (MaxPool refuses planes of 2^31 elements or more).
+#include "gpu/device/cuda_error.h"
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -77,6 +79,47 @@ __global__ void MaxPoolGradKernel(const float* dy, const int32_t* argmax, int64_
   }
 }
 
+// Windows that do not overlap: each input element is a tap of one window at most, so each output
+// writes its own window's taps, its gradient at the argmax and zero elsewhere (0 + dy, the CPU's
+// sum of one term, which turns -0 into +0 as it does).
+__global__ void MaxPoolWindowGradKernel(const float* dy, const int32_t* argmax, int64_t planes,
+                                        Window2d g, float* dx) {
+  const auto out_size = static_cast<unsigned>(g.out_size());
+  const auto out_w = static_cast<unsigned>(g.out_w);
+  const auto in_w = static_cast<int>(g.in_w);
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    float* target = dx + plane * g.in_size();
+    for (unsigned o = blockIdx.x * blockDim.x + threadIdx.x; o < out_size;
+         o += gridDim.x * blockDim.x) {
+      const unsigned oh = o / out_w;
+      const ops::nn::WindowTaps rows = ops::nn::RowTaps(g, oh);
+      const ops::nn::WindowTaps cols = ops::nn::ColumnTaps(g, o - oh * out_w);
+      const int64_t at = plane * out_size + o;
+      const int best = argmax[at];
+      const float grad = 0.0F + dy[at];
+      for (auto ih = static_cast<int>(rows.first); ih < rows.end;
+           ih += static_cast<int>(g.dilation_h)) {
+        for (auto iw = static_cast<int>(cols.first); iw < cols.end;
+             iw += static_cast<int>(g.dilation_w)) {
+          const int local = ih * in_w + iw;
+          target[local] = local == best ? grad : 0.0F;
+        }
+      }
+    }
+  }
+}
+
+// Whether each input element is a tap of one window at most, and whether of exactly one.
+bool WindowsOverlap(const Window2d& g) {
+  return (g.kernel_h - 1) * g.dilation_h + 1 > g.stride_h ||
+         (g.kernel_w - 1) * g.dilation_w + 1 > g.stride_w;
+}
+bool WindowsTileTheInput(const Window2d& g) {
+  return g.dilation_h == 1 && g.dilation_w == 1 && g.kernel_h == g.stride_h &&
+         g.kernel_w == g.stride_w && g.pad_top == 0 && g.pad_left == 0 &&
+         g.out_h * g.stride_h == g.in_h && g.out_w * g.stride_w == g.in_w;
+}
+
 }  // namespace
 
 void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, int32_t* argmax,
@@ -95,6 +138,16 @@ void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d&
 void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
                        float* dx, cudaStream_t stream) {
   if (planes * g.in_size() == 0) return;
+  if (!WindowsOverlap(g) && g.out_size() > 0) {
+    if (!WindowsTileTheInput(g)) {
+      CheckCuda(
+          cudaMemsetAsync(dx, 0, static_cast<size_t>(planes * g.in_size()) * sizeof(float), stream),
+          "zeroing MaxPool's input gradient");
+    }
+    MaxPoolWindowGradKernel<<<RowGrid(planes, g.out_size()), kThreads, 0, stream>>>(dy, argmax,
+                                                                                    planes, g, dx);
+    return;
+  }
   MaxPoolGradKernel<<<RowGrid(planes, g.in_size()), kThreads, 0, stream>>>(dy, argmax, planes, g,
                                                                            dx);
 }

@@ -176,6 +176,18 @@ std::vector<ParityCase> Cases() {
                             {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1})},
                             /*num_outputs=*/2},
                      0.0F});
+    // Windows apart (stride 3 over a 2x2 window), and apart with padding: the gradient is written
+    // from the windows, over zeros where no window reaches.
+    cases.push_back({OpCase{"MaxPool",
+                            {RandomTensor({2, 3, 7, 9}, seed++)},
+                            {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {3, 2})},
+                            /*num_outputs=*/2},
+                     0.0F});
+    cases.push_back({OpCase{"MaxPool",
+                            {RandomTensor({2, 3, 5, 5}, seed++)},
+                            {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2}),
+                             AttrInts("pads", {1, 1, 1, 1})}},
+                     0.0F});
     cases.push_back({OpCase{"MaxPool",
                             {RandomTensor({2, 2, 9, 10}, seed++)},
                             {AttrInts("kernel_shape", {2, 3}), AttrInts("strides", {2, 2}),
