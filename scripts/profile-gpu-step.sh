@@ -18,14 +18,19 @@ csv="$out_dir/ncu-$name.csv"
 
 echo "without the profiler: $("$bin_dir/train_step_bench" --model "$model" --batch-size "$batch" \
   --steps 200 --warmup 20 --device cuda)"
-# 10 warm-up steps, then every launch of the next 3 steps (--launch-skip counts launches, so the
-# bench first reports how many one step makes).
-launches=$(ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-  "$bin_dir/train_step_bench" --model "$model" --batch-size "$batch" --steps 1 --warmup 0 \
-  --device cuda 2>/dev/null | grep -c '"gpu__time_duration.sum"' || true)
+# Launches of one steady-state step: those of two steps less those of one (the first step also
+# makes one-time launches: cuBLASLt times its candidates on each shape's first product).
+count_launches() {  # steps
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    "$bin_dir/train_step_bench" --model "$model" --batch-size "$batch" --steps "$1" --warmup 0 \
+    --device cuda 2>/dev/null | grep -c '"gpu__time_duration.sum"' || true
+}
+first=$(count_launches 1)
+launches=$(($(count_launches 2) - first))
 echo "kernel launches per step: $launches"
+# Every launch of steps 11 to 13.
 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-  --launch-skip $((launches * 10)) --launch-count $((launches * 3)) \
+  --launch-skip $((first + launches * 9)) --launch-count $((launches * 3)) \
   "$bin_dir/train_step_bench" --model "$model" --batch-size "$batch" --steps 20 --warmup 0 \
   --device cuda >"$csv" 2>/dev/null || true
 python3 - "$csv" <<'PY'
