@@ -90,8 +90,7 @@ int Run(int argc, char** argv) {
   session_options.device = device;
   autodist::exec::Session session(model, model_path, session_options);
   auto optimizer = autodist::optim::MakeOptimizer(
-      autodist::optim::ParseOptimizerOptions("sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}),
-      device);
+      autodist::optim::ParseOptimizerOptions("sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}), device);
   std::mt19937_64 engine(0);
   // A few distinct batches, cycled, so data generation stays out of the timing.
   std::vector<autodist::exec::Feeds> batches;

@@ -16,6 +16,7 @@
 #include "runtime/coordinator/job.h"
 #include "runtime/coordinator/rendezvous_store.h"
 #include "runtime/coordinator/service.h"
+#include "runtime/exec/device_backend.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/job/job_parser.h"
@@ -103,6 +104,21 @@ std::unique_ptr<collective::Communicator> MakeCommunicator(
   return collective::MakeCommunicator("gloo", communicator);
 }
 
+// A worker of a job that asks for GPUs checks they are here (naming the field), then says that a
+// distributed job does not train on them yet: never a silent CPU run.
+void RequireWorkerDevices(const job::JobSpec& job) {
+  const int gpus = job.resources.gpus_per_worker;
+  if (gpus == 0) return;
+  const std::string found =
+      exec::UseDevices(tensor::DeviceKind::kCuda, gpus, "resources.gpusPerWorker");
+  Fail(ErrorCode::kInvalidArgument,
+       "resources.gpusPerWorker: {}: this machine has them ({}), but a distributed job trains on "
+       "GPUs only with the NCCL backend, which is not built yet (docs/gpu.md); set "
+       "gpusPerWorker: 0 to train on the CPUs, or run one process with autodist-runtime --device "
+       "cuda",
+       gpus, found);
+}
+
 // Trains this worker's replicas under the Strategy; fills the worker part of `result`.
 void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resources,
                  const coordinator::RegisterResult& registration, const MemberOptions& member,
@@ -158,6 +174,7 @@ void RunMember(const MemberOptions& options) {
       FindSelf(coordinator::ExpectedMembers(resources), options.node, job);
   const bool worker = self.role == coordinator::MemberRole::kWorker;
   const bool chief = worker && self.rank == 0;
+  if (worker) RequireWorkerDevices(job);
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
 
   ps::ParameterServerService parameter_server{ps::ParameterServerOptions{}};

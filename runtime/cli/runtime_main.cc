@@ -13,6 +13,7 @@
 #include "runtime/cli/job_member.h"
 #include "runtime/common/error.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/exec/device_backend.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/job/member_exit.h"
 #include "runtime/ops/parallel.h"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   std::string schedule = "constant";
   bool no_shuffle = false;
   int threads = 0;
+  std::string device = "cpu";
 
   autodist::cli::MemberOptions member;
   int64_t heartbeat_interval_ms = member.heartbeat_interval.count();
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   app.add_flag("--export-external-data", options.export_options.external_data,
                "Write the exported model's initializers to <export>.data (ONNX external data)");
   app.add_option("--threads", threads, "Compute threads (default: all cores)");
+  app.add_option("--device", device, "Train on cpu, cuda (GPU 0) or cuda:N")->excludes(job_flag);
   app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
   app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");
 
@@ -161,6 +164,16 @@ int main(int argc, char** argv) {
     }
     AD_CHECK(!options.model.empty(), kInvalidArgument, "give --model (or --job)");
     if (threads > 0) autodist::ops::SetNumThreads(threads);
+    // A GPU asked for and not there is an error naming the flag, never a CPU run.
+    const std::string device_flag = "--device " + device;
+    options.device = autodist::tensor::ParseDevice(device, "--device");
+    const std::string devices =
+        autodist::exec::UseDevices(options.device.kind, options.device.index + 1, device_flag);
+    if (!devices.empty()) {
+      std::cout << fmt::format("training on {} ({})", autodist::tensor::DeviceName(options.device),
+                               devices)
+                << std::endl;
+    }
     options.shuffle = !no_shuffle;
     if (data == "fashion-mnist") {
       options.train_files = autodist::data::FashionMnistFiles("train", data_dir);

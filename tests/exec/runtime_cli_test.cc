@@ -1,5 +1,6 @@
 // `autodist-runtime` end to end: a short run succeeds and prints its summary; bad input exits 2
 // with one message naming what is wrong.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <sstream>
 
 namespace {
+
+using ::testing::HasSubstr;
 
 struct Result {
   int exit_code = -1;
@@ -101,6 +104,37 @@ TEST(RuntimeCliTest, DivergenceExitsNonZeroNamingTheStep) {
                                    "label.npy --steps 30 --optimizer sgd --lr 1e30");
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("diverged"), std::string::npos) << result.err;
+}
+
+// --device cuda on a machine without a GPU (or a build without the CUDA backend) is an error
+// naming the flag, never a CPU run; with a GPU it trains there and says so.
+TEST(RuntimeCliTest, DeviceCudaNeverFallsBackToTheCpu) {
+  const std::string run = "--model " + kParity + "model.onnx --train image=" + kParity +
+                          "image.npy label=" + kParity + "label.npy --steps 2 --batch-size 8 ";
+  const Result result = RunRuntime(run + "--device cuda");
+  if (result.exit_code == 0) {
+    EXPECT_THAT(result.out, HasSubstr("training on cuda:0 ("));
+    return;
+  }
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("--device cuda: "));
+  EXPECT_THAT(result.err, ::testing::ContainsRegex("GPU asked for, but this machine has none|"
+                                                   "built without the cuda backend"));
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr("trained ")));
+}
+
+TEST(RuntimeCliTest, AnUnknownDeviceExitsTwoListingTheKnownOnes) {
+  const Result result = RunRuntime("--model " + kParity + "model.onnx --steps 1 --device tpu");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--device: unknown device \"tpu\"; expected cpu, cuda or "
+                                    "cuda:N"));
+}
+
+TEST(RuntimeCliTest, DeviceIsForOneProcessNotAJobMember) {
+  const Result result =
+      RunRuntime("--job job.yaml --node worker-0 --coordinator x:1 --device cuda");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--job excludes --device"));
 }
 
 TEST(RuntimeCliTest, HelpExitsZero) { EXPECT_EQ(RunRuntime("--help").exit_code, 0); }

@@ -99,8 +99,7 @@ std::vector<ParityCase> Cases() {
          ops::testing::AttrFloat("alpha", form.alpha), ops::testing::AttrFloat("beta", form.beta)}};
     if (form.has_c) op.inputs.push_back(RandomTensor(form.c, seed++));
     const int64_t longest = std::max({form.a[0], form.a[1], form.b[0], form.b[1]});
-    cases.push_back(
-        {op, std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
+    cases.push_back({op, std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
   }
   // SoftmaxCrossEntropyLoss: each reduction, weights, ignore_index, more axes, and the log_prob
   // output (whose gradient takes the other path of the backward). Exponentials and logarithms
@@ -210,16 +209,17 @@ std::vector<ParityCase> Cases() {
     const auto batch_norm = [&](const Shape& x, int64_t opset, size_t outputs, bool training_mode,
                                 bool session_training) {
       const int64_t c = x[1];
-      OpCase op{"BatchNormalization",
-                {RandomTensor(x, seed++, -2.0F, 3.0F), RandomTensor({c}, seed++, 0.5F, 1.5F),
-                 RandomTensor({c}, seed++), RandomTensor({c}, seed++),
-                 RandomTensor({c}, seed++, 0.5F, 2.0F)},
-                {ops::testing::AttrFloat("epsilon", 1e-5F),
-                 ops::testing::AttrFloat("momentum", 0.9F)},
-                outputs,
-                opset,
-                session_training};
-      if (opset >= 14) op.attributes.push_back(ops::testing::AttrInt("training_mode", training_mode));
+      OpCase op{
+          "BatchNormalization",
+          {RandomTensor(x, seed++, -2.0F, 3.0F), RandomTensor({c}, seed++, 0.5F, 1.5F),
+           RandomTensor({c}, seed++), RandomTensor({c}, seed++),
+           RandomTensor({c}, seed++, 0.5F, 2.0F)},
+          {ops::testing::AttrFloat("epsilon", 1e-5F), ops::testing::AttrFloat("momentum", 0.9F)},
+          outputs,
+          opset,
+          session_training};
+      if (opset >= 14)
+        op.attributes.push_back(ops::testing::AttrInt("training_mode", training_mode));
       cases.push_back({op, 1e-5F});
     };
     batch_norm({16, 8, 28, 28}, 15, 3, true, true);

@@ -64,11 +64,10 @@ TEST_P(RunCompressedPush, TrainsNearTheUncompressedRunWithFewerBytes) {
 // float16: half the bytes. TopK 10%: 12 bytes for every 10 elements instead of 40.
 INSTANTIATE_TEST_SUITE_P(
     Compressors, RunCompressedPush,
-    ::testing::Values(Case{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n", 1e-3,
-                           0.51},
-                      Case{"TopKCompressorEF",
-                           "      compressor: TopKCompressorEF\n      topkFraction: 0.1\n", 0.05,
-                           0.31}),
+    ::testing::Values(
+        Case{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n", 1e-3, 0.51},
+        Case{"TopKCompressorEF", "      compressor: TopKCompressorEF\n      topkFraction: 0.1\n",
+             0.05, 0.31}),
     [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
 
 }  // namespace

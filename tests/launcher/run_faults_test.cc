@@ -143,6 +143,24 @@ TEST(RunFaultsTest, MemberFailingAtStartNamesItsError) {
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
 
+// A job asking for GPUs never trains on the CPUs instead: each worker checks the GPUs are here
+// (this machine has none, or a CPU-only build has no CUDA backend), and with them a distributed
+// job still needs the NCCL backend. Whichever it is, the error names the field.
+TEST(RunFaultsTest, GpusAskedForAreNeverReplacedByCpus) {
+  TempDir dir;
+  std::string yaml = JobYaml(JobParams{}, dir / "ckpt");
+  const std::string replicas = "    replicasPerWorker: 1\n";
+  yaml.replace(yaml.find(replicas), replicas.size(), replicas + "    gpusPerWorker: 1\n");
+  const RunOutcome outcome = RunManifest(OptionsFor(dir, WriteManifest(dir, yaml)));
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("resources.gpusPerWorker: "));
+  EXPECT_THAT(outcome.err, ::testing::ContainsRegex("asked for, but this machine has none|built "
+                                                    "without the cuda backend|NCCL backend"));
+  EXPECT_THAT(outcome.err, ::testing::ContainsRegex("worker-[01] exited with code"));
+  EXPECT_THAT(outcome.out, ::testing::Not(HasSubstr("step 1/")));
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
 TEST(RunFaultsTest, PortInUseIsRefusedBeforeStarting) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

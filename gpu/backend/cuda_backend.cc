@@ -1,0 +1,23 @@
+// The CUDA backend's installer (runtime/exec/device_backend.h), registered when a program links
+// autodist_gpu_backend: a program asking for GPUs gets RequireGpus' check, naming the flag or
+// field that asked, then tensors and fused optimizers on the GPUs.
+#include "gpu/device/devices.h"
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "gpu/optim/cuda_optimizer.h"
+#include "runtime/exec/device_backend.h"
+
+namespace autodist::gpu {
+namespace {
+
+const bool kRegistered = [] {
+  exec::RegisterDeviceBackend(tensor::DeviceKind::kCuda, [](int count, std::string_view field) {
+    const GpuInventory inventory = RequireGpus(field, count);
+    InstallCudaTensorMemory();
+    InstallCudaOptimizers();
+    return DescribeGpus(inventory);
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace autodist::gpu
