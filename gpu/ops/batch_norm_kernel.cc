@@ -75,7 +75,7 @@ class CudaBatchNormalizationKernel final : public ops::OpKernel {
     if (state->training) {
       Tensor scratch(DType::kFloat64, {detail::ChannelSumScratch(l, node)}, device);
       sums = Tensor(DType::kFloat64, {2 * channels}, device);  // Σ x, Σ (x - mean)²
-      double* sum = sums.device_data<double>();
+      auto* sum = sums.device_data<double>();
       detail::LaunchChannelSums(ChannelSum::kValues, x.device_data<float>(), nullptr, nullptr, l,
                                 scratch.device_data<double>(), sum, stream);
       detail::LaunchBatchMean(sum, channels, l.count(), state->mean.device_data<float>(), stream);

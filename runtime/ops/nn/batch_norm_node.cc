@@ -1,5 +1,7 @@
 #include "runtime/ops/nn/batch_norm_node.h"
 
+#include <array>
+
 #include "runtime/common/error.h"
 
 namespace autodist::ops::nn {
@@ -19,7 +21,8 @@ void CheckBatchNormInputs(const ForwardContext& ctx, const std::string& what) {
            "{}: X must be float32 [N, C, ...], got {} {}", what, tensor::DTypeName(x.dtype()),
            tensor::ShapeToString(x.shape()));
   const int64_t channels = x.dim(1);
-  static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+  static constexpr std::array<const char*, 5> kNames = {"X", "scale", "B", "input_mean",
+                                                        "input_var"};
   for (size_t i = 1; i < 5; ++i) {
     const tensor::Tensor& t = ctx.input(i);
     AD_CHECK(t.dtype() == tensor::DType::kFloat32 && t.shape() == tensor::Shape{channels},
