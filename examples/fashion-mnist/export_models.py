@@ -3,7 +3,7 @@
 
     /usr/bin/python3 examples/fashion-mnist/export_models.py
 
-Writes fmnist_mlp.onnx and fmnist_cnn.onnx next to this script. Every model takes `image`
+Writes fmnist_mlp.onnx, fmnist_cnn.onnx and fmnist_resnet.onnx next to this script. Every model takes `image`
 float [N, 1, 28, 28] and `label` int64 [N] and returns `loss` (scalar cross-entropy, what the
 runtime differentiates) and `logits` [N, 10]. tests/fixtures/generate.py imports the model
 definitions and `export_onnx` from here, so the test fixtures are built exactly like the models a
@@ -87,6 +87,55 @@ class CNN(Classifier):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class BasicBlock(nn.Module):
+    """ResNet's basic block: two Conv3x3-BatchNorm, ReLU between and after the residual sum. A
+    block that changes the width or the resolution adds a Conv1x1-BatchNorm projection of its input
+    (`downsample`), as torchvision's resnet18 does."""
+
+    def __init__(self, in_channels, channels, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.downsample = None
+        if stride != 1 or in_channels != channels:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(channels))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        shortcut = x if self.downsample is None else self.downsample(x)
+        return F.relu(y + shortcut)
+
+
+class ResNet(Classifier):
+    """A small ResNet for 28x28 images: a Conv3x3(16)-BatchNorm-ReLU stem, stages of basic blocks
+    at 16, 32 and 64 channels (the last two halving the resolution: 28, 14, 7), global average
+    pooling and Linear(64 -> 10)."""
+
+    def __init__(self, widths=(16, 32, 64), blocks_per_stage=1):
+        super().__init__()
+        self.stem = nn.Conv2d(1, widths[0], 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(widths[0])
+        stages = []
+        in_channels = widths[0]
+        for i, width in enumerate(widths):
+            for b in range(blocks_per_stage):
+                stages.append(BasicBlock(in_channels, width, 2 if i > 0 and b == 0 else 1))
+                in_channels = width
+        self.stages = nn.Sequential(*stages)
+        self.fc = nn.Linear(in_channels, 10)
+
+    def logits(self, image):
+        x = F.relu(self.bn(self.stem(image)))
+        x = self.stages(x)
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+        return self.fc(x)
+
+
 def seeded(factory, *args, **kwargs):
     """Builds a model right after seeding, so its initial weights never depend on call order."""
     torch.manual_seed(SEED)
@@ -139,6 +188,8 @@ def main():
                 ["image", "label"])
     export_onnx(seeded(CNN, channels=(32, 64), hidden=128), os.path.join(here, "fmnist_cnn.onnx"),
                 image_inputs(), ["image", "label"])
+    export_onnx(seeded(ResNet), os.path.join(here, "fmnist_resnet.onnx"), image_inputs(),
+                ["image", "label"])
 
 
 if __name__ == "__main__":

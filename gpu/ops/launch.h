@@ -200,6 +200,12 @@ void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, 
 // W swapped; -1 stays -1.
 void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,
                           bool column_major, int64_t* indices, cudaStream_t stream);
+// GlobalAveragePool: out[p] = (float)(Σ_i x[p * size + i]) * inverse (the sum in double), and its
+// gradient dx[p * size + i] = dy[p] * inverse.
+void LaunchPlaneMeans(const float* x, int64_t planes, int64_t size, float inverse, float* out,
+                      cudaStream_t stream);
+void LaunchPlaneBroadcast(const float* dy, int64_t planes, int64_t size, float inverse, float* dx,
+                          cudaStream_t stream);
 // dx = each output's gradient routed to its argmax, summed per input element in output order.
 void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
                        float* dx, cudaStream_t stream);

@@ -1,8 +1,9 @@
-// The kernels of MaxPool on CUDA: one thread per output for the maxima (window_geometry.h's
-// MaxOfWindow, the CPU's own code), one per input element for the gradient, which gathers the
-// outputs whose argmax it is in output order, as the CPU adds them, without atomics; windows that
-// do not overlap (2x2 with stride 2) write their taps from the outputs instead. One plane per grid
-// row, 32-bit positions within it (MaxPool refuses planes of 2^31 elements or more).
+// The kernels of MaxPool and GlobalAveragePool on CUDA. MaxPool: one thread per output for the
+// maxima (window_geometry.h's MaxOfWindow, the CPU's own code), one per input element for the
+// gradient, which gathers the outputs whose argmax it is in output order, as the CPU adds them,
+// without atomics; windows that do not overlap (2x2 with stride 2) write their taps from the
+// outputs instead. One plane per grid row, 32-bit positions within it (MaxPool refuses planes of
+// 2^31 elements or more).
 #include "gpu/device/cuda_error.h"
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
@@ -109,6 +110,34 @@ __global__ void MaxPoolWindowGradKernel(const float* dy, const int32_t* argmax, 
   }
 }
 
+// GlobalAveragePool: one warp per plane, its lanes summing every 32nd element in double, then
+// a butterfly of shuffles; the mean is the float sum times 1 / size in float, as on the CPU.
+__global__ void PlaneMeansKernel(const float* x, int64_t planes, int64_t size, float inverse,
+                                 float* out) {
+  constexpr int kWarp = 32;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
+  for (int64_t plane = blockIdx.x * static_cast<int64_t>(blockDim.x / kWarp) + threadIdx.x / kWarp;
+       plane < planes; plane += warps) {
+    const float* in = x + plane * size;
+    double sum = 0.0;
+    for (int64_t i = lane; i < size; i += kWarp) sum += in[i];
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      sum += __shfl_down_sync(0xffffffffU, sum, offset);
+    }
+    if (lane == 0) out[plane] = static_cast<float>(sum) * inverse;
+  }
+}
+
+// dx[p, i] = dy[p] * inverse.
+template <typename Index>
+__global__ void PlaneBroadcastKernel(const float* dy, Index size, Index n, float inverse,
+                                     float* dx) {
+  for (Index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    dx[i] = dy[i / size] * inverse;
+  }
+}
+
 // Whether each input element is a tap of one window at most, and whether of exactly one.
 bool WindowsOverlap(const Window2d& g) {
   return (g.kernel_h - 1) * g.dilation_h + 1 > g.stride_h ||
@@ -126,6 +155,27 @@ void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, 
                    cudaStream_t stream) {
   if (planes * g.out_size() == 0) return;
   MaxPoolKernel<<<RowGrid(planes, g.out_size()), kThreads, 0, stream>>>(x, planes, g, y, argmax);
+}
+
+void LaunchPlaneMeans(const float* x, int64_t planes, int64_t size, float inverse, float* out,
+                      cudaStream_t stream) {
+  if (planes == 0) return;
+  constexpr int64_t kPlanesPerBlock = kThreads / 32;
+  const int64_t blocks = (planes + kPlanesPerBlock - 1) / kPlanesPerBlock;
+  PlaneMeansKernel<<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kThreads, 0, stream>>>(
+      x, planes, size, inverse, out);
+}
+
+void LaunchPlaneBroadcast(const float* dy, int64_t planes, int64_t size, float inverse, float* dx,
+                          cudaStream_t stream) {
+  const int64_t n = planes * size;
+  if (n == 0) return;
+  if (FitsUint32(n)) {
+    PlaneBroadcastKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
+        dy, static_cast<uint32_t>(size), static_cast<uint32_t>(n), inverse, dx);
+  } else {
+    PlaneBroadcastKernel<int64_t><<<Blocks(n), kThreads, 0, stream>>>(dy, size, n, inverse, dx);
+  }
 }
 
 void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,

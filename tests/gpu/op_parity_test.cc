@@ -228,6 +228,12 @@ std::vector<ParityCase> Cases() {
     batch_norm({4, 3, 5, 5}, 15, 3, true, false);
     batch_norm({16, 6}, 15, 3, true, true);
   }
+  // GlobalAveragePool: the ResNet's head, a 3-D input, planes of one element and of 10,000 (more
+  // than a warp's lanes take at once). The GPU sums a plane in double, the CPU in float blocks.
+  for (const Shape& shape :
+       std::vector<Shape>{{64, 64, 7, 7}, {2, 3, 5, 4, 3}, {3, 2, 1, 1}, {2, 3, 100, 100}}) {
+    cases.push_back({OpCase{"GlobalAveragePool", {RandomTensor(shape, seed++)}}, 1e-6F});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(

@@ -119,5 +119,12 @@ TEST(CudaSessionTest, TheCnnsForwardAndBackwardMatchTheCpu) {
   ExpectStepMatchesTheCpu("fmnist_cnn.onnx", 1e-3F);
 }
 
+// Residual sums (a value read twice, its gradients summed), strided and 1x1 convolutions and
+// GlobalAveragePool: the small ResNet of examples/fashion-mnist. Gradients as the CNN's.
+TEST(CudaSessionTest, TheResNetsForwardAndBackwardMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectStepMatchesTheCpu("fmnist_resnet.onnx", 1e-3F);
+}
+
 }  // namespace
 }  // namespace autodist::gpu

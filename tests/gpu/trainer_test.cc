@@ -138,7 +138,7 @@ TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
 // 1e-3.
 TEST_F(CudaTrainerTest, TheCnnsFiftyStepsMatchTheCpuRun) {
   AUTODIST_SKIP_WITHOUT_GPU();
-  TrainerOptions options = exec::testing::CnnOptions();
+  TrainerOptions options = exec::testing::ImageModelOptions("cnn");
   options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.001"}, {"momentum", "0.9"}});
   ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
@@ -155,6 +155,16 @@ TEST_F(CudaTrainerTest, SeveralReplicasInOneProcessAreRefusedOnAGpu) {
     EXPECT_THAT(error.what(), ::testing::HasSubstr("2 local replicas on cuda:0: a process trains "
                                                    "one replica on a GPU"));
   }
+}
+
+// The parity ResNet: residual sums, strided and 1x1 convolutions, GlobalAveragePool. At lr 0.001
+// (momentum 0.9) the CPU runs with and without FMA GEMM kernels stay within 4.3e-5 of each other
+// for 50 steps, their weights within 1.8e-4 (stages.0.bn1.running_mean).
+TEST_F(CudaTrainerTest, TheResNetsFiftyStepsMatchTheCpuRun) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  TrainerOptions options = exec::testing::ImageModelOptions("resnet");
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.001"}, {"momentum", "0.9"}});
+  ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
 
 }  // namespace
