@@ -48,8 +48,8 @@ void CheckLt(cublasStatus_t status, const char* what) {
 // cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-// What makes one plan: the shape, the transposes, and whether beta and a bias take part.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool>;
+// What makes one plan: the shape, the transposes, whether beta and a bias take part, and TF32.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, bool>;
 
 // The descriptors of one shape and the algorithm chosen for it.
 struct Plan {
@@ -132,14 +132,16 @@ class GemmContext {
   }
 
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{call.trans_a,      call.trans_b,        call.m, call.n, call.k,
-                      call.beta != 0.0F, call.bias != nullptr};
+    const PlanKey key{call.trans_a,      call.trans_b,         call.m,   call.n, call.k,
+                      call.beta != 0.0F, call.bias != nullptr, call.tf32};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<Plan>();
-    CheckLt(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-            "creating a matmul descriptor");
+    CheckLt(
+        cublasLtMatmulDescCreate(
+            &plan->desc, call.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        "creating a matmul descriptor");
     // Column-major views of the row-major operands: our B [k, n] is column-major [n, k] with
     // leading dimension n, used as is; transposed ([n, k] row-major) it is [k, n], transposed
     // back. Likewise A.

@@ -1,8 +1,8 @@
 // Matrix products on the GPU through cuBLASLt, in the CPU's row-major terms (runtime/ops/math/
 // blas.h's Sgemm): C[m, n] = alpha * op(A) op(B) + beta * C, optionally plus a bias row added to
-// every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout (no
-// TF32), for parity with the CPU. The plan of each shape (descriptors, layouts and the algorithm
-// cuBLASLt's heuristic picks) is made once and reused.
+// every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout, for
+// parity with the CPU, unless the call asks for TF32. The plan of each shape (descriptors, layouts
+// and the algorithm cuBLASLt's heuristic picks) is made once and reused.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,6 +23,9 @@ struct GemmCall {
   float beta = 0.0F;            // C's weight; C is read only when beta != 0
   float* c = nullptr;           // [m, n]
   const float* bias = nullptr;  // [n], added to every row; null for none
+  // Multiply on tensor cores with 10-bit mantissas, adding in fp32 (CUBLAS_COMPUTE_32F_FAST_TF32;
+  // the session's precision tf32), instead of fp32 throughout.
+  bool tf32 = false;
 };
 
 // Queues the product on `stream` of GPU `device`. Throws Internal naming cuBLASLt's status when

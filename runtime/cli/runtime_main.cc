@@ -17,6 +17,7 @@
 #include "runtime/exec/trainer.h"
 #include "runtime/job/member_exit.h"
 #include "runtime/ops/parallel.h"
+#include "runtime/ops/precision.h"
 #include "runtime/tensor/storage.h"
 
 namespace {
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   int threads = 0;
   std::string device = "cpu";
+  std::string precision = "fp32";
 
   autodist::cli::MemberOptions member;
   int64_t heartbeat_interval_ms = member.heartbeat_interval.count();
@@ -137,6 +139,9 @@ int main(int argc, char** argv) {
                "Write the exported model's initializers to <export>.data (ONNX external data)");
   app.add_option("--threads", threads, "Compute threads (default: all cores)");
   app.add_option("--device", device, "Train on cpu, cuda (GPU 0) or cuda:N")->excludes(job_flag);
+  app.add_option("--precision", precision,
+                 "Matrix products and convolutions in fp32, or tf32 (on a GPU)")
+      ->excludes(job_flag);
   app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
   app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");
 
@@ -167,6 +172,10 @@ int main(int argc, char** argv) {
     // A GPU asked for and not there is an error naming the flag, never a CPU run.
     const std::string device_flag = "--device " + device;
     options.device = autodist::tensor::ParseDevice(device, "--device");
+    options.precision = autodist::ops::ParsePrecision(precision, "--precision");
+    AD_CHECK(options.precision == autodist::ops::Precision::kFp32 || !options.device.is_cpu(),
+             kInvalidArgument, "--precision {} needs a GPU (--device cuda); the CPU computes fp32",
+             precision);
     const std::string devices =
         autodist::exec::UseDevices(options.device.kind, options.device.index + 1, device_flag);
     if (!devices.empty()) {

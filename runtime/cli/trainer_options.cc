@@ -38,6 +38,7 @@ exec::TrainerOptions TrainerOptionsFromJob(const job::JobSpec& job, int first_re
   }
   options.export_path = job.training.export_path;
   options.export_options.external_data = job.training.export_external_data;
+  options.precision = job.training.precision;
   options.local_replicas = local_replicas;
   options.rank = first_replica;
   options.world_size = total_replicas;

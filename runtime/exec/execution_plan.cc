@@ -42,11 +42,15 @@ int ExecutionPlan::IdOf(const std::string& name) {
 
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                             const std::string& loss, std::vector<Tensor>& initializers,
-                            const tensor::Device& device) {
+                            const tensor::Device& device, ops::Precision precision) {
+  AD_CHECK(precision == ops::Precision::kFp32 || !device.is_cpu(), kInvalidArgument,
+           "model '{}': precision {} is for GPUs; the CPU computes fp32", source,
+           ops::PrecisionName(precision));
   ExecutionPlan plan;
   plan.model = std::make_unique<onnx::ModelProto>(model);
   plan.source = source;
   plan.device = device;
+  plan.precision = precision;
   plan.CheckKernelsExist();
   plan.LoadInitializers(initializers);
   plan.LoadInputsAndOutputs();
@@ -176,7 +180,7 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
              source, proto.name(), proto.op_type(), proto.domain());
     PlannedNode node;
     node.proto = &proto;
-    node.info = std::make_unique<ops::NodeInfo>(proto, opset);
+    node.info = std::make_unique<ops::NodeInfo>(proto, opset, precision);
     node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
     const int position = static_cast<int>(nodes.size());
     for (const auto& input : proto.input()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/ops/kernel.h"
+#include "runtime/ops/precision.h"
 
 namespace onnx {
 class ModelProto;
@@ -64,8 +65,9 @@ struct ExecutionPlan {
 
   // Owns the NodeProtos the kernels' NodeInfo refer to; behind a pointer so that they stay put.
   std::unique_ptr<onnx::ModelProto> model;
-  std::string source;     // the model's name in messages
-  tensor::Device device;  // where the kernels run and the values live
+  std::string source;                                // the model's name in messages
+  tensor::Device device;                             // where the kernels run and the values live
+  ops::Precision precision = ops::Precision::kFp32;  // of the kernels' products
   std::vector<PlannedValue> values;
   std::unordered_map<std::string, int> value_ids;
   std::vector<PlannedNode> nodes;  // topological order
@@ -92,7 +94,7 @@ struct ExecutionPlan {
  private:
   friend ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                                      const std::string& loss, std::vector<Tensor>& initializers,
-                                     const tensor::Device& device);
+                                     const tensor::Device& device, ops::Precision precision);
   // The planning steps, in the order PlanExecution takes them.
   void LoadInitializers(std::vector<Tensor>& initializers);
   void LoadInputsAndOutputs();
@@ -107,10 +109,12 @@ struct ExecutionPlan {
 // Plans `model` (named `source` in messages). `loss` names the loss output; empty: the output
 // named "loss", else the only float output of rank 0 (declared), else an error. `initializers`
 // receives every initializer's tensor, by value id (empty for other values), on the CPU. The
-// kernels are `device`'s backend's. Throws InvalidArgument naming the model for a graph it cannot
-// train, or one with ops that backend has no kernel for (all of them listed).
+// kernels are `device`'s backend's, computing products in `precision`. Throws InvalidArgument
+// naming the model for a graph it cannot train, one with ops that backend has no kernel for (all
+// of them listed), or a precision other than fp32 on the CPU.
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                             const std::string& loss, std::vector<Tensor>& initializers,
-                            const tensor::Device& device = tensor::Device::Cpu());
+                            const tensor::Device& device = tensor::Device::Cpu(),
+                            ops::Precision precision = ops::Precision::kFp32);
 
 }  // namespace autodist::exec

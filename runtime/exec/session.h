@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/exec/executor.h"
+#include "runtime/ops/precision.h"
 
 namespace onnx {
 class ModelProto;
@@ -27,6 +28,8 @@ struct SessionOptions {
   // Where the kernels run and the variables live. Feeds may come from the host; outputs,
   // gradients and variables are on this device.
   tensor::Device device = tensor::Device::Cpu();
+  // Of matrix products and convolutions (ops/precision.h): fp32, or on a GPU tf32.
+  ops::Precision precision = ops::Precision::kFp32;
 };
 
 class Session {

@@ -132,8 +132,9 @@ class Run {
     for (int r = 0; r < options.local_replicas; ++r) {
       // Each replica has its own random stream (Dropout); replica 0 of a single process keeps
       // the run's seed, so single-process runs do not depend on this loop being distributed.
-      SessionOptions session_options{
-          options.loss, options.seed + static_cast<uint64_t>(options.rank + r), options.device};
+      SessionOptions session_options{options.loss,
+                                     options.seed + static_cast<uint64_t>(options.rank + r),
+                                     options.device, options.precision};
       replicas_.push_back(
           Replica{std::make_unique<Session>(model_, options.model, session_options), nullptr});
       sessions_.push_back(replicas_.back().session.get());

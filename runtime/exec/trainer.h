@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/exec/export_options.h"
+#include "runtime/ops/precision.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer.h"
 
@@ -52,6 +53,8 @@ struct TrainerOptions {
   // Where the replica trains: the CPU, or a GPU (one replica per process there; the backend's
   // tensor memory and optimizers must be installed, gpu/).
   tensor::Device device = tensor::Device::Cpu();
+  // Of matrix products and convolutions: fp32, or on a GPU tf32 (ops/precision.h).
+  ops::Precision precision = ops::Precision::kFp32;
 };
 
 struct EvalResult {

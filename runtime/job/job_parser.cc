@@ -30,6 +30,12 @@ void CheckAcrossSections(const ParseContext& context, const JobSpec& job) {
                  "PSLoadBalancing, PartitionedPS, UnevenPartitionedPS, Parallax)",
                  job.strategy.builder, job.resources.parameter_servers);
   }
+  if (job.training.precision != ops::Precision::kFp32 && job.resources.gpus_per_worker == 0) {
+    context.Fail("spec.training.precision",
+                 "{} is for GPUs, and the job asks for none (spec.resources.gpusPerWorker is 0); "
+                 "the CPUs compute fp32",
+                 ops::PrecisionName(job.training.precision));
+  }
 }
 
 JobSpec ParseDocument(const YAML::Node& document, const std::string& source,

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/ops/precision.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer_options.h"
 #include "runtime/strategy/builder.h"
@@ -96,6 +97,8 @@ struct TrainingSpec {
   // Initializers in a data file beside the exported model (ONNX external data) even below the
   // size (1 GiB of initializers) at which that happens anyway.
   bool export_external_data = false;
+  // Of matrix products and convolutions: fp32, or tf32 on GPUs (ops/precision.h).
+  ops::Precision precision = ops::Precision::kFp32;
 
   bool operator==(const TrainingSpec& other) const;
 };

@@ -119,6 +119,10 @@ void EmitTraining(YAML::Emitter& out, const TrainingSpec& training) {
   if (training.export_external_data) {
     out << YAML::Key << "exportExternalData" << YAML::Value << true;
   }
+  if (training.precision != ops::Precision::kFp32) {
+    out << YAML::Key << "precision" << YAML::Value
+        << std::string(ops::PrecisionName(training.precision));
+  }
   out << YAML::EndMap;
 }
 

@@ -79,7 +79,7 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   const MapReader map(
       context, node, path,
       {"epochs", "steps", "optimizer", "lrSchedule", "checkpoint", "evalIntervalSteps",
-       "logIntervalSteps", "exportPath", "exportExternalData"});
+       "logIntervalSteps", "exportPath", "exportExternalData", "precision"});
   TrainingSpec training;
   const auto epochs = map.Int("epochs", 1, kMax);
   const auto steps = map.Int("steps", 1, kMax);
@@ -107,6 +107,13 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   }
   training.export_external_data =
       map.Bool("exportExternalData").value_or(training.export_external_data);
+  if (const std::optional<std::string> name = map.String("precision")) {
+    const std::optional<ops::Precision> precision = ops::FindPrecision(*name);
+    if (!precision.has_value()) {
+      context.Fail(map.PathOf("precision"), "{}", ops::UnknownPrecision(*name));
+    }
+    training.precision = *precision;
+  }
   return training;
 }
 

@@ -18,7 +18,8 @@ const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std
 
 }  // namespace
 
-NodeInfo::NodeInfo(const onnx::NodeProto& node, int64_t opset) : node_(node), opset_(opset) {
+NodeInfo::NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision)
+    : node_(node), opset_(opset), precision_(precision) {
   name_ = !node.name().empty()     ? node.name()
           : node.output_size() > 0 ? fmt::format("{} #{}", node.op_type(), node.output(0))
                                    : node.op_type();

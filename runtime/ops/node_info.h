@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ops/precision.h"
 #include "runtime/tensor/tensor.h"
 
 namespace onnx {
@@ -17,13 +18,15 @@ namespace autodist::ops {
 
 class NodeInfo {
  public:
-  // `node` must outlive the NodeInfo. `opset` is the model's default-domain opset.
-  NodeInfo(const onnx::NodeProto& node, int64_t opset);
+  // `node` must outlive the NodeInfo. `opset` is the model's default-domain opset; `precision`
+  // the session's (precision.h).
+  NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision = Precision::kFp32);
 
   const std::string& op_type() const;
   // The node's name, or "<op_type> #<output>" when the model left it empty.
   const std::string& name() const { return name_; }
   int64_t opset() const { return opset_; }
+  Precision precision() const { return precision_; }
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Whether input i is given (ONNX marks absent optional inputs with an empty name).
@@ -46,6 +49,7 @@ class NodeInfo {
  private:
   const onnx::NodeProto& node_;
   int64_t opset_;
+  Precision precision_;
   std::string name_;
 };
 

@@ -130,6 +130,13 @@ TEST(RuntimeCliTest, AnUnknownDeviceExitsTwoListingTheKnownOnes) {
                                     "cuda:N"));
 }
 
+TEST(RuntimeCliTest, Tf32OnTheCpuExitsTwoNamingTheFlags) {
+  const Result result = RunRuntime("--model " + kParity + "model.onnx --steps 1 --precision tf32");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err,
+              HasSubstr("--precision tf32 needs a GPU (--device cuda); the CPU computes fp32"));
+}
+
 TEST(RuntimeCliTest, DeviceIsForOneProcessNotAJobMember) {
   const Result result =
       RunRuntime("--job job.yaml --node worker-0 --coordinator x:1 --device cuda");

@@ -54,6 +54,13 @@ TEST(SessionTest, LoadsTheMlpAndFindsLossAndVariables) {
   EXPECT_EQ(session.inputs()[0].shape, (std::vector<int64_t>{-1, 1, 28, 28}));
 }
 
+TEST(SessionTest, Tf32IsRefusedOnTheCpu) {
+  SessionOptions options;
+  options.precision = ops::Precision::kTf32;
+  EXPECT_EQ(ErrorOf([&] { Session(LoadModel("mlp.onnx"), "mlp.onnx", options); }),
+            "model 'mlp.onnx': precision tf32 is for GPUs; the CPU computes fp32");
+}
+
 TEST(SessionTest, MlpGradientsMatchFiniteDifferencesOfTheLoss) {
   Session session(LoadModel("mlp.onnx"), "mlp.onnx", {});
   const Feeds feeds = ImageBatch(4, 1);

@@ -167,5 +167,41 @@ TEST_F(CudaTrainerTest, TheResNetsFiftyStepsMatchTheCpuRun) {
   ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
 
+// precision tf32: the CNN's products and convolutions on tensor cores. Its losses stay near the
+// CPU's fp32 ones (TF32 rounds each product's factors to 10-bit mantissas, about 5e-4), and its
+// weights differ from an fp32 GPU run's: the setting reaches cuBLASLt.
+TEST_F(CudaTrainerTest, Tf32TrainsTheCnnCloseToFp32) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  TrainerOptions options = exec::testing::ImageModelOptions("cnn");
+  options.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.001"}, {"momentum", "0.9"}});
+  std::vector<std::string> cpu_lines;
+  std::vector<std::string> tf32_lines;
+  exec::Train(ParityOptions(options, dir_ + "/cpu.onnx", Device::Cpu()),
+              [&](const std::string& line) { cpu_lines.push_back(line); });
+  exec::Train(ParityOptions(options, dir_ + "/fp32.onnx", Device::Cuda(0)),
+              [](const std::string&) {});
+  options.precision = ops::Precision::kTf32;
+  exec::Train(ParityOptions(options, dir_ + "/tf32.onnx", Device::Cuda(0)),
+              [&](const std::string& line) { tf32_lines.push_back(line); });
+  const std::vector<double> cpu_losses = Losses(cpu_lines);
+  const std::vector<double> tf32_losses = Losses(tf32_lines);
+  ASSERT_EQ(tf32_losses.size(), cpu_losses.size());
+  for (size_t step = 0; step < cpu_losses.size(); ++step) {
+    EXPECT_NEAR(tf32_losses[step], cpu_losses[step], 1e-2 * std::max(1.0, cpu_losses[step]))
+        << "step " << step + 1;
+  }
+  const auto fp32_weights = Weights(dir_ + "/fp32.onnx");
+  const auto tf32_weights = Weights(dir_ + "/tf32.onnx");
+  bool differ = false;
+  for (const auto& [name, fp32] : fp32_weights) {
+    const tensor::Tensor& tf32 = tf32_weights.at(name);
+    for (int64_t i = 0; i < fp32.numel() && !differ; ++i) {
+      differ =
+          fp32.dtype() == tensor::DType::kFloat32 && fp32.data<float>()[i] != tf32.data<float>()[i];
+    }
+  }
+  EXPECT_TRUE(differ) << "tf32 trained the same bits as fp32";
+}
+
 }  // namespace
 }  // namespace autodist::gpu

@@ -333,7 +333,7 @@ TEST(JobParserTest, UnknownFieldInAFileNamesFileLineAndPath) {
             path +
                 ":13: spec.training.optimizr: unknown field (expected one of: epochs, steps, "
                 "optimizer, lrSchedule, checkpoint, evalIntervalSteps, logIntervalSteps, "
-                "exportPath, exportExternalData)");
+                "exportPath, exportExternalData, precision)");
 }
 
 TEST(JobParserTest, RejectsSeveralDocumentsAndEmptyFiles) {

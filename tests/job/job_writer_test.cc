@@ -63,6 +63,22 @@ TEST(JobWriterTest, EqualityNoticesEveryPart) {
   changed = job;
   changed.run_policy.scheduling_policy = SchedulingPolicy{"volcano", "", "", std::nullopt};
   EXPECT_FALSE(changed == job);
+  changed = job;
+  changed.training.precision = ops::Precision::kTf32;
+  EXPECT_FALSE(changed == job);
+}
+
+// tf32 on GPUs parses, is written back, and fp32 (the default) is left out.
+TEST(JobWriterTest, RoundTripsPrecision) {
+  std::string text = ReadText(kJobFixtures + "/minimal.yaml");
+  EXPECT_EQ(JobToYaml(ParseJob(text, "minimal.yaml", "/m")).find("precision"), std::string::npos);
+  const std::string training = "  training:\n";
+  text.replace(text.find(training), training.size(), training + "    precision: tf32\n");
+  text += "  resources:\n    gpusPerWorker: 1\n";
+  const JobSpec job = ParseJob(text, "minimal.yaml", "/m");
+  EXPECT_EQ(job.training.precision, ops::Precision::kTf32);
+  EXPECT_NE(JobToYaml(job).find("    precision: tf32\n"), std::string::npos);
+  ExpectRoundTrip(job);
 }
 
 TEST(JobWriterTest, RoundTripsRestartAndSchedulingPolicies) {
