@@ -3,7 +3,8 @@
 
     /usr/bin/python3 examples/fashion-mnist/export_models.py
 
-Writes fmnist_mlp.onnx, fmnist_cnn.onnx and fmnist_resnet.onnx next to this script. Every model takes `image`
+Writes fmnist_mlp.onnx, fmnist_cnn.onnx, fmnist_resnet.onnx and fmnist_transformer.onnx next to
+this script. Every model takes `image`
 float [N, 1, 28, 28] and `label` int64 [N] and returns `loss` (scalar cross-entropy, what the
 runtime differentiates) and `logits` [N, 10]. tests/fixtures/generate.py imports the model
 definitions and `export_onnx` from here, so the test fixtures are built exactly like the models a
@@ -12,6 +13,7 @@ user trains.
 Uses Debian's python3-torch (1.13) and python3-onnx (1.12); the output is deterministic.
 """
 
+import math
 import os
 
 import onnx
@@ -136,6 +138,59 @@ class ResNet(Classifier):
         return self.fc(x)
 
 
+class EncoderLayer(nn.Module):
+    """A Transformer encoder layer (post-norm, as nn.TransformerEncoderLayer): multi-head
+    self-attention built from MatMul and Softmax, then a GELU feed-forward block, each added to its
+    input and normalized by LayerNorm. Shapes are Python integers, so the export has no Shape ops:
+    every Reshape's target is a constant with -1 for the batch."""
+
+    def __init__(self, width, heads, hidden, tokens):
+        super().__init__()
+        self.heads, self.tokens, self.head_width = heads, tokens, width // heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm1 = nn.LayerNorm(width)
+        self.ff1 = nn.Linear(width, hidden)
+        self.ff2 = nn.Linear(hidden, width)
+        self.norm2 = nn.LayerNorm(width)
+
+    def attention(self, x):
+        width = self.heads * self.head_width
+        q, k, v = self.qkv(x).split(width, dim=-1)
+
+        def split_heads(t):  # [N, T, width] -> [N, heads, T, head_width]
+            return t.reshape(-1, self.tokens, self.heads, self.head_width).transpose(1, 2)
+
+        q, k, v = split_heads(q), split_heads(k), split_heads(v)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_width)
+        context = torch.matmul(torch.softmax(scores, dim=-1), v)
+        return self.proj(context.transpose(1, 2).reshape(-1, self.tokens, width))
+
+    def forward(self, x):
+        x = self.norm1(x + self.attention(x))
+        return self.norm2(x + self.ff2(F.gelu(self.ff1(x))))
+
+
+class Transformer(Classifier):
+    """A 2-layer Transformer-encoder classifier over an image's 28 rows as tokens: each row's 28
+    pixels embedded to 64 features plus a learned position, two encoder layers of 4 heads with a
+    128-wide GELU feed-forward block, the mean over tokens, and Linear(64 -> 10)."""
+
+    def __init__(self, width=64, heads=4, hidden=128, layers=2, tokens=28):
+        super().__init__()
+        self.tokens = tokens
+        self.embed = nn.Linear(28, width)
+        self.position = nn.Parameter(torch.randn(tokens, width) * 0.02)
+        self.layers = nn.Sequential(*[EncoderLayer(width, heads, hidden, tokens)
+                                      for _ in range(layers)])
+        self.fc = nn.Linear(width, 10)
+
+    def logits(self, image):
+        x = self.embed(image.reshape(-1, self.tokens, 28)) + self.position
+        x = self.layers(x)
+        return self.fc(x.mean(dim=1))
+
+
 def seeded(factory, *args, **kwargs):
     """Builds a model right after seeding, so its initial weights never depend on call order."""
     torch.manual_seed(SEED)
@@ -190,6 +245,9 @@ def main():
                 image_inputs(), ["image", "label"])
     export_onnx(seeded(ResNet), os.path.join(here, "fmnist_resnet.onnx"), image_inputs(),
                 ["image", "label"])
+    # Opset 17: LayerNormalization is one op there (before, the exporter spells it out).
+    export_onnx(seeded(Transformer), os.path.join(here, "fmnist_transformer.onnx"),
+                image_inputs(), ["image", "label"], opset=17)
 
 
 if __name__ == "__main__":

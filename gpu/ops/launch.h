@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/common/host_device.h"
+#include "runtime/ops/activation/softmax_layout.h"
 #include "runtime/ops/nn/window_geometry.h"
 #include "runtime/tensor/tensor.h"
 
@@ -209,6 +210,14 @@ void LaunchPlaneBroadcast(const float* dy, int64_t planes, int64_t size, float i
 // dx = each output's gradient routed to its argmax, summed per input element in output order.
 void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
                        float* dx, cudaStream_t stream);
+
+// Softmax (kLog false) or LogSoftmax (true) over the [outer, n, inner] view, and its gradient
+// from dY and the output Y.
+template <bool kLog>
+void LaunchSoftmax(const float* x, float* y, const ops::SoftmaxLayout& layout, cudaStream_t stream);
+template <bool kLog>
+void LaunchSoftmaxGrad(const float* dy, const float* y, float* dx, const ops::SoftmaxLayout& layout,
+                       cudaStream_t stream);
 
 // fn(a, b) = b: with LaunchBroadcastBinary, copies b broadcast to the output (a is not read).
 struct SecondOfTwo {

@@ -115,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"layernorm_gelu", "sgd_momentum"},
                       ParityCase{"layernorm_gelu", "adam"},
                       ParityCase{"resnet", "sgd_momentum", 0.2},
-                      ParityCase{"resnet", "adam", 0.2, kAdamUnderBatchNorm}),
+                      ParityCase{"resnet", "adam", 0.2, kAdamUnderBatchNorm},
+                      ParityCase{"transformer", "sgd_momentum"}, ParityCase{"transformer", "adam"}),
     CaseName);
 
 }  // namespace

@@ -234,6 +234,22 @@ std::vector<ParityCase> Cases() {
        std::vector<Shape>{{64, 64, 7, 7}, {2, 3, 5, 4, 3}, {3, 2, 1, 1}, {2, 3, 100, 100}}) {
     cases.push_back({OpCase{"GlobalAveragePool", {RandomTensor(shape, seed++)}}, 1e-6F});
   }
+  // Softmax and LogSoftmax: classifier rows, attention scores (rows of 28), rows longer than a
+  // warp, a middle axis (strided rows), and opset 11's 2-D view. Exponentials are the same
+  // function on both; sums add in another order.
+  for (const std::string op : {"Softmax", "LogSoftmax"}) {
+    cases.push_back({OpCase{op, {RandomTensor({64, 10}, seed++, -3.0F, 3.0F)}}, 1e-5F});
+    cases.push_back({OpCase{op, {RandomTensor({2, 4, 28, 28}, seed++, -3.0F, 3.0F)}}, 1e-5F});
+    cases.push_back({OpCase{op, {RandomTensor({4, 100}, seed++, -3.0F, 3.0F)}}, 1e-5F});
+    cases.push_back({OpCase{op,
+                            {RandomTensor({3, 5, 7}, seed++, -3.0F, 3.0F)},
+                            {ops::testing::AttrInt("axis", 1)}},
+                     1e-5F});
+    OpCase coerced{
+        op, {RandomTensor({2, 3, 4}, seed++, -3.0F, 3.0F)}, {ops::testing::AttrInt("axis", 1)}};
+    coerced.opset = 11;
+    cases.push_back({coerced, 1e-5F});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(
@@ -355,11 +371,11 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
 
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(OpCase{"Softmax", {RandomTensor({2, 3}, 1)}}, tensor::DeviceKind::kCuda);
-    FAIL() << "Softmax has no CUDA kernel yet, but one was made";
+    OpRunner cuda(OpCase{"Transpose", {RandomTensor({2, 3}, 1)}}, tensor::DeviceKind::kCuda);
+    FAIL() << "Transpose has no CUDA kernel yet, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Softmax' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Transpose' on cuda"));
   }
 }
 

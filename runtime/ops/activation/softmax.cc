@@ -12,18 +12,13 @@
 #include <string>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/activation/softmax_layout.h"
 #include "runtime/ops/math/vector_math.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::ops {
 namespace {
-
-struct SoftmaxLayout {
-  int64_t outer = 1;
-  int64_t n = 1;
-  int64_t inner = 1;
-};
 
 // Columns of the inner axis handled together when inner > 1: the per-column max and sum live in
 // small stack buffers while rows of the axis stream through contiguously.
@@ -172,16 +167,13 @@ void SoftmaxBackward(const float* g, const float* y, float* dx, const SoftmaxLay
 template <bool kLog>
 class SoftmaxKernel final : public OpKernel {
  public:
-  explicit SoftmaxKernel(const NodeInfo& node)
-      : OpKernel(node),
-        coerce_2d_(node.opset() < 13),
-        axis_(node.GetInt("axis", coerce_2d_ ? 1 : -1)) {}
+  explicit SoftmaxKernel(const NodeInfo& node) : OpKernel(node), axis_(ParseSoftmaxAxis(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     AD_CHECK(x.dtype() == DType::kFloat32, kInvalidArgument, "{}: input must be float32, got {}",
              ctx.Describe(), tensor::DTypeName(x.dtype()));
-    const SoftmaxLayout layout = Layout(x.shape(), ctx.Describe());
+    const SoftmaxLayout layout = ResolveSoftmax(axis_, x.shape(), ctx.Describe());
     Tensor y(DType::kFloat32, x.shape());
     if (x.numel() > 0) SoftmaxForward<kLog>(x.data<float>(), y.data<float>(), layout);
     ctx.set_output(0, std::move(y));
@@ -191,7 +183,7 @@ class SoftmaxKernel final : public OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const Tensor& y = ctx.output(0);
-    const SoftmaxLayout layout = Layout(y.shape(), ctx.Describe());
+    const SoftmaxLayout layout = ResolveSoftmax(axis_, y.shape(), ctx.Describe());
     Tensor dx(DType::kFloat32, y.shape());
     if (y.numel() > 0) {
       SoftmaxBackward<kLog>(dy->data<float>(), y.data<float>(), dx.data<float>(), layout);
@@ -202,30 +194,7 @@ class SoftmaxKernel final : public OpKernel {
   bool BackwardNeedsInput(size_t /*input*/) const override { return false; }
 
  private:
-  SoftmaxLayout Layout(const Shape& shape, const std::string& describe) const {
-    const auto rank = static_cast<int64_t>(shape.size());
-    // The 2-D view allows axis == rank (one row per element); a rank-0 input is one element.
-    const int64_t limit = coerce_2d_ ? rank : std::max<int64_t>(rank - 1, 0);
-    const int64_t low = -std::max<int64_t>(rank, 1);
-    AD_CHECK(axis_ >= low && axis_ <= limit, kInvalidArgument,
-             "{}: axis {} is out of range for an input of rank {}", describe, axis_, rank);
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    SoftmaxLayout l;
-    for (int64_t i = 0; i < rank; ++i) {
-      const int64_t dim = shape[static_cast<size_t>(i)];
-      if (i < axis) {
-        l.outer *= dim;
-      } else if (i == axis || coerce_2d_) {
-        l.n *= dim;
-      } else {
-        l.inner *= dim;
-      }
-    }
-    return l;
-  }
-
-  bool coerce_2d_;
-  int64_t axis_;
+  SoftmaxAxis axis_;
 };
 
 using SoftmaxFloatKernel = SoftmaxKernel<false>;
