@@ -211,6 +211,23 @@ void LaunchPlaneBroadcast(const float* dy, int64_t planes, int64_t size, float i
 void LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, int64_t planes, const Window2d& g,
                        float* dx, cudaStream_t stream);
 
+// LayerNormalization over X as [rows, size], Scale and B expanded to [size]: Y, and each row's
+// mean and 1 / std (ops/nn/layer_normalization.cc's formulas).
+void LaunchLayerNormForward(const float* x, const float* scale, const float* bias, int64_t rows,
+                            int64_t size, float epsilon, float* y, float* mean, float* invstd,
+                            cudaStream_t stream);
+// dX from dY (null for none) and the gradients reaching Mean and InvStdDev (each null for none).
+void LaunchLayerNormInputGrad(const float* dy, const float* x, const float* scale,
+                              const float* mean, const float* invstd, const float* d_mean,
+                              const float* d_invstd, int64_t rows, int64_t size, float* dx,
+                              cudaStream_t stream);
+// dScale and dB over the normalized shape ([size] each), from dY; `scratch` holds
+// 2 * LayerNormColumnSlices(rows) * size doubles.
+int64_t LayerNormColumnSlices(int64_t rows);
+void LaunchLayerNormParamGrads(const float* dy, const float* x, const float* mean,
+                               const float* invstd, int64_t rows, int64_t size, double* scratch,
+                               float* dscale, float* dbias, cudaStream_t stream);
+
 // Softmax (kLog false) or LogSoftmax (true) over the [outer, n, inner] view, and its gradient
 // from dY and the output Y.
 template <bool kLog>

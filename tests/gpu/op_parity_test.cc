@@ -250,6 +250,26 @@ std::vector<ParityCase> Cases() {
     coerced.opset = 11;
     cases.push_back({coerced, 1e-5F});
   }
+  // LayerNormalization (opset 17): the LayerNorm/GELU block's and the Transformer's rows (64 wide,
+  // two warps' worth), rows narrower than a warp, two normalized axes with a Scale and a B that
+  // broadcast to them, no B, and the Mean and InvStdDev outputs (whose gradients reach dX).
+  {
+    using ops::testing::AttrInt;
+    const auto layer_norm = [&](const Shape& x, const Shape& scale, const Shape& bias, int64_t axis,
+                                size_t outputs) {
+      OpCase op{"LayerNormalization",
+                {RandomTensor(x, seed++, -2.0F, 3.0F), RandomTensor(scale, seed++, 0.5F, 1.5F)},
+                {AttrInt("axis", axis), ops::testing::AttrFloat("epsilon", 1e-5F)},
+                outputs};
+      if (!bias.empty()) op.inputs.push_back(RandomTensor(bias, seed++));
+      cases.push_back({op, 1e-5F});
+    };
+    layer_norm({16, 64}, {64}, {64}, -1, 1);
+    layer_norm({4, 28, 64}, {64}, {64}, -1, 1);
+    layer_norm({6, 5}, {5}, {5}, -1, 3);
+    layer_norm({3, 4, 5}, {5}, {1, 5}, 1, 3);
+    layer_norm({3, 4, 5}, {4, 5}, {}, 1, 1);
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(

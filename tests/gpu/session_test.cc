@@ -62,18 +62,15 @@ TEST(CudaSessionTest, OpsWithoutACudaKernelAreAllNamedWhenPlanning) {
   InstallCudaTensorMemory();
   SessionOptions options;
   options.device = Device::Cuda(0);
-  const std::string path =
-      std::string(AUTODIST_SOURCE_DIR) + "/tests/fixtures/parity/layernorm_gelu/model.onnx";
-  onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
   try {
-    Session session(model, "layernorm_gelu.onnx", options);
-    FAIL() << "LayerNormalization was planned on cuda without a kernel";
+    Session session(LoadExample("fmnist_transformer.onnx"), "fmnist_transformer.onnx", options);
+    FAIL() << "the Transformer was planned on cuda without MatMul and Transpose kernels";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("model 'layernorm_gelu.onnx': cuda has no "
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("model 'fmnist_transformer.onnx': cuda has no "
                                                    "kernel yet for "));
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("LayerNormalization (node "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("MatMul (node "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("Transpose (node "));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/nn/layer_norm_layout.h"
 #include "runtime/ops/nn/row_sum.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
@@ -23,13 +24,7 @@ struct LayerNormState final : KernelState {
   std::vector<float> invstd;  // [rows]
 };
 
-// X viewed as [rows, size]: rows = prod(shape[:axis]), size = prod(shape[axis:]).
-struct Layout {
-  size_t axis;
-  int64_t rows;
-  int64_t size;
-  Shape normalized;  // shape[axis:]
-};
+using Layout = nn::LayerNormLayout;
 
 int64_t RowGrain(int64_t size) {
   return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, size));
@@ -38,11 +33,7 @@ int64_t RowGrain(int64_t size) {
 class LayerNormalizationKernel final : public OpKernel {
  public:
   explicit LayerNormalizationKernel(const NodeInfo& node)
-      : OpKernel(node), axis_(node.GetInt("axis", -1)), epsilon_(node.GetFloat("epsilon", 1e-5F)) {
-    const int64_t stash_type = node.GetInt("stash_type", 1);
-    AD_CHECK(stash_type == 1, kInvalidArgument,
-             "{}: only stash_type 1 (float) is supported, got {}", node.Describe(), stash_type);
-  }
+      : OpKernel(node), attributes_(nn::ParseLayerNorm(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
@@ -71,7 +62,7 @@ class LayerNormalizationKernel final : public OpKernel {
           return d * d;
         });
         const double var = l.size > 0 ? squares / static_cast<double>(l.size) : 0.0;
-        const auto invstd = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
+        const auto invstd = static_cast<float>(1.0 / std::sqrt(var + attributes_.epsilon));
         state->mean[static_cast<size_t>(r)] = fmean;
         state->invstd[static_cast<size_t>(r)] = invstd;
         float* dst = out + r * l.size;
@@ -80,12 +71,10 @@ class LayerNormalizationKernel final : public OpKernel {
       }
     });
     ctx.set_output(0, std::move(y));
-    Shape stat_shape = x.shape();
-    std::fill(stat_shape.begin() + static_cast<std::ptrdiff_t>(l.axis), stat_shape.end(), 1);
     if (ctx.num_outputs() > 1)
-      ctx.set_output(1, Tensor::FromVector<float>(stat_shape, state->mean));
+      ctx.set_output(1, Tensor::FromVector<float>(l.stats_shape, state->mean));
     if (ctx.num_outputs() > 2) {
-      ctx.set_output(2, Tensor::FromVector<float>(stat_shape, state->invstd));
+      ctx.set_output(2, Tensor::FromVector<float>(l.stats_shape, state->invstd));
     }
     ctx.save_state(std::move(state));
   }
@@ -178,32 +167,13 @@ class LayerNormalizationKernel final : public OpKernel {
 
  private:
   Layout Resolve(const Shape& shape, const std::string& what) const {
-    const auto rank = static_cast<int64_t>(shape.size());
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    AD_CHECK(axis >= 0 && axis <= rank, kInvalidArgument,
-             "{}: axis {} is out of range for X of rank {} ({})", what, axis_, rank,
-             tensor::ShapeToString(shape));
-    Layout l;
-    l.axis = static_cast<size_t>(axis);
-    l.normalized.assign(shape.begin() + axis, shape.end());
-    l.size = tensor::NumElements(l.normalized);
-    l.rows = l.size == 0 ? 0 : tensor::NumElements(shape) / l.size;
-    return l;
+    return nn::ResolveLayerNorm(attributes_.axis, shape, what);
   }
 
   // `t` (Scale or B) broadcast to the normalized shape, flattened.
   static std::vector<float> Expand(const Tensor& t, const Layout& l, const char* name,
                                    const std::string& what) {
-    AD_CHECK(t.dtype() == DType::kFloat32, kInvalidArgument, "{}: {} must be float32, got {}", what,
-             name, tensor::DTypeName(t.dtype()));
-    bool fits = t.rank() <= l.normalized.size();
-    for (size_t i = 0; fits && i < t.rank(); ++i) {
-      const int64_t dim = t.dim(t.rank() - 1 - i);
-      fits = dim == 1 || dim == l.normalized[l.normalized.size() - 1 - i];
-    }
-    AD_CHECK(fits, kInvalidArgument,
-             "{}: {} of shape {} does not broadcast to the normalized shape {} (axis {})", what,
-             name, tensor::ShapeToString(t.shape()), tensor::ShapeToString(l.normalized), l.axis);
+    nn::CheckLayerNormOperand(t, l, name, what);
     std::vector<float> out(static_cast<size_t>(l.size));
     const float* src = t.data<float>();
     if (t.numel() == l.size) {
@@ -226,8 +196,7 @@ class LayerNormalizationKernel final : public OpKernel {
     return tensor::ReduceToShape(full, target).Reshaped(target);
   }
 
-  int64_t axis_;
-  float epsilon_;
+  nn::LayerNormAttributes attributes_;
 };
 
 AUTODIST_REGISTER_KERNEL(LayerNormalization, 17, 17, LayerNormalizationKernel);
