@@ -228,6 +228,17 @@ void LaunchLayerNormParamGrads(const float* dy, const float* x, const float* mea
                                const float* invstd, int64_t rows, int64_t size, double* scratch,
                                float* dscale, float* dbias, cudaStream_t stream);
 
+// A strided copy (Transpose): out[e], e a row-major index over `dims`, is in[Σ coordinate_i *
+// in_strides[i]]. Elements of 4 or 8 bytes (element_size).
+struct StridedCopyPlan {
+  int rank = 0;
+  int64_t n = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+};
+void LaunchStridedCopy(const void* in, void* out, size_t element_size, const StridedCopyPlan& plan,
+                       cudaStream_t stream);
+
 // Softmax (kLog false) or LogSoftmax (true) over the [outer, n, inner] view, and its gradient
 // from dY and the output Y.
 template <bool kLog>

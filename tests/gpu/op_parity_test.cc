@@ -270,6 +270,23 @@ std::vector<ParityCase> Cases() {
     layer_norm({3, 4, 5}, {5}, {1, 5}, 1, 3);
     layer_norm({3, 4, 5}, {4, 5}, {}, 1, 1);
   }
+  // Transpose: the default (axes reversed), attention's head split [N, T, H, D] -> [N, H, T, D],
+  // a permutation of every axis, and one that moves only an axis of size 1 (a view). Copies.
+  {
+    using ops::testing::AttrInts;
+    cases.push_back({OpCase{"Transpose", {RandomTensor({2, 3, 4}, seed++)}}, 0.0F});
+    cases.push_back(
+        {OpCase{
+             "Transpose", {RandomTensor({2, 28, 4, 16}, seed++)}, {AttrInts("perm", {0, 2, 1, 3})}},
+         0.0F});
+    cases.push_back(
+        {OpCase{
+             "Transpose", {RandomTensor({3, 4, 5, 6}, seed++)}, {AttrInts("perm", {2, 0, 3, 1})}},
+         0.0F});
+    cases.push_back(
+        {OpCase{"Transpose", {RandomTensor({3, 1, 5}, seed++)}, {AttrInts("perm", {1, 0, 2})}},
+         0.0F});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(
@@ -391,11 +408,12 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
 
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(OpCase{"Transpose", {RandomTensor({2, 3}, 1)}}, tensor::DeviceKind::kCuda);
-    FAIL() << "Transpose has no CUDA kernel yet, but one was made";
+    OpRunner cuda(OpCase{"MatMul", {RandomTensor({2, 3}, 1), RandomTensor({3, 2}, 2)}},
+                  tensor::DeviceKind::kCuda);
+    FAIL() << "MatMul has no CUDA kernel yet, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Transpose' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'MatMul' on cuda"));
   }
 }
 
