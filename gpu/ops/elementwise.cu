@@ -102,6 +102,10 @@ __global__ void ScaleKernel(float* data, int64_t n, float factor) {
   for (int64_t i = First(); i < n; i += Stride()) data[i] *= factor;
 }
 
+__global__ void DivideKernel(float* data, int64_t n, float divisor) {
+  for (int64_t i = First(); i < n; i += Stride()) data[i] /= divisor;
+}
+
 }  // namespace
 
 void LaunchScale(float* data, int64_t n, float factor, cudaStream_t stream) {
@@ -137,6 +141,11 @@ void LaunchBroadcastBinary(const float* a, const float* b, float* out, const Bro
   if (plan.n == 0) return;
   BroadcastBinaryKernel<Fn><<<Blocks(plan.n), kThreads, 0, stream>>>(a, b, out, plan);
   CheckCuda(cudaGetLastError(), "launching a broadcast kernel");
+}
+
+void LaunchDivide(float* data, int64_t n, float divisor, cudaStream_t stream) {
+  if (n == 0) return;
+  DivideKernel<<<Blocks(n), kThreads, 0, stream>>>(data, n, divisor);
 }
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream) {

@@ -61,6 +61,8 @@ void LaunchMapUnary(const float* a, float* out, int64_t n, cudaStream_t stream);
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream);
 
+// data[i] /= divisor for i in [0, n).
+void LaunchDivide(float* data, int64_t n, float divisor, cudaStream_t stream);
 // data[i] *= factor for i in [0, n).
 void LaunchScale(float* data, int64_t n, float factor, cudaStream_t stream);
 

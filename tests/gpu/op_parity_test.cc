@@ -287,6 +287,22 @@ std::vector<ParityCase> Cases() {
         {OpCase{"Transpose", {RandomTensor({3, 1, 5}, seed++)}, {AttrInts("perm", {1, 0, 2})}},
          0.0F});
   }
+  // ReduceMean: the Transformer's mean over tokens, two axes kept, every axis (none given), a
+  // negative axis. Sums in double on both; the mean divides the float sum by the count.
+  {
+    using ops::testing::AttrInt;
+    using ops::testing::AttrInts;
+    cases.push_back({OpCase{"ReduceMean",
+                            {RandomTensor({64, 28, 64}, seed++)},
+                            {AttrInts("axes", {1}), AttrInt("keepdims", 0)}},
+                     1e-6F});
+    cases.push_back(
+        {OpCase{"ReduceMean", {RandomTensor({3, 4, 5}, seed++)}, {AttrInts("axes", {0, 2})}},
+         1e-6F});
+    cases.push_back({OpCase{"ReduceMean", {RandomTensor({2, 3}, seed++)}}, 1e-6F});
+    cases.push_back(
+        {OpCase{"ReduceMean", {RandomTensor({4, 5, 6}, seed++)}, {AttrInts("axes", {-1})}}, 1e-6F});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(

@@ -13,55 +13,12 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/math/elementwise.h"
+#include "runtime/ops/math/reduce_plan.h"
 #include "runtime/ops/math/reduce_sum.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::ops {
 namespace {
-
-// The reduction of one input shape over a set of axes.
-struct ReducePlan {
-  Shape input_shape;
-  Shape kept_shape;   // the result with keepdims = 1 (reduced axes have size 1)
-  Shape out_shape;    // the result as the node returns it
-  int64_t count = 1;  // input elements per output element
-  bool identity = false;
-};
-
-ReducePlan MakePlan(const Shape& shape, std::vector<int64_t> axes, bool keepdims,
-                    bool noop_with_empty_axes, const std::string& describe) {
-  ReducePlan plan;
-  plan.input_shape = shape;
-  const auto rank = static_cast<int64_t>(shape.size());
-  if (axes.empty()) {
-    if (noop_with_empty_axes) {
-      plan.identity = true;
-      plan.kept_shape = plan.out_shape = shape;
-      return plan;
-    }
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  }
-  std::vector<bool> reduced(shape.size(), false);
-  for (int64_t& axis : axes) {
-    AD_CHECK(axis >= -rank && axis < rank, kInvalidArgument,
-             "{}: axis {} is out of range for an input of rank {}", describe, axis, rank);
-    if (axis < 0) axis += rank;
-    AD_CHECK(!reduced[static_cast<size_t>(axis)], kInvalidArgument, "{}: axis {} appears twice",
-             describe, axis);
-    reduced[static_cast<size_t>(axis)] = true;
-  }
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (reduced[i]) {
-      plan.count *= shape[i];
-      plan.kept_shape.push_back(1);
-      if (keepdims) plan.out_shape.push_back(1);
-    } else {
-      plan.kept_shape.push_back(shape[i]);
-      plan.out_shape.push_back(shape[i]);
-    }
-  }
-  return plan;
-}
 
 struct ReduceState final : KernelState {
   ReducePlan plan;
@@ -91,8 +48,8 @@ class ReduceKernel final : public OpKernel {
     if (axes_from_input_ && ctx.has_input(1)) {
       axes = ctx.input(1).ToInt64Vector(ctx.Describe() + ": axes");
     }
-    ReducePlan plan =
-        MakePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_, ctx.Describe());
+    ReducePlan plan = MakeReducePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_,
+                                     ctx.Describe());
     if (plan.identity) {
       ctx.set_output(0, x);
     } else {
