@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,8 +49,10 @@ void CheckLt(cublasStatus_t status, const char* what) {
 // cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-// What makes one plan: the shape, the transposes, whether beta and a bias take part, and TF32.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, bool>;
+// What makes one plan: the shape, the transposes, whether beta and a bias take part, TF32, and
+// the batch.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, bool, int64_t,
+                           int64_t, int64_t, int64_t>;
 
 // The descriptors of one shape and the algorithm chosen for it.
 struct Plan {
@@ -68,6 +71,16 @@ struct Plan {
     if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
   }
 };
+
+void SetBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
+  const auto count = static_cast<int32_t>(batch);
+  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                           sizeof count),
+          "setting the batch count");
+  CheckLt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &stride, sizeof stride),
+          "setting the batch stride");
+}
 
 // One GPU's handle, workspace and plans.
 class GemmContext {
@@ -109,8 +122,9 @@ class GemmContext {
   // cuDNN's benchmark mode does; the waits this takes happen once per shape.
   void ChooseFastest(Plan& plan, const GemmCall& call, cudaStream_t stream) {
     constexpr int kRuns = 3;
-    DeviceBuffer scratch =
-        TensorPool(device_).Allocate(static_cast<size_t>(call.m * call.n) * sizeof(float), stream);
+    DeviceBuffer scratch = TensorPool(device_).Allocate(
+        static_cast<size_t>((call.batch - 1) * call.stride_c + call.m * call.n) * sizeof(float),
+        stream);
     CheckCuda(cudaMemsetAsync(scratch.data(), 0, scratch.bytes(), stream), "zeroing a scratch C");
     auto* c = static_cast<float*>(scratch.data());
     Event start(/*timing=*/true);
@@ -132,8 +146,9 @@ class GemmContext {
   }
 
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{call.trans_a,      call.trans_b,         call.m,   call.n, call.k,
-                      call.beta != 0.0F, call.bias != nullptr, call.tf32};
+    const PlanKey key{call.trans_a,      call.trans_b,         call.m,    call.n,     call.k,
+                      call.beta != 0.0F, call.bias != nullptr, call.tf32, call.batch, call.stride_a,
+                      call.stride_b,     call.stride_c};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
@@ -176,6 +191,11 @@ class GemmContext {
         "describing A");
     CheckLt(cublasLtMatrixLayoutCreate(&plan->out, CUDA_R_32F, u(call.n), u(call.m), call.n),
             "describing C");
+    if (call.batch > 1) {
+      SetBatch(plan->first, call.batch, call.stride_b);
+      SetBatch(plan->second, call.batch, call.stride_a);
+      SetBatch(plan->out, call.batch, call.stride_c);
+    }
     cublasLtMatmulPreference_t preference = nullptr;
     CheckLt(cublasLtMatmulPreferenceCreate(&preference), "creating a preference");
     const uint64_t workspace = kWorkspaceBytes;
@@ -219,7 +239,9 @@ GemmContext& ContextFor(int device) {
 }  // namespace
 
 void Sgemm(const GemmCall& call, int device, cudaStream_t stream) {
-  if (call.m == 0 || call.n == 0) return;
+  if (call.m == 0 || call.n == 0 || call.batch == 0) return;
+  AD_CHECK(call.batch <= std::numeric_limits<int32_t>::max(), kInvalidArgument,
+           "cuBLASLt: a batch of {} products is more than it takes", call.batch);
   ContextFor(device).Run(call, stream);
 }
 

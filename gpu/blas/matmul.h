@@ -26,6 +26,12 @@ struct GemmCall {
   // Multiply on tensor cores with 10-bit mantissas, adding in fp32 (CUBLAS_COMPUTE_32F_FAST_TF32;
   // the session's precision tf32), instead of fp32 throughout.
   bool tf32 = false;
+  // `batch` products of packed operands, operand X of product j at X + j * stride_x (a stride of
+  // 0 shares the operand; the bias is shared): attention's per-head products in one call.
+  int64_t batch = 1;
+  int64_t stride_a = 0;
+  int64_t stride_b = 0;
+  int64_t stride_c = 0;
 };
 
 // Queues the product on `stream` of GPU `device`. Throws Internal naming cuBLASLt's status when

@@ -303,6 +303,22 @@ std::vector<ParityCase> Cases() {
     cases.push_back(
         {OpCase{"ReduceMean", {RandomTensor({4, 5, 6}, seed++)}, {AttrInts("axes", {-1})}}, 1e-6F});
   }
+  // MatMul: a Linear layer on a 3-D input (one product), attention's per-head products (one
+  // strided batch), batch axes broadcast on both sides (a product per entry), 1-D operands, and
+  // a plain 2-D product. Held, like Gemm, to 4e-6 sqrt(k) of the longest product involved.
+  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{{{4, 28, 64}, {64, 192}},
+                                                                 {{2, 4, 28, 16}, {2, 4, 16, 28}},
+                                                                 {{3, 1, 5, 4}, {2, 4, 6}},
+                                                                 {{5}, {5, 3}},
+                                                                 {{2, 3, 5}, {5}},
+                                                                 {{7, 5}, {5, 3}}}) {
+    int64_t longest = 1;
+    for (const int64_t dim : a) longest = std::max(longest, dim);
+    for (const int64_t dim : b) longest = std::max(longest, dim);
+    longest = std::max(longest, tensor::NumElements(a) / a.back());  // dB's inner, folded
+    cases.push_back({OpCase{"MatMul", {RandomTensor(a, seed++), RandomTensor(b, seed++)}},
+                     std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(
@@ -424,12 +440,11 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
 
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(OpCase{"MatMul", {RandomTensor({2, 3}, 1), RandomTensor({3, 2}, 2)}},
-                  tensor::DeviceKind::kCuda);
-    FAIL() << "MatMul has no CUDA kernel yet, but one was made";
+    OpRunner cuda(OpCase{"Split", {RandomTensor({2, 4}, 1)}}, tensor::DeviceKind::kCuda);
+    FAIL() << "Split has no CUDA kernel yet, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'MatMul' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Split' on cuda"));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/math/blas.h"
+#include "runtime/ops/math/matmul_shape.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
 #include "runtime/tensor/broadcast.h"
@@ -20,57 +21,6 @@ namespace {
 // Below this many multiply-adds OpenBLAS runs a GEMM on one thread, so batch entries are spread
 // over our threads instead.
 constexpr int64_t kSmallGemm = int64_t{1} << 18;
-
-// The operands of one MatMul seen as batches of row-major matrices: a is [.., M, K], b is
-// [.., K, N], the result [batch.., M, N] before 1-D axes are dropped.
-struct MatMulShape {
-  int64_t m = 0;
-  int64_t k = 0;
-  int64_t n = 0;
-  Shape batch;                     // broadcast batch shape
-  std::vector<int64_t> a_offsets;  // per batch entry: offset of its a matrix, in elements
-  std::vector<int64_t> b_offsets;
-  bool a_broadcast = false;  // some a matrix serves several batch entries
-  bool b_broadcast = false;
-  // b is one matrix read by every entry, so a's matrices and the result's are consecutive rows
-  // of single [E * M, K] and [E * M, N] matrices.
-  bool b_single = false;
-  Shape out_shape;
-};
-
-MatMulShape Resolve(const Shape& a, const Shape& b, const std::string& describe) {
-  AD_CHECK(!a.empty() && !b.empty(), kInvalidArgument,
-           "{}: operands must have rank >= 1, got {} and {}", describe, tensor::ShapeToString(a),
-           tensor::ShapeToString(b));
-  MatMulShape s;
-  const bool a_vector = a.size() == 1;
-  const bool b_vector = b.size() == 1;
-  s.m = a_vector ? 1 : a[a.size() - 2];
-  s.k = a.back();
-  const int64_t kb = b_vector ? b[0] : b[b.size() - 2];
-  s.n = b_vector ? 1 : b.back();
-  AD_CHECK(s.k == kb, kInvalidArgument, "{}: inner dimensions differ: {} and {}", describe,
-           tensor::ShapeToString(a), tensor::ShapeToString(b));
-  const Shape a_batch(a.begin(), a.end() - (a_vector ? 1 : 2));
-  const Shape b_batch(b.begin(), b.end() - (b_vector ? 1 : 2));
-  s.batch = tensor::BroadcastShapes(a_batch, b_batch, describe + ": batch axes");
-  const int64_t entries = tensor::NumElements(s.batch);
-  s.a_broadcast = tensor::NumElements(a_batch) != entries;
-  s.b_broadcast = tensor::NumElements(b_batch) != entries;
-  s.b_single = tensor::NumElements(b_batch) == 1;
-  s.a_offsets.reserve(static_cast<size_t>(entries));
-  s.b_offsets.reserve(static_cast<size_t>(entries));
-  tensor::ForEachBroadcast(s.batch, tensor::BroadcastStrides(a_batch, s.batch),
-                           tensor::BroadcastStrides(b_batch, s.batch),
-                           [&](int64_t /*out*/, int64_t ai, int64_t bi) {
-                             s.a_offsets.push_back(ai * s.m * s.k);
-                             s.b_offsets.push_back(bi * s.k * s.n);
-                           });
-  s.out_shape = s.batch;
-  if (!a_vector) s.out_shape.push_back(s.m);
-  if (!b_vector) s.out_shape.push_back(s.n);
-  return s;
-}
 
 // Sgemm with an empty inner dimension handled here (the product is zero): such a call would pass
 // leading dimension 0, which the CBLAS interface does not allow.
@@ -110,7 +60,7 @@ class MatMulKernel final : public OpKernel {
     AD_CHECK(a.dtype() == DType::kFloat32 && b.dtype() == DType::kFloat32, kInvalidArgument,
              "{}: operands must be float32, got {} and {}", ctx.Describe(),
              tensor::DTypeName(a.dtype()), tensor::DTypeName(b.dtype()));
-    const MatMulShape s = Resolve(a.shape(), b.shape(), ctx.Describe());
+    const MatMulShape s = ResolveMatMul(a.shape(), b.shape(), ctx.Describe());
     Tensor y(DType::kFloat32, s.out_shape);
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
@@ -132,7 +82,7 @@ class MatMulKernel final : public OpKernel {
     if (dy == nullptr) return;
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    const MatMulShape s = Resolve(a.shape(), b.shape(), ctx.Describe());
+    const MatMulShape s = ResolveMatMul(a.shape(), b.shape(), ctx.Describe());
     const auto entries = static_cast<int64_t>(s.a_offsets.size());
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
