@@ -12,6 +12,7 @@
 #include "runtime/exec/initializer_value.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/constant_value.h"
 
 namespace autodist::exec {
 namespace {
@@ -172,6 +173,9 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
   AD_CHECK(order.size() == static_cast<size_t>(protos.size()), kInvalidArgument,
            "model '{}': the graph has a cycle", source);
 
+  // Values known before running: Constant nodes' outputs and integer initializers (shapes, axes,
+  // lengths; never trained), handed to their consumers' NodeInfo.
+  std::unordered_map<std::string, Tensor> constants;
   for (const int n : order) {
     const onnx::NodeProto& proto = protos[n];
     AD_CHECK(proto.domain().empty() || proto.domain() == "ai.onnx", kInvalidArgument,
@@ -180,7 +184,24 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
              source, proto.name(), proto.op_type(), proto.domain());
     PlannedNode node;
     node.proto = &proto;
-    node.info = std::make_unique<ops::NodeInfo>(proto, opset, precision);
+    node.info = std::make_unique<ops::NodeInfo>(proto, opset, precision, device);
+    for (int i = 0; i < proto.input_size(); ++i) {
+      const std::string& input = proto.input(i);
+      if (input.empty()) continue;
+      if (const auto it = constants.find(input); it != constants.end()) {
+        node.info->SetConstantInput(static_cast<size_t>(i), it->second);
+        continue;
+      }
+      const auto id = value_ids.find(input);
+      if (id == value_ids.end() || static_cast<size_t>(id->second) >= initializers.size()) continue;
+      const Tensor& initializer = initializers[static_cast<size_t>(id->second)];
+      if (initializer.defined() && initializer.dtype() != tensor::DType::kFloat32) {
+        node.info->SetConstantInput(static_cast<size_t>(i), initializer);
+      }
+    }
+    if (proto.op_type() == "Constant" && proto.output_size() == 1) {
+      constants.emplace(proto.output(0), ops::ConstantValue(*node.info));
+    }
     node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
     const int position = static_cast<int>(nodes.size());
     for (const auto& input : proto.input()) {
@@ -210,7 +231,7 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
     accumulate_proto = std::make_unique<onnx::NodeProto>();
     accumulate_proto->set_op_type("Add");
     accumulate_proto->set_name("gradient accumulation");
-    accumulate_info = std::make_unique<ops::NodeInfo>(*accumulate_proto, opset);
+    accumulate_info = std::make_unique<ops::NodeInfo>(*accumulate_proto, opset, precision, device);
     accumulate = ops::KernelRegistry::Global().Create(*accumulate_info, device.kind);
   }
   initializers.resize(values.size());

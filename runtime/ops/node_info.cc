@@ -18,14 +18,24 @@ const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std
 
 }  // namespace
 
-NodeInfo::NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision)
-    : node_(node), opset_(opset), precision_(precision) {
+NodeInfo::NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision,
+                   tensor::Device device)
+    : node_(node), opset_(opset), precision_(precision), device_(device) {
   name_ = !node.name().empty()     ? node.name()
           : node.output_size() > 0 ? fmt::format("{} #{}", node.op_type(), node.output(0))
                                    : node.op_type();
 }
 
 const std::string& NodeInfo::op_type() const { return node_.op_type(); }
+
+const tensor::Tensor* NodeInfo::ConstantInput(size_t i) const {
+  const auto it = constant_inputs_.find(i);
+  return it == constant_inputs_.end() ? nullptr : &it->second;
+}
+
+void NodeInfo::SetConstantInput(size_t i, tensor::Tensor value) {
+  constant_inputs_[i] = std::move(value);
+}
 size_t NodeInfo::num_inputs() const { return static_cast<size_t>(node_.input_size()); }
 size_t NodeInfo::num_outputs() const { return static_cast<size_t>(node_.output_size()); }
 bool NodeInfo::has_input(size_t i) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,14 +20,22 @@ namespace autodist::ops {
 class NodeInfo {
  public:
   // `node` must outlive the NodeInfo. `opset` is the model's default-domain opset; `precision`
-  // the session's (precision.h).
-  NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision = Precision::kFp32);
+  // and `device` the session's (precision.h).
+  NodeInfo(const onnx::NodeProto& node, int64_t opset, Precision precision = Precision::kFp32,
+           tensor::Device device = tensor::Device::Cpu());
 
   const std::string& op_type() const;
   // The node's name, or "<op_type> #<output>" when the model left it empty.
   const std::string& name() const { return name_; }
   int64_t opset() const { return opset_; }
   Precision precision() const { return precision_; }
+  const tensor::Device& device() const { return device_; }
+
+  // The value of input `i` when the planner knows it before running (a Constant node's output,
+  // an integer initializer: shapes, axes, lengths), on the host; null otherwise. A kernel on a
+  // GPU reads such an input here once rather than copying it back from the device every step.
+  const tensor::Tensor* ConstantInput(size_t i) const;
+  void SetConstantInput(size_t i, tensor::Tensor value);
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Whether input i is given (ONNX marks absent optional inputs with an empty name).
@@ -50,7 +59,9 @@ class NodeInfo {
   const onnx::NodeProto& node_;
   int64_t opset_;
   Precision precision_;
+  tensor::Device device_;
   std::string name_;
+  std::map<size_t, tensor::Tensor> constant_inputs_;
 };
 
 }  // namespace autodist::ops

@@ -7,11 +7,11 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/constant_value.h"
 
 namespace autodist::ops {
-namespace {
 
-Tensor ParseValue(const NodeInfo& node) {
+Tensor ConstantValue(const NodeInfo& node) {
   for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
     AD_CHECK(!node.HasAttribute(unsupported), kInvalidArgument,
              "{}: attribute '{}' is not supported (numeric tensors only)", node.Describe(),
@@ -37,9 +37,11 @@ Tensor ParseValue(const NodeInfo& node) {
   return Tensor::FromVector<int64_t>({static_cast<int64_t>(values.size())}, values);
 }
 
+namespace {
+
 class ConstantKernel final : public OpKernel {
  public:
-  explicit ConstantKernel(const NodeInfo& node) : OpKernel(node), value_(ParseValue(node)) {}
+  explicit ConstantKernel(const NodeInfo& node) : OpKernel(node), value_(ConstantValue(node)) {}
 
   void Forward(ForwardContext& ctx) const override { ctx.set_output(0, value_); }
 

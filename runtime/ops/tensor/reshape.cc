@@ -1,12 +1,10 @@
 // Reshape: a zero-copy view of the data with the shape given by input 1. In the shape, -1 (at
 // most once) is inferred from the element count and 0 copies the input's dimension at the same
 // position — unless `allowzero` (opset 14) is set, which makes 0 a literal zero-sized axis.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
 #include "runtime/ops/tensor/layout.h"
+#include "runtime/ops/tensor/reshape_shape.h"
 
 namespace autodist::ops {
 namespace {
@@ -21,37 +19,7 @@ class ReshapeKernel final : public OpKernel {
     AD_CHECK(ctx.input(1).rank() == 1, kInvalidArgument, "{}: shape must be 1-D, got shape {}",
              ctx.Describe(), tensor::ShapeToString(ctx.input(1).shape()));
     const std::vector<int64_t> requested = ctx.input(1).ToInt64Vector(ctx.Describe() + ": shape");
-    Shape shape(requested.begin(), requested.end());
-    int64_t infer = -1;
-    int64_t known = 1;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      if (shape[i] == -1) {
-        AD_CHECK(infer < 0, kInvalidArgument, "{}: shape [{}] has more than one -1", ctx.Describe(),
-                 fmt::join(requested, ", "));
-        infer = static_cast<int64_t>(i);
-        continue;
-      }
-      AD_CHECK(shape[i] >= 0, kInvalidArgument, "{}: shape [{}] has a negative dimension {}",
-               ctx.Describe(), fmt::join(requested, ", "), shape[i]);
-      if (shape[i] == 0 && !allow_zero_) {
-        AD_CHECK(i < x.rank(), kInvalidArgument,
-                 "{}: shape [{}] copies dimension {} (a 0) of an input of rank {}", ctx.Describe(),
-                 fmt::join(requested, ", "), i, x.rank());
-        shape[i] = x.dim(i);
-      }
-      known *= shape[i];
-    }
-    if (infer >= 0) {
-      // With a zero-sized axis any value would do for -1; ONNX and PyTorch reject that.
-      AD_CHECK(known != 0 && x.numel() % known == 0, kInvalidArgument,
-               "{}: cannot infer the -1 in shape [{}] for an input of shape {}", ctx.Describe(),
-               fmt::join(requested, ", "), tensor::ShapeToString(x.shape()));
-      shape[static_cast<size_t>(infer)] = x.numel() / known;
-    }
-    AD_CHECK(tensor::NumElements(shape) == x.numel(), kInvalidArgument,
-             "{}: cannot reshape {} ({} elements) to [{}] (resolved to {})", ctx.Describe(),
-             tensor::ShapeToString(x.shape()), x.numel(), fmt::join(requested, ", "),
-             tensor::ShapeToString(shape));
+    Shape shape = ResolveReshape(requested, x.shape(), allow_zero_, ctx.Describe());
     ctx.save_state(std::make_unique<ShapeState>(x.shape()));
     ctx.set_output(0, x.Reshaped(std::move(shape)));
   }

@@ -2,14 +2,13 @@
 // from the optional `split` input (opset 13+) or the `split` attribute (opsets 2..12); without
 // them the axis is divided equally, which must be exact. The gradient joins the output
 // gradients back together, with zeros for outputs that got none.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <numeric>
+#include <optional>
+#include <vector>
 
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
 #include "runtime/ops/tensor/layout.h"
+#include "runtime/ops/tensor/split_sizes.h"
 
 namespace autodist::ops {
 namespace {
@@ -40,7 +39,14 @@ class SplitKernel final : public OpKernel {
     state->input_shape = x.shape();
     state->axis = static_cast<size_t>(
         NormalizeAxis(axis_, static_cast<int64_t>(x.rank()), ctx.Describe(), "axis"));
-    state->sizes = Sizes(ctx, x.dim(state->axis));
+    std::optional<std::vector<int64_t>> given;
+    if (split_is_input_ && ctx.has_input(1)) {
+      given = ctx.input(1).ToInt64Vector(ctx.Describe() + ": split");
+    } else if (!split_is_input_ && !split_attribute_.empty()) {
+      given = split_attribute_;
+    }
+    state->sizes = SplitSizes(given, static_cast<int64_t>(ctx.num_outputs()), x.dim(state->axis),
+                              ctx.Describe());
     const size_t axis = state->axis;
     if (ctx.num_outputs() == 1) {
       ctx.set_output(0, x);
@@ -94,31 +100,6 @@ class SplitKernel final : public OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  // The length of each output along the axis (of length `length`), validated.
-  std::vector<int64_t> Sizes(const ForwardContext& ctx, int64_t length) const {
-    const auto outputs = static_cast<int64_t>(ctx.num_outputs());
-    AD_CHECK(outputs > 0, kInvalidArgument, "{}: needs at least one output", ctx.Describe());
-    std::vector<int64_t> sizes;
-    if (split_is_input_ && ctx.has_input(1)) {
-      sizes = ctx.input(1).ToInt64Vector(ctx.Describe() + ": split");
-    } else if (!split_is_input_ && !split_attribute_.empty()) {
-      sizes = split_attribute_;
-    } else {
-      AD_CHECK(length % outputs == 0, kInvalidArgument,
-               "{}: an axis of length {} cannot be split equally into {} outputs", ctx.Describe(),
-               length, outputs);
-      sizes.assign(static_cast<size_t>(outputs), length / outputs);
-      return sizes;
-    }
-    bool valid = static_cast<int64_t>(sizes.size()) == outputs &&
-                 std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == length;
-    for (const int64_t size : sizes) valid = valid && size >= 0;
-    AD_CHECK(valid, kInvalidArgument,
-             "{}: split [{}] must be {} non-negative lengths summing to the axis length {}",
-             ctx.Describe(), fmt::join(sizes, ", "), outputs, length);
-    return sizes;
-  }
-
   int64_t axis_;
   bool split_is_input_;
   std::vector<int64_t> split_attribute_;
