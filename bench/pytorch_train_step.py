@@ -2,7 +2,7 @@
 """Training-step throughput of PyTorch (the peer): forward + backward + SGD-momentum update of the
 same model definitions the ONNX files were exported from, on random data.
 
-    /usr/bin/python3 bench/pytorch_train_step.py --model mlp|cnn|fmnist_cnn|fmnist_resnet --batch-size 64 --threads 2
+    /usr/bin/python3 bench/pytorch_train_step.py --model mlp|cnn|fmnist_cnn|fmnist_resnet|fmnist_transformer --batch-size 64 --threads 2
     python3 bench/pytorch_train_step.py --model mlp --batch-size 256 --device cuda   # GPU machine
 
 Prints `steps_per_second=... peak_rss_mb=...` like bench/train_step_bench (and, on a GPU,
@@ -20,13 +20,14 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "fashion-mnist"))
-from export_models import CNN, MLP, ResNet, seeded  # noqa: E402
+from export_models import CNN, MLP, ResNet, Transformer, seeded  # noqa: E402
 
 MODELS = {
     "mlp": lambda: seeded(MLP),
     "cnn": lambda: seeded(CNN),
     "fmnist_cnn": lambda: seeded(CNN, channels=(32, 64), hidden=128),
     "fmnist_resnet": lambda: seeded(ResNet),
+    "fmnist_transformer": lambda: seeded(Transformer),
 }
 
 

@@ -31,7 +31,8 @@ PY
 device=$(python3 -c 'import torch; print(torch.cuda.get_device_name(0))')
 
 # Training steps at batch 256 (fp32), ours against PyTorch eager on the same model: the
-# Fashion-MNIST MLP, CNN (Conv-BatchNorm-ReLU-MaxPool twice, then two Linear layers) and ResNet.
+# Fashion-MNIST MLP, CNN (Conv-BatchNorm-ReLU-MaxPool twice, then two Linear layers), ResNet and
+# Transformer.
 train_pair() {  # onnx_file torch_model label
   local train_log="$out_dir/bench-train-$2.txt"
   : >"$train_log"
@@ -72,6 +73,7 @@ PY
 train_pair fmnist_mlp.onnx mlp MLP
 train_pair fmnist_cnn.onnx fmnist_cnn "CNN (32, 64 channels, hidden 128)"
 train_pair fmnist_resnet.onnx fmnist_resnet "ResNet (16, 32, 64 channels, a basic block each)"
+train_pair fmnist_transformer.onnx fmnist_transformer "Transformer (2 layers, 64 wide, 4 heads)"
 if [[ "$what" == train ]]; then
   cat "$out_dir/bench-gpu.md"
   exit 0

@@ -241,6 +241,12 @@ struct StridedCopyPlan {
 void LaunchStridedCopy(const void* in, void* out, size_t element_size, const StridedCopyPlan& plan,
                        cudaStream_t stream);
 
+// Split's copy: dst[o, dst_offset + j, i] = src[o, src_offset + j, i] for j < count, both viewed
+// as [outer, axis, inner] with their own axis lengths. Elements of 4 or 8 bytes.
+void LaunchCopyAxisRange(const void* src, int64_t src_axis, int64_t src_offset, void* dst,
+                         int64_t dst_axis, int64_t dst_offset, int64_t count, int64_t outer,
+                         int64_t inner, size_t element_size, cudaStream_t stream);
+
 // Softmax (kLog false) or LogSoftmax (true) over the [outer, n, inner] view, and its gradient
 // from dY and the output Y.
 template <bool kLog>

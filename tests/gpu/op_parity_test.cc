@@ -319,6 +319,36 @@ std::vector<ParityCase> Cases() {
     cases.push_back({OpCase{"MatMul", {RandomTensor(a, seed++), RandomTensor(b, seed++)}},
                      std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
   }
+  // Reshape (-1 and 0 in the target, here read back from the device: the cases give it as a
+  // run-time input), Split (opset 13's lengths input, opset 11's attribute, equal pieces, a middle
+  // axis) and Constant (a float and an int64 value, put on the GPU).
+  {
+    using ops::testing::AttrInt;
+    using ops::testing::AttrInts;
+    cases.push_back({OpCase{"Reshape",
+                            {RandomTensor({4, 28, 64}, seed++),
+                             Tensor::FromVector<int64_t>({4}, {-1, 28, 4, 16})}},
+                     0.0F});
+    cases.push_back(
+        {OpCase{"Reshape",
+                {RandomTensor({2, 3, 4}, seed++), Tensor::FromVector<int64_t>({2}, {0, -1})}},
+         0.0F});
+    cases.push_back({OpCase{"Split",
+                            {RandomTensor({4, 28, 192}, seed++),
+                             Tensor::FromVector<int64_t>({3}, {64, 64, 64})},
+                            {AttrInt("axis", -1)},
+                            /*num_outputs=*/3},
+                     0.0F});
+    OpCase attribute_split{"Split",
+                           {RandomTensor({5, 6, 2}, seed++)},
+                           {AttrInt("axis", 1), AttrInts("split", {1, 2, 3})},
+                           /*num_outputs=*/3};
+    attribute_split.opset = 11;
+    cases.push_back({attribute_split, 0.0F});
+    cases.push_back({OpCase{"Split", {RandomTensor({6, 4}, seed++)}, {}, /*num_outputs=*/2}, 0.0F});
+    cases.push_back({OpCase{"Constant", {}, {ops::testing::AttrFloat("value_float", 1.5F)}}, 0.0F});
+    cases.push_back({OpCase{"Constant", {}, {AttrInts("value_ints", {-1, 28, 4, 16})}}, 0.0F});
+  }
   // Views: the same kernel on both backends.
   cases.push_back({OpCase{"Flatten", {RandomTensor({4, 1, 28, 28}, seed++)}}, 0.0F});
   cases.push_back(
@@ -388,6 +418,14 @@ TEST_F(OpParityTest, ForwardAndBackwardMatchTheCpu) {
     OpRunner cpu(c.op);
     OpRunner cuda(c.op, tensor::DeviceKind::kCuda);
     const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
+    if (c.op.inputs.empty()) {  // Constant: nothing to differentiate
+      const std::vector<Tensor> actual = cuda.Forward({});
+      ASSERT_EQ(outputs.size(), actual.size()) << what;
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        ExpectSame(outputs[o], actual[o], c.tolerance, what + ": output " + std::to_string(o));
+      }
+      continue;
+    }
     std::vector<Tensor> grads;
     for (size_t o = 0; o < outputs.size(); ++o) {
       grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
@@ -440,11 +478,13 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
 
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(OpCase{"Split", {RandomTensor({2, 4}, 1)}}, tensor::DeviceKind::kCuda);
-    FAIL() << "Split has no CUDA kernel yet, but one was made";
+    OpRunner cuda(
+        OpCase{"Gather", {RandomTensor({4, 2}, 1), Tensor::FromVector<int64_t>({1}, {0})}},
+        tensor::DeviceKind::kCuda);
+    FAIL() << "Gather has no CUDA kernel yet, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Split' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Gather' on cuda"));
   }
 }
 

@@ -167,6 +167,13 @@ TEST_F(CudaTrainerTest, TheResNetsFiftyStepsMatchTheCpuRun) {
   ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
 
+// The parity Transformer at the MLP's rate (its trajectory is calm there: the CPU runs with and
+// without FMA GEMM kernels print the same losses for 50 steps, their weights within 3.6e-7).
+TEST_F(CudaTrainerTest, TheTransformersFiftyStepsMatchTheCpuRun) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectFiftyStepsMatchTheCpu(exec::testing::ImageModelOptions("transformer"), dir_, 1e-4F);
+}
+
 // precision tf32: the CNN's products and convolutions on tensor cores. Its losses stay near the
 // CPU's fp32 ones (TF32 rounds each product's factors to 10-bit mantissas, about 5e-4), and its
 // weights differ from an fp32 GPU run's: the setting reaches cuBLASLt.

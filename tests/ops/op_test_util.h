@@ -86,7 +86,10 @@ class OpRunner {
     }
     for (size_t o = 0; o < op_case.num_outputs; ++o) node_.add_output("out" + std::to_string(o));
     for (const auto& attribute : op_case.attributes) *node_.add_attribute() = attribute;
-    info_ = std::make_unique<NodeInfo>(node_, op_case.opset);
+    // A backend's kernels run on its first device (a GPU backend's Constant puts its value there).
+    info_ = std::make_unique<NodeInfo>(
+        node_, op_case.opset, Precision::kFp32,
+        backend == tensor::DeviceKind::kCpu ? tensor::Device::Cpu() : tensor::Device{backend, 0});
     kernel_ = KernelRegistry::Global().Create(*info_, backend);
   }
 
