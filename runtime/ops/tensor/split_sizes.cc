@@ -16,6 +16,7 @@ std::vector<int64_t> SplitSizes(const std::optional<std::vector<int64_t>>& given
     AD_CHECK(length % outputs == 0, kInvalidArgument,
              "{}: an axis of length {} cannot be split equally into {} outputs", what, length,
              outputs);
+    // NOLINTNEXTLINE(modernize-return-braced-init-list): braces would make a 2-element list
     return std::vector<int64_t>(static_cast<size_t>(outputs), length / outputs);
   }
   const std::vector<int64_t>& sizes = *given;
