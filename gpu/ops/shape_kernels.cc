@@ -5,6 +5,7 @@
 //     (NodeInfo::ConstantInput), else copied back from the device each run.
 //   Split: each piece copied out along the axis, the gradient joined back (zeros for pieces that
 //     got none); the lengths, like Reshape's shape, read once when constant.
+//   Concat: each input copied into its range along the axis; each input's gradient copied out.
 #include <optional>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "gpu/ops/launch.h"
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/concat_layout.h"
 #include "runtime/ops/tensor/constant_value.h"
 #include "runtime/ops/tensor/layout.h"
 #include "runtime/ops/tensor/reshape_shape.h"
@@ -197,6 +199,82 @@ class CudaSplitKernel final : public ops::OpKernel {
   std::optional<std::vector<int64_t>> split_input_;
 };
 
+struct ConcatState final : ops::KernelState {
+  size_t axis = 0;
+  std::vector<int64_t> sizes;
+};
+
+class CudaConcatKernel final : public ops::OpKernel {
+ public:
+  explicit CudaConcatKernel(const ops::NodeInfo& node)
+      : OpKernel(node), axis_(ops::ParseConcatAxis(node)) {}
+
+  void Forward(ops::ForwardContext& ctx) const override {
+    const std::string& node = description();
+    ops::ConcatLayout layout = ops::ResolveConcat(ctx, axis_, node);
+    const Tensor& first = ctx.input(0);
+    cudaStream_t stream = detail::StreamOf(node, first);
+    const size_t element_size = tensor::ElementSize(first.dtype());
+    AD_CHECK(element_size == 4 || element_size == 8, kInvalidArgument,
+             "{}: the inputs must have elements of 4 or 8 bytes on cuda, got {}", node,
+             tensor::DTypeName(first.dtype()));
+    auto state = std::make_unique<ConcatState>();
+    state->axis = layout.axis;
+    state->sizes = layout.sizes;
+    if (ctx.num_inputs() == 1) {
+      ctx.set_output(0, first);
+    } else {
+      const Shape& shape = layout.shape;
+      const size_t axis = layout.axis;
+      const int64_t outer = ops::DimProduct(shape, 0, axis);
+      const int64_t inner = ops::DimProduct(shape, axis + 1, shape.size());
+      Tensor y(first.dtype(), shape, first.device());
+      int64_t offset = 0;
+      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+        detail::StreamOf(node, ctx.input(i));
+        const int64_t size = layout.sizes[i];
+        detail::LaunchCopyAxisRange(ctx.input(i).raw(), size, 0, y.raw(), shape[axis], offset, size,
+                                    outer, inner, element_size, stream);
+        offset += size;
+      }
+      ctx.set_output(0, std::move(y));
+    }
+    ctx.save_state(std::move(state));
+  }
+
+  void Backward(ops::BackwardContext& ctx) const override {
+    const Tensor* dy = ctx.output_grad(0);
+    if (dy == nullptr) return;
+    const std::string& node = description();
+    cudaStream_t stream = detail::StreamOf(node, *dy);
+    const auto* state = dynamic_cast<const ConcatState*>(ctx.state());
+    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const Shape& shape = dy->shape();
+    const int64_t outer = ops::DimProduct(shape, 0, state->axis);
+    const int64_t inner = ops::DimProduct(shape, state->axis + 1, shape.size());
+    int64_t offset = 0;
+    for (size_t i = 0; i < state->sizes.size(); ++i) {
+      const int64_t size = state->sizes[i];
+      if (ctx.needs_grad(i)) {
+        Shape input_shape = shape;
+        input_shape[state->axis] = size;
+        Tensor dx(DType::kFloat32, input_shape, dy->device());
+        detail::LaunchCopyAxisRange(dy->raw(), shape[state->axis], offset, dx.raw(), size, 0, size,
+                                    outer, inner, sizeof(float), stream);
+        ctx.set_input_grad(i, std::move(dx));
+      }
+      offset += size;
+    }
+  }
+
+  bool BackwardNeedsInput(size_t /*input*/) const override { return false; }
+  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+
+ private:
+  int64_t axis_;
+};
+
+AUTODIST_REGISTER_DEVICE_KERNEL(Concat, 4, 17, CudaConcatKernel, kCuda);
 AUTODIST_REGISTER_DEVICE_KERNEL(Constant, 1, 17, CudaConstantKernel, kCuda);
 AUTODIST_REGISTER_DEVICE_KERNEL(Reshape, 5, 17, CudaReshapeKernel, kCuda);
 AUTODIST_REGISTER_DEVICE_KERNEL(Split, 2, 17, CudaSplitKernel, kCuda);

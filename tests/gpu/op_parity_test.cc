@@ -321,7 +321,8 @@ std::vector<ParityCase> Cases() {
   }
   // Reshape (-1 and 0 in the target, here read back from the device: the cases give it as a
   // run-time input), Split (opset 13's lengths input, opset 11's attribute, equal pieces, a middle
-  // axis) and Constant (a float and an int64 value, put on the GPU).
+  // axis), Concat (a middle axis of three inputs, the last axis) and Constant (a float and an
+  // int64 value, put on the GPU).
   {
     using ops::testing::AttrInt;
     using ops::testing::AttrInts;
@@ -346,6 +347,15 @@ std::vector<ParityCase> Cases() {
     attribute_split.opset = 11;
     cases.push_back({attribute_split, 0.0F});
     cases.push_back({OpCase{"Split", {RandomTensor({6, 4}, seed++)}, {}, /*num_outputs=*/2}, 0.0F});
+    cases.push_back({OpCase{"Concat",
+                            {RandomTensor({2, 3, 4}, seed++), RandomTensor({2, 5, 4}, seed++),
+                             RandomTensor({2, 1, 4}, seed++)},
+                            {AttrInt("axis", 1)}},
+                     0.0F});
+    cases.push_back({OpCase{"Concat",
+                            {RandomTensor({3, 2}, seed++), RandomTensor({3, 4}, seed++)},
+                            {AttrInt("axis", -1)}},
+                     0.0F});
     cases.push_back({OpCase{"Constant", {}, {ops::testing::AttrFloat("value_float", 1.5F)}}, 0.0F});
     cases.push_back({OpCase{"Constant", {}, {AttrInts("value_ints", {-1, 28, 4, 16})}}, 0.0F});
   }

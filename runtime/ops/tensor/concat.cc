@@ -3,6 +3,7 @@
 // the gradient of each input is its block of the output gradient.
 #include "runtime/common/error.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/concat_layout.h"
 #include "runtime/ops/tensor/layout.h"
 
 namespace autodist::ops {
@@ -15,36 +16,16 @@ struct ConcatState final : KernelState {
 
 class ConcatKernel final : public OpKernel {
  public:
-  explicit ConcatKernel(const NodeInfo& node) : OpKernel(node), axis_(node.GetInt("axis", 0)) {
-    AD_CHECK(node.HasAttribute("axis"), kInvalidArgument, "{}: attribute 'axis' is required",
-             node.Describe());
-  }
+  explicit ConcatKernel(const NodeInfo& node) : OpKernel(node), axis_(ParseConcatAxis(node)) {}
 
   void Forward(ForwardContext& ctx) const override {
-    AD_CHECK(ctx.num_inputs() > 0, kInvalidArgument, "{}: needs at least one input",
-             ctx.Describe());
+    ConcatLayout layout = ResolveConcat(ctx, axis_, ctx.Describe());
     const Tensor& first = ctx.input(0);
-    AD_CHECK(first.rank() > 0, kInvalidArgument, "{}: cannot concatenate scalars", ctx.Describe());
-    const auto axis = static_cast<size_t>(
-        NormalizeAxis(axis_, static_cast<int64_t>(first.rank()), ctx.Describe(), "axis"));
+    const size_t axis = layout.axis;
+    const Shape& shape = layout.shape;
     auto state = std::make_unique<ConcatState>();
     state->axis = axis;
-    Shape shape = first.shape();
-    shape[axis] = 0;
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const Tensor& x = ctx.input(i);
-      AD_CHECK(x.dtype() == first.dtype(), kInvalidArgument, "{}: input {} is {} but input 0 is {}",
-               ctx.Describe(), i, tensor::DTypeName(x.dtype()), tensor::DTypeName(first.dtype()));
-      bool matches = x.rank() == first.rank();
-      for (size_t d = 0; matches && d < x.rank(); ++d)
-        matches = d == axis || x.dim(d) == first.dim(d);
-      AD_CHECK(matches, kInvalidArgument,
-               "{}: input {} has shape {}, which does not match input 0 {} outside axis {}",
-               ctx.Describe(), i, tensor::ShapeToString(x.shape()),
-               tensor::ShapeToString(first.shape()), axis);
-      state->sizes.push_back(x.dim(axis));
-      shape[axis] += x.dim(axis);
-    }
+    state->sizes = layout.sizes;
     if (ctx.num_inputs() == 1) {
       ctx.set_output(0, first);
     } else {
