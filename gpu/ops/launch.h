@@ -203,6 +203,12 @@ void LaunchMaxPool(const float* x, int64_t planes, const Window2d& g, float* y, 
 // W swapped; -1 stays -1.
 void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,
                           bool column_major, int64_t* indices, cudaStream_t stream);
+// AveragePool (no dilation): the mean of each window, with count_include_pad's divisor, and its
+// gradient, each output's share added to its taps in output order.
+void LaunchAveragePool(const float* x, int64_t planes, const Window2d& g, bool count_include_pad,
+                       float* y, cudaStream_t stream);
+void LaunchAveragePoolGrad(const float* dy, int64_t planes, const Window2d& g,
+                           bool count_include_pad, float* dx, cudaStream_t stream);
 // GlobalAveragePool: out[p] = (float)(Σ_i x[p * size + i]) * inverse (the sum in double), and its
 // gradient dx[p * size + i] = dy[p] * inverse.
 void LaunchPlaneMeans(const float* x, int64_t planes, int64_t size, float inverse, float* out,

@@ -1,6 +1,6 @@
-// The kernels of MaxPool and GlobalAveragePool on CUDA. MaxPool: one thread per output for the
-// maxima (window_geometry.h's MaxOfWindow, the CPU's own code), one per input element for the
-// gradient, which gathers the outputs whose argmax it is in output order, as the CPU adds them,
+// The kernels of MaxPool, AveragePool and GlobalAveragePool on CUDA. MaxPool: one thread per output
+// for the maxima (window_geometry.h's MaxOfWindow, the CPU's own code), one per input element for
+// the gradient, which gathers the outputs whose argmax it is in output order, as the CPU adds them,
 // without atomics; windows that do not overlap (2x2 with stride 2) write their taps from the
 // outputs instead. One plane per grid row, 32-bit positions within it (MaxPool refuses planes of
 // 2^31 elements or more).
@@ -138,6 +138,59 @@ __global__ void PlaneBroadcastKernel(const float* dy, Index size, Index n, float
   }
 }
 
+// AveragePool: one thread per output (window_geometry.h's WindowMean, the CPU's own code), and
+// for the gradient one per input element, adding each covering window's share in output order
+// as the CPU does.
+__global__ void AveragePoolKernel(const float* x, int64_t planes, Window2d g,
+                                  bool count_include_pad, float* y) {
+  const auto out_size = static_cast<unsigned>(g.out_size());
+  const auto out_w = static_cast<unsigned>(g.out_w);
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    for (unsigned o = blockIdx.x * blockDim.x + threadIdx.x; o < out_size;
+         o += gridDim.x * blockDim.x) {
+      const unsigned oh = o / out_w;
+      y[plane * out_size + o] =
+          ops::nn::WindowMean(x + plane * g.in_size(), g, ops::nn::RowTaps(g, oh),
+                              ops::nn::ColumnTaps(g, o - oh * out_w), count_include_pad);
+    }
+  }
+}
+
+__global__ void AveragePoolGradKernel(const float* dy, int64_t planes, Window2d g,
+                                      bool count_include_pad, float* dx) {
+  const auto in_size = static_cast<int>(g.in_size());
+  const auto in_w = static_cast<int>(g.in_w);
+  const auto out_w = static_cast<int>(g.out_w);
+  const auto out_h = static_cast<int>(g.out_h);
+  const auto kernel_h = static_cast<int>(g.kernel_h);
+  const auto kernel_w = static_cast<int>(g.kernel_w);
+  const auto stride_h = static_cast<int>(g.stride_h);
+  const auto stride_w = static_cast<int>(g.stride_w);
+  const auto pad_top = static_cast<int>(g.pad_top);
+  const auto pad_left = static_cast<int>(g.pad_left);
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const float* grad = dy + plane * g.out_size();
+    for (int local = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); local < in_size;
+         local += static_cast<int>(gridDim.x * blockDim.x)) {
+      const int ih = local / in_w;
+      const int iw = local - ih * in_w;
+      float sum = 0.0F;
+      for (int ki = kernel_h - 1; ki >= 0; --ki) {  // outputs in increasing order
+        const int oh = ops::nn::OutputOfTap<int>(ih, ki, stride_h, pad_top, 1, out_h);
+        if (oh < 0) continue;
+        const ops::nn::WindowTaps rows = ops::nn::RowTaps(g, oh);
+        for (int kj = kernel_w - 1; kj >= 0; --kj) {
+          const int ow = ops::nn::OutputOfTap<int>(iw, kj, stride_w, pad_left, 1, out_w);
+          if (ow < 0) continue;
+          sum += grad[oh * out_w + ow] *
+                 ops::nn::InverseWindowDivisor(rows, ops::nn::ColumnTaps(g, ow), count_include_pad);
+        }
+      }
+      dx[plane * in_size + local] = sum;
+    }
+  }
+}
+
 // Whether each input element is a tap of one window at most, and whether of exactly one.
 bool WindowsOverlap(const Window2d& g) {
   return (g.kernel_h - 1) * g.dilation_h + 1 > g.stride_h ||
@@ -176,6 +229,20 @@ void LaunchPlaneBroadcast(const float* dy, int64_t planes, int64_t size, float i
   } else {
     PlaneBroadcastKernel<int64_t><<<Blocks(n), kThreads, 0, stream>>>(dy, size, n, inverse, dx);
   }
+}
+
+void LaunchAveragePool(const float* x, int64_t planes, const Window2d& g, bool count_include_pad,
+                       float* y, cudaStream_t stream) {
+  if (planes * g.out_size() == 0) return;
+  AveragePoolKernel<<<RowGrid(planes, g.out_size()), kThreads, 0, stream>>>(x, planes, g,
+                                                                            count_include_pad, y);
+}
+
+void LaunchAveragePoolGrad(const float* dy, int64_t planes, const Window2d& g,
+                           bool count_include_pad, float* dx, cudaStream_t stream) {
+  if (planes * g.in_size() == 0) return;
+  AveragePoolGradKernel<<<RowGrid(planes, g.in_size()), kThreads, 0, stream>>>(
+      dy, planes, g, count_include_pad, dx);
 }
 
 void LaunchMaxPoolIndices(const int32_t* argmax, int64_t planes, const Window2d& g,

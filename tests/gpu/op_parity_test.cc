@@ -202,6 +202,29 @@ std::vector<ParityCase> Cases() {
                             /*num_outputs=*/2},
                      0.0F});
   }
+  // AveragePool: 2x2 windows tiling the input, overlapping 3x3 windows over padding counted and
+  // not, and ceil_mode's last window running past the end padding. The same float sums in the
+  // same order on both; the gradient adds each window's share in output order, as the CPU does.
+  {
+    using ops::testing::AttrInt;
+    using ops::testing::AttrInts;
+    cases.push_back({OpCase{"AveragePool",
+                            {RandomTensor({4, 8, 28, 28}, seed++)},
+                            {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}},
+                     0.0F});
+    for (const int64_t include : {0, 1}) {
+      cases.push_back({OpCase{"AveragePool",
+                              {RandomTensor({2, 3, 7, 6}, seed++)},
+                              {AttrInts("kernel_shape", {3, 3}), AttrInts("pads", {1, 1, 1, 1}),
+                               AttrInt("count_include_pad", include)}},
+                       0.0F});
+    }
+    cases.push_back({OpCase{"AveragePool",
+                            {RandomTensor({2, 2, 9, 10}, seed++)},
+                            {AttrInts("kernel_shape", {3, 2}), AttrInts("strides", {2, 3}),
+                             AttrInts("pads", {1, 0, 1, 0}), AttrInt("ceil_mode", 1)}},
+                     0.0F});
+  }
   // BatchNormalization: training (opset 15's three outputs and opset 9's five, whose statistics
   // outputs get gradients too), inference, a training node in an evaluating session, and
   // [N, C] input. Sums in double on the GPU, float blocks in double on the CPU.
@@ -418,6 +441,24 @@ TEST_F(OpParityTest, EveryCudaOpHasCases) {
   EXPECT_FALSE(registered.empty());
   for (const std::string& op : registered) {
     EXPECT_TRUE(covered.contains(op)) << op << " has a CUDA kernel but no parity case";
+  }
+}
+
+// The cases themselves, on the CPU alone (and so in CI, without a GPU): each is an input the CPU
+// kernel takes, so a GPU run spends no time on a case that is wrong.
+TEST_F(OpParityTest, EveryCaseRunsOnTheCpu) {
+  for (const ParityCase& c : Cases()) {
+    SCOPED_TRACE(Describe(c.op));
+    OpRunner cpu(c.op);
+    const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
+    EXPECT_FALSE(outputs.empty());
+    if (c.op.inputs.empty()) continue;  // Constant
+    std::vector<Tensor> grads;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
+    }
+    const ops::testing::OpResult result = cpu.ForwardBackward(c.op.inputs, grads);
+    EXPECT_EQ(result.outputs.size(), outputs.size());
   }
 }
 

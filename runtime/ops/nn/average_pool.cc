@@ -76,11 +76,7 @@ class AveragePoolKernel final : public MeanPoolKernel {
       float* result = out + p * g.out_size();
       nn::ForEachWindow(g, [&](int64_t o, const WindowTaps& rows, const WindowTaps& cols) {
         // Dilation is 1 (checked in the constructor), so the taps are consecutive.
-        float sum = 0.0F;
-        for (int64_t ih = rows.first; ih < rows.end; ++ih) {
-          for (int64_t iw = cols.first; iw < cols.end; ++iw) sum += plane[ih * g.in_w + iw];
-        }
-        result[o] = sum * InverseDivisor(rows, cols);
+        result[o] = nn::WindowMean(plane, g, rows, cols, count_include_pad_);
       });
     });
     return y;
@@ -96,21 +92,13 @@ class AveragePoolKernel final : public MeanPoolKernel {
       float* plane = d + p * g.in_size();
       const float* g_out = grad + p * g.out_size();
       nn::ForEachWindow(g, [&](int64_t o, const WindowTaps& rows, const WindowTaps& cols) {
-        const float share = g_out[o] * InverseDivisor(rows, cols);
+        const float share = g_out[o] * nn::InverseWindowDivisor(rows, cols, count_include_pad_);
         for (int64_t ih = rows.first; ih < rows.end; ++ih) {
           for (int64_t iw = cols.first; iw < cols.end; ++iw) plane[ih * g.in_w + iw] += share;
         }
       });
     });
     return dx;
-  }
-
-  // 1 / the window's divisor, or 0 for a window with nothing to divide by.
-  float InverseDivisor(const WindowTaps& rows, const WindowTaps& cols) const {
-    const int64_t divisor = count_include_pad_ ? rows.padded * cols.padded
-                                               : std::max<int64_t>(0, rows.end - rows.first) *
-                                                     std::max<int64_t>(0, cols.end - cols.first);
-    return divisor > 0 ? 1.0F / static_cast<float>(divisor) : 0.0F;
   }
 
   nn::WindowAttributes attributes_;

@@ -77,6 +77,30 @@ AUTODIST_HOST_DEVICE inline WindowMax MaxOfWindow(const float* plane, const Wind
   return best;
 }
 
+// AveragePool's 1 / divisor of a window: with count_include_pad the window's size clipped to the
+// padded input, otherwise the number of input elements in it (PyTorch's avg_pool2d); 0 for a
+// window with nothing to divide by. AveragePool has no dilation, so taps are consecutive.
+AUTODIST_HOST_DEVICE inline float InverseWindowDivisor(const WindowTaps& rows,
+                                                       const WindowTaps& cols,
+                                                       bool count_include_pad) {
+  const int64_t inside_rows = rows.end > rows.first ? rows.end - rows.first : 0;
+  const int64_t inside_cols = cols.end > cols.first ? cols.end - cols.first : 0;
+  const int64_t divisor = count_include_pad ? rows.padded * cols.padded : inside_rows * inside_cols;
+  return divisor > 0 ? 1.0F / static_cast<float>(divisor) : 0.0F;
+}
+
+// The mean of one window of `plane`: the float sum of its taps, row-major, times the inverse
+// divisor.
+AUTODIST_HOST_DEVICE inline float WindowMean(const float* plane, const WindowGeometry& g,
+                                             const WindowTaps& rows, const WindowTaps& cols,
+                                             bool count_include_pad) {
+  float sum = 0.0F;
+  for (int64_t ih = rows.first; ih < rows.end; ++ih) {
+    for (int64_t iw = cols.first; iw < cols.end; ++iw) sum += plane[ih * g.in_w + iw];
+  }
+  return sum * InverseWindowDivisor(rows, cols, count_include_pad);
+}
+
 // The output position (along one axis) whose window has input position `in` as its tap `k`, or -1
 // when there is none: the inverse of the windows, for kernels that gather over them. Int: the
 // GPU's kernels use 32-bit integers, whose division is several times cheaper there.
