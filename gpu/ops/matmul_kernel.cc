@@ -46,18 +46,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
     } else if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B
       Product(false, false, s.entries() * s.m, s.n, s.k, pa, pb, 0.0F, py, device, stream);
     } else if (s.one_to_one()) {  // Y_e = A_e B_e, one strided batch
-      Sgemm(GemmCall{.m = s.m,
-                     .n = s.n,
-                     .k = s.k,
-                     .a = pa,
-                     .b = pb,
-                     .c = py,
-                     .tf32 = tf32_,
-                     .batch = s.entries(),
-                     .stride_a = s.m * s.k,
-                     .stride_b = s.k * s.n,
-                     .stride_c = s.m * s.n},
-            device, stream);
+      Batched(false, false, s.m, s.n, s.k, pa, pb, py, s.entries(), device, stream);
     } else {
       for (int64_t i = 0; i < s.entries(); ++i) {
         const auto e = static_cast<size_t>(i);
@@ -89,19 +78,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
       } else if (s.b_single) {  // dA [E*M, K] = dY [E*M, N] Bᵀ
         Product(false, true, s.entries() * s.m, s.k, s.n, g, pb, 0.0F, d, device, stream);
       } else if (s.one_to_one()) {
-        Sgemm(GemmCall{.trans_b = true,
-                       .m = s.m,
-                       .n = s.k,
-                       .k = s.n,
-                       .a = g,
-                       .b = pb,
-                       .c = d,
-                       .tf32 = tf32_,
-                       .batch = s.entries(),
-                       .stride_a = s.m * s.n,
-                       .stride_b = s.k * s.n,
-                       .stride_c = s.m * s.k},
-              device, stream);
+        Batched(false, true, s.m, s.k, s.n, g, pb, d, s.entries(), device, stream);
       } else {  // dA_e (+)= dY_e B_eᵀ, summed over the entries sharing an a matrix
         for (int64_t i = 0; i < s.entries(); ++i) {
           const auto e = static_cast<size_t>(i);
@@ -119,19 +96,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
       } else if (s.b_single) {  // dB [K, N] = Aᵀ [K, E*M] dY [E*M, N]
         Product(true, false, s.k, s.n, s.entries() * s.m, pa, g, 0.0F, d, device, stream);
       } else if (s.one_to_one()) {
-        Sgemm(GemmCall{.trans_a = true,
-                       .m = s.k,
-                       .n = s.n,
-                       .k = s.m,
-                       .a = pa,
-                       .b = g,
-                       .c = d,
-                       .tf32 = tf32_,
-                       .batch = s.entries(),
-                       .stride_a = s.m * s.k,
-                       .stride_b = s.m * s.n,
-                       .stride_c = s.k * s.n},
-              device, stream);
+        Batched(true, false, s.k, s.n, s.m, pa, g, d, s.entries(), device, stream);
       } else {  // dB_e (+)= A_eᵀ dY_e
         for (int64_t i = 0; i < s.entries(); ++i) {
           const auto e = static_cast<size_t>(i);
@@ -162,6 +127,26 @@ class CudaMatMulKernel final : public ops::OpKernel {
                    .beta = beta,
                    .c = c,
                    .tf32 = tf32_},
+          device, stream);
+  }
+
+  // C_e = op(x_e) op(y_e) for e < count, every operand packed and consecutive: one strided batch.
+  void Batched(bool trans_x, bool trans_y, int64_t rows, int64_t cols, int64_t inner,
+               const float* x, const float* y, float* c, int64_t count, int device,
+               cudaStream_t stream) const {
+    Sgemm(GemmCall{.trans_a = trans_x,
+                   .trans_b = trans_y,
+                   .m = rows,
+                   .n = cols,
+                   .k = inner,
+                   .a = x,
+                   .b = y,
+                   .c = c,
+                   .tf32 = tf32_,
+                   .batch = count,
+                   .stride_a = rows * inner,
+                   .stride_b = inner * cols,
+                   .stride_c = rows * cols},
           device, stream);
   }
 
