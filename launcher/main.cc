@@ -71,6 +71,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_option("--threads", options.threads,
                   "Compute threads per worker (default: the cores shared among the workers)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--tensorboard", options.tensorboard,
+                  "Write TensorBoard event files under DIR/<worker> (instead of "
+                  "spec.training.tensorboard.path)");
 }
 
 }  // namespace

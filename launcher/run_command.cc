@@ -151,6 +151,10 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
+    if (worker && !options_.tensorboard.empty()) {
+      spec.argv.emplace_back("--tensorboard");
+      spec.argv.push_back(fs::absolute(options_.tensorboard).string());
+    }
     return spec;
   }
 

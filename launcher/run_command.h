@@ -13,11 +13,12 @@ namespace autodist::cli {
 
 struct RunOptions {
   std::string manifest;
-  std::string log_dir;   // default: autodist-logs/<job name> under the current directory
-  int port = 0;          // the coordinator's port on 127.0.0.1; 0: a free one
-  bool verbose = false;  // also echo every process's output lines
-  std::string runtime;   // the autodist-runtime executable; default: next to `autodist`
-  int threads = 0;       // compute threads per worker; 0: the cores shared among the workers
+  std::string log_dir;      // default: autodist-logs/<job name> under the current directory
+  int port = 0;             // the coordinator's port on 127.0.0.1; 0: a free one
+  bool verbose = false;     // also echo every process's output lines
+  std::string runtime;      // the autodist-runtime executable; default: next to `autodist`
+  int threads = 0;          // compute threads per worker; 0: the cores shared among the workers
+  std::string tensorboard;  // TensorBoard event files under DIR/<worker>; empty: the manifest's
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
   bool live_progress = false;                  // rewrite the progress line in place (a terminal)

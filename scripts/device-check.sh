@@ -7,9 +7,10 @@
 #                                             # into .device-bundle/autodist-gpu.tar.gz
 #   scripts/device-check.sh run OUT_DIR [all|tests|train]
 #                                             # there, from the repository root: unpack, run the
-#                                             # GPU tests and the benchmarks (`tests`: none,
-#                                             # `train`: the training steps alone), write results
-#                                             # to OUT_DIR
+#                                             # GPU tests, TensorBoard's reading of an event
+#                                             # file written here (and its golden file), and the
+#                                             # benchmarks (`tests`: none, `train`: the training
+#                                             # steps alone); results go to OUT_DIR
 #
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
@@ -36,7 +37,7 @@ pack() {
   local targets=(fused_optimizer_bench gemm_bench train_step_bench)
   local test
   for test in "$root"/tests/gpu/*_test.cc; do targets+=("gpu_$(basename "$test" .cc)"); done
-  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" autodist-runtime
 
   local stage="$bundle_dir/autodist-gpu"
   rm -rf "$stage" "$bundle"
@@ -57,6 +58,15 @@ pack() {
     strip --strip-unneeded "$library" 2>/dev/null || true
     patchelf --set-rpath '$ORIGIN' "$library"
   done
+  # An event file written here, with the run's progress lines, for TensorBoard's own reader
+  # there (scripts/tensorboard-check.py check).
+  local parity="$root/tests/fixtures/parity/mlp"
+  mkdir -p "$stage/tensorboard"
+  "$build/bin/autodist-runtime" --model "$parity/model.onnx" --train "image=$parity/image.npy" \
+    --train "label=$parity/label.npy" --eval "image=$parity/image.npy" \
+    --eval "label=$parity/label.npy" --batch-size 32 --steps 6 --log-every 2 --eval-every 3 \
+    --optimizer sgd --lr 0.05 --opt momentum=0.9 --data none \
+    --tensorboard "$stage/tensorboard/run" >"$stage/tensorboard/progress.log"
   # The commit the bundle was built from ("+dirty" with uncommitted changes), for docs/gpu.md.
   { git -C "$root" rev-parse HEAD
     git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' || echo "+dirty"; } | paste -sd '' \
@@ -99,6 +109,12 @@ run() {
   grep -E -B3 -A12 '(Failure|Expected|exception|what\(\))' "$out/tests.log" | head -150 || true
   # One archive of the JUnit files: fewer files to bring back.
   (cd "$out" && tar -czf junit.tar.gz -- *.xml && rm -f -- *.xml)
+  # TensorBoard reads our event file; its own writer writes the golden file tests/fixtures keeps.
+  { python3 "$root/scripts/tensorboard-check.py" check "$dir/tensorboard/run" \
+      "$dir/tensorboard/progress.log" &&
+    python3 "$root/scripts/tensorboard-check.py" golden "$out/tensorboard-golden"; } \
+    >"$out/tensorboard.log" 2>&1 || status=1
+  cat "$out/tensorboard.log"
   if [[ "$what" != tests ]]; then
     "$root/scripts/bench-gpu.sh" "$dir/bin" "$out" "$what" || status=1
   fi

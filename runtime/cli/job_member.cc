@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -139,9 +140,15 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
   options.parsed_optimizer = job.training.optimizer;
   options.sum_states = job::SumReducedStates(job);
   options.batch_size = job.data.batch_size_per_replica;
-  const exec::TrainerOptions trainer = cli::TrainerOptionsFromJob(
-      job, options.placement.first_replica, options.placement.local_replicas,
-      options.placement.total_replicas);
+  exec::TrainerOptions trainer = cli::TrainerOptionsFromJob(job, options.placement.first_replica,
+                                                            options.placement.local_replicas,
+                                                            options.placement.total_replicas);
+  // Each worker writes its own run: TensorBoard shows one run per subdirectory.
+  const std::string tensorboard =
+      member.tensorboard_dir.empty() ? job.training.tensorboard_path : member.tensorboard_dir;
+  if (!tensorboard.empty()) {
+    trainer.tensorboard_dir = (std::filesystem::path(tensorboard) / node).string();
+  }
   const std::unique_ptr<collective::Communicator> communicator =
       MakeCommunicator(plan, registration, member, node, host);
   sync::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());

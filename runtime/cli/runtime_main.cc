@@ -142,6 +142,10 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "Matrix products and convolutions in fp32, or tf32 (on a GPU)")
       ->excludes(job_flag);
+  std::string tensorboard;
+  app.add_option("--tensorboard", tensorboard,
+                 "Write TensorBoard event files here (with --job: under DIR/<node>, instead of "
+                 "spec.training.tensorboard.path)");
   app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
   app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");
 
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
       AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,
                "--job needs --node and --coordinator");
       member.threads = threads;
+      member.tensorboard_dir = tensorboard;
       member.ps_data_channel = !no_ps_data_channel;
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
@@ -184,6 +189,7 @@ int main(int argc, char** argv) {
                 << std::endl;
     }
     options.shuffle = !no_shuffle;
+    options.tensorboard_dir = tensorboard;
     if (data == "fashion-mnist") {
       options.train_files = autodist::data::FashionMnistFiles("train", data_dir);
       options.eval_files = autodist::data::FashionMnistFiles("test", data_dir);

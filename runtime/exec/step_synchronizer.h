@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +16,15 @@
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::exec {
+
+// What a run has put on the network so far, for the chief's TensorBoard scalars.
+struct WireTotals {
+  // Through the parameter servers, every worker's pushes and pulls (as the servers count them).
+  std::optional<int64_t> parameter_server_bytes;
+  // This worker's payload in its all-reduce collectives, and the float32 bytes they reduced.
+  std::optional<int64_t> all_reduce_bytes;
+  std::optional<double> all_reduce_compression_ratio;
+};
 
 // Where a run starts: steps already taken and the data position of the next batch.
 struct ResumePoint {
@@ -88,6 +98,10 @@ class StepSynchronizer {
   // Progress after a logged step, for whoever displays it (the coordinator).
   virtual void ReportProgress(int64_t /*step*/, int64_t /*total*/, double /*loss*/,
                               double /*samples_per_second*/) {}
+
+  // The network traffic so far; called on the chief at logged steps. Without a network (one
+  // process), nothing.
+  virtual WireTotals Wire() { return {}; }
 };
 
 // The state tensors of `replicas` reduced in order: the mean over replicas (sum in replica order,

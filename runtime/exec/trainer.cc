@@ -18,6 +18,7 @@
 #include "runtime/exec/export.h"
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
+#include "runtime/exec/training_log.h"
 
 namespace autodist::exec {
 namespace {
@@ -119,7 +120,8 @@ class Run {
         synchronizer_(synchronizer),
         sink_(std::move(sink)),
         model_(ReadModel(options.model)),
-        schedule_(options.optimizer.lr, options.schedule) {
+        schedule_(options.optimizer.lr, options.schedule),
+        log_(options.tensorboard_dir, synchronizer.is_chief()) {
     AD_CHECK((options.epochs > 0) != (options.steps > 0), kInvalidArgument,
              "give exactly one of epochs ({}) and steps ({}) as a positive number", options.epochs,
              options.steps);
@@ -177,6 +179,7 @@ class Run {
     const auto run_start = Clock::now();
     auto window_start = run_start;
     int64_t window_samples = 0;
+    int64_t window_steps = 0;
     int64_t run_samples = 0;
     double loss = 0;
     std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
@@ -202,6 +205,7 @@ class Run {
       }
       synchronizer_.Synchronize(step_, lr, gradients, sessions_);
       ++step_;
+      ++window_steps;
       loss = loss_sum / static_cast<double>(replicas_.size());
       const bool epoch_end = options_.epochs > 0 && step_ % loader.batches_per_epoch() == 0;
       if (step_ % std::max<int64_t>(options_.log_every, 1) == 0 || step_ == total) {
@@ -210,8 +214,14 @@ class Run {
         Emit(fmt::format("step {}/{}  epoch {}  loss {:.4f}  lr {:.3g}  samples/s {:.0f}", step_,
                          total, epoch + 1, loss, lr, rate));
         synchronizer_.ReportProgress(step_, total, loss, rate);
+        if (log_.enabled()) {
+          log_.Step(LoggedStep{step_, loss, lr, rate,
+                               seconds / static_cast<double>(std::max<int64_t>(window_steps, 1)),
+                               synchronizer_.is_chief() ? synchronizer_.Wire() : WireTotals{}});
+        }
         window_start = Clock::now();
         window_samples = 0;
+        window_steps = 0;
       }
       const bool eval_now = options_.eval_every > 0 ? step_ % options_.eval_every == 0 : epoch_end;
       if (!options_.eval_files.empty() && eval_now && step_ != total) result.eval = Evaluate();
@@ -289,6 +299,7 @@ class Run {
       result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
     Emit(fmt::format("eval after step {}: loss {:.4f}{}", step_, result.loss,
                      result.accuracy ? fmt::format("  accuracy {:.4f}", *result.accuracy) : ""));
+    log_.Evaluation(step_, result.loss, result.accuracy);
     return result;
   }
 
@@ -430,6 +441,7 @@ class Run {
   std::vector<Replica> replicas_;
   std::vector<Session*> sessions_;
   optim::LrSchedule schedule_;
+  TrainingLog log_;
   std::shared_ptr<const data::Dataset> train_;
   std::shared_ptr<const data::Dataset> eval_;
   std::map<std::string, std::vector<int64_t>> row_shapes_;

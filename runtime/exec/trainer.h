@@ -55,6 +55,8 @@ struct TrainerOptions {
   tensor::Device device = tensor::Device::Cpu();
   // Of matrix products and convolutions: fp32, or on a GPU tf32 (ops/precision.h).
   ops::Precision precision = ops::Precision::kFp32;
+  // TensorBoard event files of this process go here (training_log.h); empty: none.
+  std::string tensorboard_dir;
 };
 
 struct EvalResult {

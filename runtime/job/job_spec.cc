@@ -33,7 +33,8 @@ bool TrainingSpec::operator==(const TrainingSpec& other) const {
          lr_schedule_options == other.lr_schedule_options && checkpoint == other.checkpoint &&
          eval_interval_steps == other.eval_interval_steps &&
          log_interval_steps == other.log_interval_steps && export_path == other.export_path &&
-         export_external_data == other.export_external_data && precision == other.precision;
+         export_external_data == other.export_external_data && precision == other.precision &&
+         tensorboard_path == other.tensorboard_path;
 }
 
 const char* DataFormatName(DataFormat format) {

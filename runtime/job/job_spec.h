@@ -99,6 +99,9 @@ struct TrainingSpec {
   bool export_external_data = false;
   // Of matrix products and convolutions: fp32, or tf32 on GPUs (ops/precision.h).
   ops::Precision precision = ops::Precision::kFp32;
+  // TensorBoard event files go under this directory, one subdirectory per worker (its node name);
+  // empty: none are written.
+  std::string tensorboard_path;
 
   bool operator==(const TrainingSpec& other) const;
 };

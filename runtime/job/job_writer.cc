@@ -123,6 +123,11 @@ void EmitTraining(YAML::Emitter& out, const TrainingSpec& training) {
     out << YAML::Key << "precision" << YAML::Value
         << std::string(ops::PrecisionName(training.precision));
   }
+  if (!training.tensorboard_path.empty()) {
+    out << YAML::Key << "tensorboard" << YAML::Value << YAML::BeginMap;
+    EmitStringField(out, "path", training.tensorboard_path);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -1,4 +1,5 @@
-// spec.training: length, optimizer, learning-rate schedule, checkpoints, evaluation, export.
+// spec.training: length, optimizer, learning-rate schedule, checkpoints, evaluation, export,
+// precision, TensorBoard.
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -72,6 +73,12 @@ CheckpointSpec ReadCheckpoint(ParseContext& context, const YAML::Node& node,
   return checkpoint;
 }
 
+std::string ReadTensorBoardPath(ParseContext& context, const YAML::Node& node,
+                                const std::string& path, const PathResolver& resolver) {
+  const MapReader map(context, node, path, {"path"});
+  return ReadPath(context, map.Require("path"), map.PathOf("path"), resolver);
+}
+
 }  // namespace
 
 TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const std::string& path,
@@ -79,7 +86,7 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   const MapReader map(
       context, node, path,
       {"epochs", "steps", "optimizer", "lrSchedule", "checkpoint", "evalIntervalSteps",
-       "logIntervalSteps", "exportPath", "exportExternalData", "precision"});
+       "logIntervalSteps", "exportPath", "exportExternalData", "precision", "tensorboard"});
   TrainingSpec training;
   const auto epochs = map.Int("epochs", 1, kMax);
   const auto steps = map.Int("steps", 1, kMax);
@@ -113,6 +120,10 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
       context.Fail(map.PathOf("precision"), "{}", ops::UnknownPrecision(*name));
     }
     training.precision = *precision;
+  }
+  if (const YAML::Node* tensorboard = map.Find("tensorboard")) {
+    training.tensorboard_path =
+        ReadTensorBoardPath(context, *tensorboard, map.PathOf("tensorboard"), resolver);
   }
   return training;
 }

@@ -229,4 +229,20 @@ SynchronizerTraffic StrategySynchronizer::Traffic() {
   return traffic;
 }
 
+exec::WireTotals StrategySynchronizer::Wire() {
+  const SynchronizerTraffic traffic = Traffic();
+  exec::WireTotals wire;
+  if (plan_.has_parameter_servers() && is_chief()) {
+    int64_t bytes = 0;
+    for (const auto& [node, stats] : traffic.servers)
+      bytes += stats.bytes_pushed + stats.bytes_pulled;
+    wire.parameter_server_bytes = bytes;
+  }
+  if (plan_.has_all_reduce()) {
+    wire.all_reduce_bytes = traffic.all_reduce.wire_bytes;
+    wire.all_reduce_compression_ratio = traffic.all_reduce.ratio();
+  }
+  return wire;
+}
+
 }  // namespace autodist::sync

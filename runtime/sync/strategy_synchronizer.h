@@ -74,6 +74,8 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   void ReportProgress(int64_t step, int64_t total, double loss, double samples_per_second) override;
 
   SynchronizerTraffic Traffic();
+  // From Traffic(): the servers' totals (the chief asks them) and this worker's collectives.
+  exec::WireTotals Wire() override;
 
  private:
   const StrategyPlan& plan_;

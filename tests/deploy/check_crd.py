@@ -37,6 +37,7 @@ PARSER_SECTIONS = {
     ("parse_model_data.cc", "ReadModel"): "spec.model",
     ("parse_model_data.cc", "ReadData"): "spec.data",
     ("parse_training.cc", "ReadCheckpoint"): "spec.training.checkpoint",
+    ("parse_training.cc", "ReadTensorBoardPath"): "spec.training.tensorboard",
     ("parse_training.cc", "ReadTraining"): "spec.training",
     ("parse_strategy.cc", "ReadStrategy"): "spec.strategy",
 }

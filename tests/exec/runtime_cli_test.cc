@@ -7,12 +7,18 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/observe/event_file.h"
 
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int exit_code = -1;
@@ -142,6 +148,28 @@ TEST(RuntimeCliTest, DeviceIsForOneProcessNotAJobMember) {
       RunRuntime("--job job.yaml --node worker-0 --coordinator x:1 --device cuda");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("--job excludes --device"));
+}
+
+TEST(RuntimeCliTest, TensorBoardFlagWritesAnEventFileOrNamesTheDirectory) {
+  const std::string run = "--model " + kParity + "model.onnx --train image=" + kParity +
+                          "image.npy --train label=" + kParity +
+                          "label.npy --steps 2 --batch-size 16 --log-every 1 ";
+  const std::string dir = ::testing::TempDir() + "/runtime_cli_tb." + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const Result result = RunRuntime(run + "--tensorboard " + dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::vector<std::string> files = autodist::observe::EventFilesIn(dir);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(autodist::observe::ReadEventFile(files[0]).scalars.size(), 2u * 4u);  // 4 tags a step
+  std::filesystem::remove_all(dir);
+
+  // A directory that cannot be made: exit 2 before training, naming it.
+  std::ofstream(dir) << "a file in the way";
+  const Result blocked = RunRuntime(run + "--tensorboard " + dir + "/run");
+  EXPECT_EQ(blocked.exit_code, 2);
+  EXPECT_THAT(blocked.err, HasSubstr("TensorBoard directory " + dir + "/run"));
+  EXPECT_THAT(blocked.out, Not(HasSubstr("step 1/2")));
+  std::filesystem::remove(dir);
 }
 
 TEST(RuntimeCliTest, HelpExitsZero) { EXPECT_EQ(RunRuntime("--help").exit_code, 0); }

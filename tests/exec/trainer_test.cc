@@ -10,6 +10,7 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/observe/event_file.h"
 #include "tests/exec/trainer_test_util.h"
 
 namespace autodist::exec {
@@ -125,6 +126,66 @@ TEST(TrainerTest, ProgressLinesReportStepLossAndThroughput) {
   EXPECT_NE(lines[0].find("loss "), std::string::npos);
   EXPECT_NE(lines[0].find("samples/s "), std::string::npos);
   EXPECT_NE(lines[1].find("step 4/4"), std::string::npos) << lines[1];
+}
+
+// The scalars of the event file, by tag: (step, value) in order.
+std::map<std::string, std::vector<std::pair<int64_t, double>>> ScalarsByTag(
+    const std::string& dir) {
+  const std::vector<std::string> files = observe::EventFilesIn(dir);
+  EXPECT_EQ(files.size(), 1u) << dir;
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> by_tag;
+  if (files.empty()) return by_tag;
+  for (const observe::ScalarPoint& point : observe::ReadEventFile(files[0]).scalars) {
+    by_tag[point.tag].emplace_back(point.step, point.value);
+  }
+  return by_tag;
+}
+
+TEST(TrainerTest, TensorBoardScalarsFollowTheProgressLinesAndEvaluations) {
+  TrainerOptions options = MlpOptions();
+  options.steps = 6;
+  options.log_every = 2;
+  options.eval_every = 3;
+  options.tensorboard_dir = FreshDir("tensorboard") + "/run";
+  std::vector<double> line_losses;
+  std::vector<double> eval_losses;
+  Train(options, [&](const std::string& line) {
+    if (line.rfind("step ", 0) == 0) {
+      line_losses.push_back(std::stod(line.substr(line.find("loss ") + 5)));
+    } else if (line.rfind("eval ", 0) == 0) {
+      eval_losses.push_back(std::stod(line.substr(line.find("loss ") + 5)));
+    }
+  });
+  const auto scalars = ScalarsByTag(options.tensorboard_dir);
+  ASSERT_EQ(scalars.count("train/loss"), 1u);
+  const auto& losses = scalars.at("train/loss");
+  ASSERT_EQ(losses.size(), 3u);
+  ASSERT_EQ(line_losses.size(), 3u);
+  for (size_t i = 0; i < losses.size(); ++i) {
+    EXPECT_EQ(losses[i].first, static_cast<int64_t>(2 * (i + 1)));
+    EXPECT_NEAR(losses[i].second, line_losses[i], 1e-4);  // the line prints 4 decimals
+  }
+  const auto& lr = scalars.at("train/learning_rate");
+  ASSERT_EQ(lr.size(), 3u);
+  EXPECT_FLOAT_EQ(static_cast<float>(lr[0].second), 0.05F);
+  for (const char* tag : {"perf/samples_per_second", "perf/step_seconds"}) {
+    ASSERT_EQ(scalars.count(tag), 1u) << tag;
+    ASSERT_EQ(scalars.at(tag).size(), 3u) << tag;
+    for (const auto& [step, value] : scalars.at(tag)) EXPECT_GT(value, 0) << tag << " " << step;
+  }
+  // One process: nothing on the wire, so no wire/* tags.
+  for (const auto& [tag, points] : scalars) EXPECT_NE(tag.rfind("wire/", 0), 0u) << tag;
+  // Evaluations after steps 3 and 6 (the end).
+  const auto& eval_loss = scalars.at("eval/loss");
+  ASSERT_EQ(eval_loss.size(), 2u);
+  ASSERT_EQ(eval_losses.size(), 2u);
+  EXPECT_EQ(eval_loss[0].first, 3);
+  EXPECT_EQ(eval_loss[1].first, 6);
+  EXPECT_NEAR(eval_loss[1].second, eval_losses[1], 1e-4);
+  const auto& accuracy = scalars.at("eval/accuracy");
+  ASSERT_EQ(accuracy.size(), 2u);
+  EXPECT_GE(accuracy[1].second, 0.0);
+  EXPECT_LE(accuracy[1].second, 1.0);
 }
 
 }  // namespace

@@ -213,6 +213,7 @@ spec:
     optimizer: {name: sgd, lr: 0.1}
     checkpoint: {path: /abs/ckpt}
     exportPath: out.onnx
+    tensorboard: {path: runs/}
 )";
   const JobSpec job = ParseJob(text, "job.yaml", "/home/u/jobs/");
   EXPECT_EQ(job.manifest_dir, "/home/u/jobs");
@@ -220,6 +221,7 @@ spec:
   EXPECT_EQ(job.data.dir, "/home/u/jobs/data");
   EXPECT_EQ(job.training.checkpoint->path, "/abs/ckpt");
   EXPECT_EQ(job.training.export_path, "/home/u/jobs/out.onnx");
+  EXPECT_EQ(job.training.tensorboard_path, "/home/u/jobs/runs/");
 
   // Without a directory (the operator: paths are inside the pod) they stay as written.
   const JobSpec kept = ParseJob(text, "job.yaml", "");
@@ -227,6 +229,7 @@ spec:
   EXPECT_EQ(kept.model.path, "../models/./m.onnx");
   EXPECT_EQ(kept.data.dir, "data");
   EXPECT_EQ(kept.training.export_path, "out.onnx");
+  EXPECT_EQ(kept.training.tensorboard_path, "runs/");
 
   // A relative directory is made absolute against the working directory.
   const JobSpec relative = ParseJob(text, "job.yaml", "sub");
@@ -333,7 +336,7 @@ TEST(JobParserTest, UnknownFieldInAFileNamesFileLineAndPath) {
             path +
                 ":13: spec.training.optimizr: unknown field (expected one of: epochs, steps, "
                 "optimizer, lrSchedule, checkpoint, evalIntervalSteps, logIntervalSteps, "
-                "exportPath, exportExternalData, precision)");
+                "exportPath, exportExternalData, precision, tensorboard)");
 }
 
 TEST(JobParserTest, RejectsSeveralDocumentsAndEmptyFiles) {

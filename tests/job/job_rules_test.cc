@@ -192,11 +192,13 @@ const Rule kRules[] = {
     {"TrainingNotAMapping", "  training:\n    steps: 1000\n" + kOptimizer, "  training: [steps]\n",
      "spec.training",
      "expected a mapping with fields epochs, steps, optimizer, lrSchedule, checkpoint, "
-     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision, got a list"},
+     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision, "
+     "tensorboard, got a list"},
     {"TrainingUnknownField", Training(""), Training("    batchSize: 4\n"),
      "spec.training.batchSize",
      "unknown field (expected one of: epochs, steps, optimizer, lrSchedule, checkpoint, "
-     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision)"},
+     "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision, "
+     "tensorboard)"},
     {"StepsOverflow", "    steps: 1000", "    steps: 99999999999999999999", "spec.training.steps",
      "expected an integer between 1 and 9223372036854775807, got \"99999999999999999999\""},
     {"EpochsZero", "    steps: 1000", "    epochs: 0", "spec.training.epochs",

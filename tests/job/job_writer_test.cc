@@ -36,6 +36,14 @@ TEST(JobWriterTest, RoundTripKeepsRelativePathsWithoutADirectory) {
   ExpectRoundTrip(job);
 }
 
+TEST(JobWriterTest, RoundTripsTheTensorBoardPath) {
+  JobSpec job = LoadJobFile(kJobFixtures + "/full.yaml");
+  job.training.tensorboard_path = "/runs/full";
+  ExpectRoundTrip(job);
+  EXPECT_NE(JobToYaml(job).find("tensorboard:\n      path: /runs/full"), std::string::npos)
+      << JobToYaml(job);
+}
+
 TEST(JobWriterTest, EqualityNoticesEveryPart) {
   // The round trip compares with operator==, so it must see a change anywhere.
   const JobSpec job = LoadJobFile(kJobFixtures + "/full.yaml");
@@ -56,6 +64,9 @@ TEST(JobWriterTest, EqualityNoticesEveryPart) {
   EXPECT_FALSE(changed == job);
   changed = job;
   changed.run_policy.backoff_limit.reset();
+  EXPECT_FALSE(changed == job);
+  changed = job;
+  changed.training.tensorboard_path = "runs";
   EXPECT_FALSE(changed == job);
   changed = job;
   changed.run_policy.restart_policy = RestartPolicy::kExitCode;
