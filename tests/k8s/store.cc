@@ -12,8 +12,6 @@
 namespace autodist::k8s {
 namespace {
 
-const char* const kCrdKey = "customresourcedefinitions.apiextensions.k8s.io";
-
 nlohmann::json NamespaceObject(const std::string& name) {
   return {{"apiVersion", "v1"},
           {"kind", "Namespace"},

@@ -28,6 +28,9 @@
 
 namespace autodist::k8s {
 
+// The resource key of CustomResourceDefinitions, which the store treats specially.
+inline constexpr char kCrdKey[] = "customresourcedefinitions.apiextensions.k8s.io";
+
 struct StoreOptions {
   size_t history_size = 10000;          // events kept per resource for watch resumption
   size_t max_watch_backlog = 64 << 20;  // bytes; a watch further behind is closed

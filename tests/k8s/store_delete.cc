@@ -12,7 +12,6 @@
 namespace autodist::k8s {
 namespace {
 
-const char* const kCrdKey = "customresourcedefinitions.apiextensions.k8s.io";
 constexpr int kMaxCascadeDepth = 64;  // ownerReference cycles are invalid; this stops them
 
 std::string QualifiedResource(const ResourceInfo& r) { return r.Key(); }
