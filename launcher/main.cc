@@ -71,6 +71,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_option("--threads", options.threads,
                   "Compute threads per worker (default: the cores shared among the workers)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--timeline", options.timeline,
+                  "Record where each process's time goes and merge it into this Chrome "
+                  "trace-event file (open it in Perfetto)");
   run->add_option("--tensorboard", options.tensorboard,
                   "Write TensorBoard event files under DIR/<worker> (instead of "
                   "spec.training.tensorboard.path)");

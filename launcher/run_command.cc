@@ -20,6 +20,7 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_result.h"
+#include "runtime/observe/timeline_merge.h"
 
 namespace autodist::cli {
 namespace {
@@ -100,7 +101,9 @@ class JobRun {
     started_ = Clock::now();
     for (const coordinator::MemberInfo& member : members_) group.Start(Spec(member));
     coordinator_.emplace(coordinator_endpoint_);
-    return Watch(group, interrupt);
+    const int code = Watch(group, interrupt);
+    MergeTimeline();
+    return code;
   }
 
  private:
@@ -117,6 +120,28 @@ class JobRun {
   int CountRole(coordinator::MemberRole role) const {
     return static_cast<int>(std::count_if(members_.begin(), members_.end(),
                                           [role](const auto& m) { return m.role == role; }));
+  }
+
+  std::string TimelineFile(const std::string& node) const {
+    return (fs::absolute(log_dir_) / (node + ".timeline.json")).string();
+  }
+
+  // The members' timelines as one trace, whether the job succeeded or not (a failure is when a
+  // timeline helps most).
+  void MergeTimeline() {
+    if (options_.timeline.empty()) return;
+    std::vector<observe::TimelineSource> sources;
+    for (const coordinator::MemberInfo& member : members_) {
+      sources.push_back({member.node, TimelineFile(member.node)});
+    }
+    try {
+      const int merged = observe::MergeTimelines(sources, options_.timeline);
+      out_ << fmt::format("timeline: {} ({} of {} members; open it in Perfetto)", options_.timeline,
+                          merged, members_.size())
+           << std::endl;
+    } catch (const Error& error) {
+      err_ << "autodist run: timeline: " << error.what() << std::endl;
+    }
   }
 
   std::string ResultFile(const std::string& node) const {
@@ -151,6 +176,10 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
+    if (!options_.timeline.empty()) {
+      spec.argv.emplace_back("--timeline");
+      spec.argv.push_back(TimelineFile(member.node));
+    }
     if (worker && !options_.tensorboard.empty()) {
       spec.argv.emplace_back("--tensorboard");
       spec.argv.push_back(fs::absolute(options_.tensorboard).string());

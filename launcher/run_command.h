@@ -19,6 +19,7 @@ struct RunOptions {
   std::string runtime;      // the autodist-runtime executable; default: next to `autodist`
   int threads = 0;          // compute threads per worker; 0: the cores shared among the workers
   std::string tensorboard;  // TensorBoard event files under DIR/<worker>; empty: the manifest's
+  std::string timeline;     // every member's timeline merged into this trace file; empty: none
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
   bool live_progress = false;                  // rewrite the progress line in place (a terminal)

@@ -24,11 +24,13 @@
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_exit.h"
 #include "runtime/job/member_result.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ps/service.h"
 #include "runtime/rpc/grpc_helpers.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/sync/strategy_synchronizer.h"
+#include "runtime/sync/traced_communicator.h"
 
 namespace autodist::cli {
 namespace {
@@ -67,6 +69,14 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
 // code, not "stopped because another member failed".
 [[noreturn]] void AbortProcess(const std::string& node, const std::string& reason,
                                int own_failure) {
+  // The timeline of a failed job is the one most worth reading: finish its file first.
+  if (observe::Timeline* timeline = observe::ActiveTimeline()) {
+    try {
+      timeline->Close();
+    } catch (const Error& error) {
+      std::fprintf(stderr, "autodist-runtime: %s: %s\n", node.c_str(), error.what());
+    }
+  }
   std::fflush(stdout);
   std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
   std::fflush(stderr);
@@ -149,8 +159,11 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
   if (!tensorboard.empty()) {
     trainer.tensorboard_dir = (std::filesystem::path(tensorboard) / node).string();
   }
-  const std::unique_ptr<collective::Communicator> communicator =
+  std::unique_ptr<collective::Communicator> communicator =
       MakeCommunicator(plan, registration, member, node, host);
+  if (communicator && observe::ActiveTimeline() != nullptr) {
+    communicator = std::make_unique<sync::TracedCommunicator>(std::move(communicator));
+  }
   sync::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
   const exec::TrainResult trained = exec::Train(
       trainer, synchronizer, [](const std::string& line) { std::cout << line << std::endl; });
@@ -183,6 +196,12 @@ void RunMember(const MemberOptions& options) {
   const bool chief = worker && self.rank == 0;
   if (worker) RequireWorkerDevices(job);
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
+  // Before the services: the timeline outlives every thread that records into it.
+  std::unique_ptr<observe::Timeline> timeline;
+  if (!options.timeline_path.empty()) {
+    timeline = std::make_unique<observe::Timeline>(options.timeline_path, options.node);
+    observe::SetActiveTimeline(timeline.get());
+  }
 
   ps::ParameterServerService parameter_server{ps::ParameterServerOptions{}};
   std::vector<grpc::Service*> services{&parameter_server};
@@ -256,6 +275,10 @@ void RunMember(const MemberOptions& options) {
     // Let replies in flight (the last Finish, a heartbeat) reach their callers before the
     // server goes: cancelling them would turn a finished job into a failed member.
     server.Shutdown(kShutdownGraceMs);
+    if (timeline) {
+      observe::SetActiveTimeline(nullptr);
+      timeline->Close();
+    }
   } catch (const Error& error) {
     // Before the coordinator hears of it: the abort that follows is this member's own failure.
     own_failure = error.IsUserError() ? job::kMemberExitBadInput : job::kMemberExitFailure;

@@ -16,6 +16,7 @@
 #include "runtime/exec/device_backend.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/job/member_exit.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/precision.h"
 #include "runtime/tensor/storage.h"
@@ -142,6 +143,10 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "Matrix products and convolutions in fp32, or tf32 (on a GPU)")
       ->excludes(job_flag);
+  std::string timeline;
+  app.add_option("--timeline", timeline,
+                 "Record where this process's time goes into this Chrome trace-event file (open "
+                 "it in Perfetto)");
   std::string tensorboard;
   app.add_option("--tensorboard", tensorboard,
                  "Write TensorBoard event files here (with --job: under DIR/<node>, instead of "
@@ -165,6 +170,7 @@ int main(int argc, char** argv) {
                "--job needs --node and --coordinator");
       member.threads = threads;
       member.tensorboard_dir = tensorboard;
+      member.timeline_path = timeline;
       member.ps_data_channel = !no_ps_data_channel;
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
@@ -205,7 +211,16 @@ int main(int argc, char** argv) {
     schedule_parsed["kind"] = schedule;
     options.schedule = autodist::optim::ParseScheduleOptions(schedule_parsed);
 
+    std::unique_ptr<autodist::observe::Timeline> recording;
+    if (!timeline.empty()) {
+      recording = std::make_unique<autodist::observe::Timeline>(timeline, "autodist-runtime");
+      autodist::observe::SetActiveTimeline(recording.get());
+    }
     const autodist::exec::TrainResult result = autodist::exec::Train(options);
+    if (recording) {
+      autodist::observe::SetActiveTimeline(nullptr);
+      recording->Close();
+    }
     std::cout << fmt::format("trained {} steps in {:.1f} s ({:.0f} samples/s), last loss {:.4f}",
                              result.steps, result.seconds, result.samples_per_second,
                              result.last_loss);

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/timeline.h"
 
 namespace autodist::exec {
 
@@ -61,12 +62,20 @@ Session::StepResult Session::ForwardBackward(const Feeds& feeds, const GradientR
   const ExecutionPlan& plan = impl_->plan;
   Executor executor = impl_->executor();
   KernelStates kernel_states(plan.nodes.size());
-  std::vector<Tensor> live = executor.Forward(feeds, true, &kernel_states);
+  std::vector<Tensor> live;
+  {
+    // On a GPU these spans are the time to enqueue the kernels, not to run them.
+    const observe::Span span("compute", "forward");
+    live = executor.Forward(feeds, true, &kernel_states);
+  }
   StepResult result;
   for (const int id : plan.output_ids) {
     result.outputs[plan.values[static_cast<size_t>(id)].name] = live[static_cast<size_t>(id)];
   }
-  result.gradients = executor.Backward(live, kernel_states, on_ready);
+  {
+    const observe::Span span("compute", "backward");
+    result.gradients = executor.Backward(live, kernel_states, on_ready);
+  }
   result.loss = static_cast<float>(
       live[static_cast<size_t>(plan.loss_id)].To(tensor::Device::Cpu()).GetAsDouble(0));
   return result;

@@ -19,6 +19,7 @@
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/training_log.h"
+#include "runtime/observe/timeline.h"
 
 namespace autodist::exec {
 namespace {
@@ -183,12 +184,18 @@ class Run {
     int64_t run_samples = 0;
     double loss = 0;
     std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
+    if (observe::Timeline* timeline = observe::ActiveTimeline()) timeline->NameThread("training");
     while (step_ < total) {
+      const observe::Span step_span("step", fmt::format("step {}", step_ + 1),
+                                    fmt::format(R"("step":{})", step_ + 1));
       const double lr = schedule_.LearningRate(step_);
       double loss_sum = 0;
       int64_t epoch = 0;
       for (size_t r = 0; r < replicas_.size(); ++r) {
-        data::Batch batch = replicas_[r].loader->Next();
+        data::Batch batch = [&] {
+          const observe::Span span("data", "data wait");
+          return replicas_[r].loader->Next();
+        }();
         GradientReadyFn on_ready;
         if (r + 1 == replicas_.size() && synchronizer_.overlaps_backward()) {
           on_ready = [&, r](const std::string& name, const Gradient& gradient) {
@@ -203,7 +210,10 @@ class Run {
         run_samples += batch.rows;
         epoch = batch.position.epoch;
       }
-      synchronizer_.Synchronize(step_, lr, gradients, sessions_);
+      {
+        const observe::Span span("sync", "synchronize");
+        synchronizer_.Synchronize(step_, lr, gradients, sessions_);
+      }
       ++step_;
       ++window_steps;
       loss = loss_sum / static_cast<double>(replicas_.size());
@@ -261,6 +271,7 @@ class Run {
   // Evaluates with the reduced replica-local state (the state an export would carry); replica
   // 0's own state is put back afterwards, so training continues unchanged.
   std::optional<EvalResult> Evaluate() {
+    const observe::Span span("eval", "evaluate");
     std::map<std::string, Tensor> states = ReducedStates("eval");
     if (!synchronizer_.is_chief()) return std::nullopt;
     std::map<std::string, Tensor> own;
@@ -304,6 +315,7 @@ class Run {
   }
 
   void Save(const data::Position& position) {
+    const observe::Span span("checkpoint", "checkpoint");
     std::map<std::string, Tensor> states = ReducedStates("checkpoint");
     if (!synchronizer_.is_chief()) return;
     const std::string path = checkpoint::CheckpointPath(options_.checkpoint_dir, step_);
@@ -453,6 +465,7 @@ class Run {
 
 void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& session,
                     optim::Optimizer& optimizer) {
+  const observe::Span span("optimizer", "optimizer");
   // Dense updates go together (one fused launch on a GPU), in name order as before.
   std::vector<optim::DenseUpdate> dense;
   for (const auto& [name, gradient] : gradients) {

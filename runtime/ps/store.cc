@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/optim/optimizer.h"
 
 namespace autodist::ps {
@@ -47,6 +48,8 @@ bool IsCancelled(const PsStore::Cancelled& cancelled) { return cancelled && canc
 
 // One optimizer update of `hosted` (locked).
 void Update(HostedState& hosted, const PsGradient& gradient, double learning_rate) {
+  const observe::Span span("optimizer", "apply " + hosted.spec.name,
+                           fmt::format(R"("version":{})", hosted.version + 1));
   // A reply may still be streaming the current value: leave it to the reply, update a copy.
   if (hosted.value.use_count() > 1) hosted.value = std::make_shared<Tensor>(hosted.value->Clone());
   hosted.optimizer->set_learning_rate(learning_rate);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/sync/gradient_sum.h"
 #include "runtime/tensor/sparse_gradient.h"
 
@@ -178,12 +179,19 @@ void AllReducePart::GradientReady(int64_t step, int replica, const std::string& 
     if (shard.kind == SyncKind::kAllReduce) groups.insert(shard.group);
   }
   for (const int group : groups) {
-    if (--missing_.at(group) == 0) queued_.push_back(WorkFor(group));
+    if (--missing_.at(group) == 0) {
+      queued_.push_back(WorkFor(group));
+      if (observe::Timeline* timeline = observe::ActiveTimeline()) {
+        timeline->Instant("sync", GroupName(group) + " ready",
+                          fmt::format(R"("step":{})", step + 1));
+      }
+    }
   }
   changed_.notify_all();
 }
 
 void AllReducePart::CommunicationLoop() {
+  if (observe::Timeline* timeline = observe::ActiveTimeline()) timeline->NameThread("all-reduce");
   std::unique_lock lock(mutex_);
   while (true) {
     changed_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
@@ -237,6 +245,8 @@ AllReducePart::GroupWork AllReducePart::WorkFor(int group) {
 AllReducePart::ReducedGroup AllReducePart::ReduceGroup(const GroupWork& work, int64_t step) {
   const int group = work.group;
   const std::string name = GroupName(group);
+  // Compression and the collectives within (traced_communicator.h records those).
+  const observe::Span span("sync", "reduce " + name, fmt::format(R"("step":{})", step + 1));
   ReducedGroup reduced;
   std::vector<compress::NamedGradient> dense;
   for (const auto& [shard, sum_pointer] : work.members) {
@@ -281,6 +291,7 @@ void AllReducePart::Synchronize(int64_t step, double lr,
   for (const int group : plan_.groups) {
     if (!reduced.contains(group)) reduced[group] = ReduceGroup(WorkFor(group), step);
   }
+  const observe::Span span("optimizer", "optimizer");
   optimizer_->set_learning_rate(lr);
   for (const int group : plan_.groups) {
     ReducedGroup& members = reduced.at(group);

@@ -9,6 +9,7 @@
 
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/sync/gradient_sum.h"
 #include "runtime/sync/sharded_values.h"
 #include "runtime/tensor/sparse_gradient.h"
@@ -174,7 +175,13 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
   }
 
   if (pushes.empty()) return;
-  const auto run = [this](Push& push) { push.reply = Client(push.ps_node).Step(push.request); };
+  const auto run = [this](Push& push) {
+    // One Step call: the push of this server's shards, the wait for the step, the pull.
+    const observe::Span span(
+        "ps", "push+pull " + push.ps_node,
+        fmt::format(R"("step":{},"shards":{})", push.request.step + 1, push.shards.size()));
+    push.reply = Client(push.ps_node).Step(push.request);
+  };
   if (pushes.size() == 1) {
     run(pushes.begin()->second);
   } else {

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -170,6 +172,29 @@ TEST(RuntimeCliTest, TensorBoardFlagWritesAnEventFileOrNamesTheDirectory) {
   EXPECT_THAT(blocked.err, HasSubstr("TensorBoard directory " + dir + "/run"));
   EXPECT_THAT(blocked.out, Not(HasSubstr("step 1/2")));
   std::filesystem::remove(dir);
+}
+
+TEST(RuntimeCliTest, TimelineFlagRecordsTheStepsOfOneProcess) {
+  const std::string run = "--model " + kParity + "model.onnx --train image=" + kParity +
+                          "image.npy --train label=" + kParity +
+                          "label.npy --steps 3 --batch-size 16 --log-every 3 ";
+  const std::string path =
+      ::testing::TempDir() + "/runtime_cli_timeline." + std::to_string(getpid()) + ".json";
+  const Result result = RunRuntime(run + "--timeline " + path);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json events = nlohmann::json::parse(Slurp(path));
+  std::map<std::string, int> spans;
+  for (const auto& event : events) {
+    if (event.value("ph", "") == "X") ++spans[event["name"].get<std::string>()];
+  }
+  for (const char* name : {"data wait", "forward", "backward", "synchronize", "optimizer"}) {
+    EXPECT_EQ(spans[name], 3) << name;
+  }
+  std::remove(path.c_str());
+
+  const Result blocked = RunRuntime(run + "--timeline /nonexistent/dir/t.json");
+  EXPECT_EQ(blocked.exit_code, 2);
+  EXPECT_THAT(blocked.err, HasSubstr("timeline /nonexistent/dir/t.json: cannot create it"));
 }
 
 TEST(RuntimeCliTest, HelpExitsZero) { EXPECT_EQ(RunRuntime("--help").exit_code, 0); }
