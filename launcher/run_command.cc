@@ -33,6 +33,9 @@ using launcher::ProcessGroup;
 constexpr int kExitJobFailed = 1;
 constexpr size_t kFailureLines = 20;
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
+// A member's heartbeat period (1 s) and a margin: how long stopping members get to finish their
+// timelines when one is recorded.
+constexpr auto kTimelineGrace = std::chrono::milliseconds(2000);
 constexpr auto kStatusInterval = std::chrono::milliseconds(500);
 // autodist-runtime's exit code for "stopped because another member failed" (job_member.h).
 constexpr int kMemberStoppedByJobFailure = 3;
@@ -93,7 +96,10 @@ class JobRun {
                    : options_.log_dir;
     launcher::InterruptGuard interrupt;
     ProcessGroup group(log_dir_, Echo());
-    for (const coordinator::MemberInfo& member : members_) fs::remove(ResultFile(member.node));
+    for (const coordinator::MemberInfo& member : members_) {
+      fs::remove(ResultFile(member.node));
+      fs::remove(TimelineFile(member.node));  // a member that fails early must not leave an old one
+    }
     out_ << fmt::format("autodist run: job {} with {} workers and {} parameter servers; logs in {}",
                         job_.metadata.name, CountRole(coordinator::MemberRole::kWorker),
                         CountRole(coordinator::MemberRole::kParameterServer), log_dir_)
@@ -139,7 +145,7 @@ class JobRun {
       out_ << fmt::format("timeline: {} ({} of {} members; open it in Perfetto)", options_.timeline,
                           merged, members_.size())
            << std::endl;
-    } catch (const Error& error) {
+    } catch (const std::exception& error) {
       err_ << "autodist run: timeline: " << error.what() << std::endl;
     }
   }
@@ -238,6 +244,12 @@ class JobRun {
       coordinator_->Abort(reason);
     } catch (const Error&) {
       // The coordinator lives in the chief, which may be the process that died.
+    }
+    if (!options_.timeline.empty()) {
+      // Members hear of the abort at their next heartbeat and finish their timelines before
+      // they exit: give them that long before the signals.
+      const auto until = Clock::now() + kTimelineGrace;
+      while (!group.AllExited() && Clock::now() < until) group.WaitAny(kPollInterval);
     }
     return group.TerminateAll(options_.stop_grace);
   }

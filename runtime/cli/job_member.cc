@@ -275,10 +275,6 @@ void RunMember(const MemberOptions& options) {
     // Let replies in flight (the last Finish, a heartbeat) reach their callers before the
     // server goes: cancelling them would turn a finished job into a failed member.
     server.Shutdown(kShutdownGraceMs);
-    if (timeline) {
-      observe::SetActiveTimeline(nullptr);
-      timeline->Close();
-    }
   } catch (const Error& error) {
     // Before the coordinator hears of it: the abort that follows is this member's own failure.
     own_failure = error.IsUserError() ? job::kMemberExitBadInput : job::kMemberExitFailure;
@@ -297,6 +293,16 @@ void RunMember(const MemberOptions& options) {
     if (coordinator_service) coordinator_service->Shutdown();
     server.Shutdown(kShutdownGraceMs);
     throw;
+  }
+  if (timeline) {
+    // The job's outcome stands whatever becomes of its timeline: a failed write is a warning.
+    observe::SetActiveTimeline(nullptr);
+    try {
+      timeline->Close();
+    } catch (const Error& error) {
+      std::cerr << fmt::format("autodist-runtime: {}: warning: {}", node, error.what())
+                << std::endl;
+    }
   }
 }
 

@@ -218,8 +218,13 @@ int main(int argc, char** argv) {
     }
     const autodist::exec::TrainResult result = autodist::exec::Train(options);
     if (recording) {
+      // The training's outcome stands whatever becomes of its timeline: a failure is a warning.
       autodist::observe::SetActiveTimeline(nullptr);
-      recording->Close();
+      try {
+        recording->Close();
+      } catch (const autodist::Error& error) {
+        std::cerr << "autodist-runtime: warning: " << error.what() << "\n";
+      }
     }
     std::cout << fmt::format("trained {} steps in {:.1f} s ({:.0f} samples/s), last loss {:.4f}",
                              result.steps, result.seconds, result.samples_per_second,

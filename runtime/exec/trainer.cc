@@ -186,8 +186,10 @@ class Run {
     std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
     if (observe::Timeline* timeline = observe::ActiveTimeline()) timeline->NameThread("training");
     while (step_ < total) {
-      const observe::Span step_span("step", fmt::format("step {}", step_ + 1),
-                                    fmt::format(R"("step":{})", step_ + 1));
+      const observe::Span step_span("step", [&] {
+        return observe::SpanText{fmt::format("step {}", step_ + 1),
+                                 fmt::format(R"("step":{})", step_ + 1)};
+      });
       const double lr = schedule_.LearningRate(step_);
       double loss_sum = 0;
       int64_t epoch = 0;
@@ -221,6 +223,9 @@ class Run {
       if (step_ % std::max<int64_t>(options_.log_every, 1) == 0 || step_ == total) {
         const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
         const double rate = static_cast<double>(window_samples) / std::max(seconds, 1e-9);
+        // What follows (the report, the servers' statistics for TensorBoard) counts in the next
+        // window: it is time the training spent.
+        window_start = Clock::now();
         Emit(fmt::format("step {}/{}  epoch {}  loss {:.4f}  lr {:.3g}  samples/s {:.0f}", step_,
                          total, epoch + 1, loss, lr, rate));
         synchronizer_.ReportProgress(step_, total, loss, rate);
@@ -229,7 +234,6 @@ class Run {
                                seconds / static_cast<double>(std::max<int64_t>(window_steps, 1)),
                                synchronizer_.is_chief() ? synchronizer_.Wire() : WireTotals{}});
         }
-        window_start = Clock::now();
         window_samples = 0;
         window_steps = 0;
       }

@@ -85,14 +85,25 @@ EventFileWriter::EventFileWriter(const std::string& dir) {
   std::filesystem::create_directories(dir, error);
   AD_CHECK(!error, kInvalidArgument, "TensorBoard directory {}: cannot create it: {}", dir,
            error.message());
-  path_ = (std::filesystem::path(dir) / NewFileName()).string();
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  AD_CHECK(fd_ >= 0, kInvalidArgument, "TensorBoard directory {}: cannot create {}: {}", dir, path_,
-           std::strerror(errno));
+  // A new file each time, never another writer's: two writers of the same second, host and
+  // process id (a restarted container is pid 1 again) get a numbered suffix.
+  const std::string name = NewFileName();
+  for (int suffix = 0; fd_ < 0; ++suffix) {
+    path_ = (std::filesystem::path(dir) / (suffix == 0 ? name : fmt::format("{}.{}", name, suffix)))
+                .string();
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    AD_CHECK(fd_ >= 0 || (errno == EEXIST && suffix < 1000), kInvalidArgument,
+             "TensorBoard directory {}: cannot create {}: {}", dir, path_, std::strerror(errno));
+  }
   tb::Event event;
   event.set_wall_time(NowSeconds());
   event.set_file_version(std::string(kFileVersion));
-  Append(event.SerializeAsString());
+  try {
+    Append(event.SerializeAsString());
+  } catch (const Error&) {
+    ::close(fd_);
+    throw;
+  }
 }
 
 EventFileWriter::~EventFileWriter() {

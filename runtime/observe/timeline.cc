@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <utility>
 
 #include "runtime/common/error.h"
 
@@ -15,8 +14,9 @@ namespace {
 
 std::atomic<Timeline*> active{nullptr};
 
-// Streamed in pieces of this size: a write per few hundred events.
-constexpr size_t kFlushBytes = 64 * 1024;
+// The writer streams the buffer this often, and sooner once it holds this much.
+constexpr auto kWriteInterval = std::chrono::seconds(1);
+constexpr size_t kWriteBytes = 256 * 1024;
 
 // A small number per thread, stable for the thread's life: the track ("tid") of its events.
 int ThreadTrack() {
@@ -25,7 +25,16 @@ int ThreadTrack() {
   return track;
 }
 
-std::string Quoted(std::string_view text) { return nlohmann::json(std::string(text)).dump(); }
+// A JSON string. Names come from models (ONNX does not check that they are UTF-8): bytes that
+// are not UTF-8 become U+FFFD instead of an exception in a span's destructor.
+std::string Quoted(std::string_view text) {
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string Args(std::string_view args_json) {
+  return args_json.empty() ? std::string() : fmt::format(R"(,"args":{{{}}})", args_json);
+}
 
 }  // namespace
 
@@ -38,10 +47,16 @@ Timeline::Timeline(std::string path, const std::string& process_name)
   file_ = std::fopen(path_.c_str(), "w");
   AD_CHECK(file_ != nullptr, kInvalidArgument, "timeline {}: cannot create it: {}", path_,
            std::strerror(errno));
-  buffer_ = "[\n";
-  std::lock_guard lock(mutex_);
-  Append(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})",
-                     pid_, Quoted(process_name)));
+  // The first event goes to the file at once: even a member killed at once leaves a timeline.
+  Write(
+      fmt::format("[\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,"
+                  "\"args\":{{\"name\":{}}}}}",
+                  pid_, Quoted(process_name)));
+  if (!failure_.empty()) {
+    std::fclose(file_);
+    throw Error(ErrorCode::kInvalidArgument, failure_);
+  }
+  writer_ = std::thread([this] { WriterLoop(); });
 }
 
 Timeline::~Timeline() {
@@ -49,69 +64,77 @@ Timeline::~Timeline() {
   try {
     Close();
   } catch (const Error&) {
-    // The run's own outcome matters more than its timeline; Close() named the file if called.
+    // The run's own outcome matters more than its timeline; callers that care call Close().
   }
 }
 
 void Timeline::Complete(std::string_view category, std::string_view name, int64_t start_us,
                         int64_t duration_us, std::string_view args_json) {
-  const std::string event =
-      fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{}{}}})",
-                  Quoted(category), Quoted(name), pid_, ThreadTrack(), start_us, duration_us,
-                  args_json.empty() ? std::string() : fmt::format(R"(,"args":{{{}}})", args_json));
-  std::lock_guard lock(mutex_);
-  Append(event);
+  Append(fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{}{}}})",
+                     Quoted(category), Quoted(name), pid_, ThreadTrack(), start_us, duration_us,
+                     Args(args_json)));
 }
 
 void Timeline::Instant(std::string_view category, std::string_view name,
                        std::string_view args_json) {
-  const std::string event =
-      fmt::format(R"({{"ph":"i","s":"t","cat":{},"name":{},"pid":{},"tid":{},"ts":{}{}}})",
-                  Quoted(category), Quoted(name), pid_, ThreadTrack(), NowMicros(),
-                  args_json.empty() ? std::string() : fmt::format(R"(,"args":{{{}}})", args_json));
-  std::lock_guard lock(mutex_);
-  Append(event);
+  Append(fmt::format(R"({{"ph":"i","s":"t","cat":{},"name":{},"pid":{},"tid":{},"ts":{}{}}})",
+                     Quoted(category), Quoted(name), pid_, ThreadTrack(), NowMicros(),
+                     Args(args_json)));
 }
 
 void Timeline::NameThread(std::string_view name) {
-  const std::string event =
-      fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                  pid_, ThreadTrack(), Quoted(name));
+  Append(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                     pid_, ThreadTrack(), Quoted(name)));
+}
+
+void Timeline::Append(std::string event) {
   std::lock_guard lock(mutex_);
-  Append(event);
-}
-
-void Timeline::Append(const std::string& event) {
-  if (file_ == nullptr) return;  // closed
-  if (!first_) buffer_ += ",\n";
-  first_ = false;
+  if (closing_) return;
+  buffer_ += ",\n";
   buffer_ += event;
-  if (buffer_.size() >= kFlushBytes) Flush();
+  if (buffer_.size() >= kWriteBytes) wake_.notify_one();
 }
 
-void Timeline::Flush() {
-  if (buffer_.empty() || file_ == nullptr) return;
-  const size_t written = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
-  const bool ok = written == buffer_.size() && std::fflush(file_) == 0;
-  buffer_.clear();
-  if (!ok) {
-    // Spans end in destructors, which must not throw: the failure waits for Close().
+void Timeline::WriterLoop() {
+  std::unique_lock lock(mutex_);
+  while (!closing_) {
+    wake_.wait_for(lock, kWriteInterval,
+                   [this] { return closing_ || buffer_.size() >= kWriteBytes; });
+    if (closing_) break;  // Close() writes the rest
+    std::string pending = std::exchange(buffer_, {});
+    lock.unlock();
+    {
+      std::lock_guard file_lock(file_mutex_);
+      Write(pending);
+    }
+    lock.lock();
+  }
+}
+
+void Timeline::Write(const std::string& bytes) {
+  if (bytes.empty() || file_ == nullptr || !failure_.empty()) return;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() ||
+      std::fflush(file_) != 0) {
     failure_ = fmt::format("timeline {}: write failed: {}", path_, std::strerror(errno));
-    std::fclose(file_);
-    file_ = nullptr;
   }
 }
 
 void Timeline::Close() {
-  std::lock_guard lock(mutex_);
-  if (file_ != nullptr) {
-    buffer_ += "\n]\n";
-    Flush();
-    if (file_ != nullptr && std::fclose(file_) != 0 && failure_.empty()) {
-      failure_ = fmt::format("timeline {}: closing failed: {}", path_, std::strerror(errno));
-    }
-    file_ = nullptr;
+  std::string rest;
+  {
+    std::lock_guard lock(mutex_);
+    if (closing_) return;
+    closing_ = true;
+    rest = std::exchange(buffer_, {});
   }
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+  std::lock_guard file_lock(file_mutex_);
+  Write(rest + "\n]\n");
+  if (file_ != nullptr && std::fclose(file_) != 0 && failure_.empty()) {
+    failure_ = fmt::format("timeline {}: closing failed: {}", path_, std::strerror(errno));
+  }
+  file_ = nullptr;
   if (!failure_.empty()) throw Error(ErrorCode::kInvalidArgument, std::exchange(failure_, {}));
 }
 

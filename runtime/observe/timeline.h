@@ -3,27 +3,32 @@
 // wall-clock microseconds, so the files of a job's processes line up when merged
 // (timeline_merge.h). Horovod's timeline is the model.
 //
-// One timeline records per process at a time (ActiveTimeline); the code that has spans to show
-// asks for it and records nothing while none is set, at the cost of an atomic load and of making
-// the span's name (a few per step and tensor: nanoseconds against the milliseconds of a step).
-// Events are buffered and streamed to the file as the run goes, so a long run does not hold its
-// timeline in memory; the closing bracket is written at the end, and a file without it (a process
-// that died) still opens, as the array form allows.
+// One timeline records per process at a time (ActiveTimeline); code with spans to show asks for
+// it and does nothing else while none is set: a span's name is made only while one records.
+// Recording threads only append to a buffer; a writer thread of the timeline's own streams it to
+// the file every second, so no recording thread waits on the disk (some record while holding
+// locks) and a long run does not hold its timeline in memory. The closing bracket comes at the
+// end; a file without it (a process that was killed) still opens, as the array form allows, and
+// loses at most its last second.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <type_traits>
+#include <utility>
 
 namespace autodist::observe {
 
 class Timeline {
  public:
-  // Creates (truncates) `path`; throws InvalidArgument naming it when it cannot be written.
-  // `process_name` labels this process's track.
+  // Creates (truncates) `path` and writes its first event; throws InvalidArgument naming it when
+  // it cannot be written. `process_name` labels this process's track.
   Timeline(std::string path, const std::string& process_name);
   ~Timeline();  // Close()s; errors there are swallowed (a destructor cannot throw)
   Timeline(const Timeline&) = delete;
@@ -52,16 +57,21 @@ class Timeline {
   }
 
  private:
-  void Append(const std::string& event);  // mutex_ held
-  void Flush();                           // mutex_ held
+  void Append(std::string event);
+  void WriterLoop();
+  // Writes `bytes` (file_mutex_ held); remembers a failure for Close().
+  void Write(const std::string& bytes);
 
   std::string path_;
   int pid_ = 0;
-  std::mutex mutex_;
-  std::FILE* file_ = nullptr;
+  std::mutex mutex_;  // guards buffer_ and closing_
+  std::condition_variable wake_;
   std::string buffer_;
-  bool first_ = true;
+  bool closing_ = false;
+  std::mutex file_mutex_;  // guards file_ and failure_; taken after mutex_ is released
+  std::FILE* file_ = nullptr;
   std::string failure_;  // a failed write, reported by Close()
+  std::thread writer_;
 };
 
 // The timeline this process records into, or null.
@@ -69,31 +79,45 @@ Timeline* ActiveTimeline();
 // Makes `timeline` the process's (null: none). The caller keeps it alive while it is set.
 void SetActiveTimeline(Timeline* timeline);
 
+// A span's name and its arguments (a JSON object's members, or empty).
+struct SpanText {
+  std::string name;
+  std::string args_json;
+};
+
 // The time from construction to destruction, as a span on the active timeline (nothing when none
 // is active at construction).
 class Span {
  public:
-  Span(const char* category, std::string name, std::string args_json = {})
+  // A fixed name.
+  Span(const char* category, const char* name) : timeline_(ActiveTimeline()) {
+    if (timeline_ != nullptr) Begin(category, SpanText{name, {}});
+  }
+  // A name made by `describe` (returning SpanText), called only while a timeline records.
+  template <typename Describe>
+  requires std::is_invocable_r_v<SpanText, Describe> Span(const char* category, Describe&& describe)
       : timeline_(ActiveTimeline()) {
-    if (timeline_ == nullptr) return;
-    category_ = category;
-    name_ = std::move(name);
-    args_ = std::move(args_json);
-    start_us_ = Timeline::NowMicros();
+    if (timeline_ != nullptr) Begin(category, std::forward<Describe>(describe)());
   }
   ~Span() {
     if (timeline_ != nullptr) {
-      timeline_->Complete(category_, name_, start_us_, Timeline::NowMicros() - start_us_, args_);
+      timeline_->Complete(category_, text_.name, start_us_, Timeline::NowMicros() - start_us_,
+                          text_.args_json);
     }
   }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
  private:
+  void Begin(const char* category, SpanText text) {
+    category_ = category;
+    text_ = std::move(text);
+    start_us_ = Timeline::NowMicros();
+  }
+
   Timeline* timeline_;
   const char* category_ = "";
-  std::string name_;
-  std::string args_;
+  SpanText text_;
   int64_t start_us_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "runtime/observe/timeline_merge.h"
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "runtime/common/error.h"
@@ -30,34 +31,46 @@ nlohmann::json ReadEvents(const std::string& path) {
 }  // namespace
 
 int MergeTimelines(const std::vector<TimelineSource>& sources, const std::string& out_path) {
-  nlohmann::json merged = nlohmann::json::array();
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  AD_CHECK(out.good(), kInvalidArgument, "timeline {}: cannot create it", out_path);
+  // One member in memory at a time: its events go out before the next file is read.
+  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  const auto emit = [&](const nlohmann::json& event) {
+    out << (first ? "" : ",\n")
+        << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    first = false;
+  };
   int count = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     const TimelineSource& source = sources[i];
     if (!std::filesystem::exists(source.path)) continue;
     const int pid = static_cast<int>(i) + 1;
-    merged.push_back({{"ph", "M"},
-                      {"name", "process_name"},
-                      {"pid", pid},
-                      {"tid", 0},
-                      {"args", {{"name", source.member}}}});
-    merged.push_back({{"ph", "M"},
-                      {"name", "process_sort_index"},
-                      {"pid", pid},
-                      {"tid", 0},
-                      {"args", {{"sort_index", pid}}}});
-    for (nlohmann::json& event : ReadEvents(source.path)) {
-      AD_CHECK(event.is_object(), kInvalidArgument, "timeline {}: an event is not an object",
+    nlohmann::json events = ReadEvents(source.path);
+    emit({{"ph", "M"},
+          {"name", "process_name"},
+          {"pid", pid},
+          {"tid", 0},
+          {"args", {{"name", source.member}}}});
+    emit({{"ph", "M"},
+          {"name", "process_sort_index"},
+          {"pid", pid},
+          {"tid", 0},
+          {"args", {{"sort_index", pid}}}});
+    for (nlohmann::json& event : events) {
+      AD_CHECK(event.is_object() && event.contains("ph") && event["ph"].is_string(),
+               kInvalidArgument, "timeline {}: an event is not an object with a phase (\"ph\")",
                source.path);
       // The member's own process name gives way to the member's name.
-      if (event.value("ph", "") == "M" && event.value("name", "") == "process_name") continue;
+      if (event["ph"] == "M" && event.contains("name") && event["name"] == "process_name") continue;
       event["pid"] = pid;
-      merged.push_back(std::move(event));
+      emit(event);
     }
     ++count;
   }
-  const nlohmann::json trace = {{"traceEvents", std::move(merged)}, {"displayTimeUnit", "ms"}};
-  WriteFileBytes(out_path, trace.dump() + "\n");
+  out << "\n]}\n";
+  out.flush();
+  AD_CHECK(out.good(), kInvalidArgument, "timeline {}: write failed", out_path);
   return count;
 }
 

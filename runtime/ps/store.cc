@@ -48,8 +48,10 @@ bool IsCancelled(const PsStore::Cancelled& cancelled) { return cancelled && canc
 
 // One optimizer update of `hosted` (locked).
 void Update(HostedState& hosted, const PsGradient& gradient, double learning_rate) {
-  const observe::Span span("optimizer", "apply " + hosted.spec.name,
-                           fmt::format(R"("version":{})", hosted.version + 1));
+  const observe::Span span("optimizer", [&] {
+    return observe::SpanText{"apply " + hosted.spec.name,
+                             fmt::format(R"("version":{})", hosted.version + 1)};
+  });
   // A reply may still be streaming the current value: leave it to the reply, update a copy.
   if (hosted.value.use_count() > 1) hosted.value = std::make_shared<Tensor>(hosted.value->Clone());
   hosted.optimizer->set_learning_rate(learning_rate);

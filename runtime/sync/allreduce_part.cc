@@ -246,7 +246,9 @@ AllReducePart::ReducedGroup AllReducePart::ReduceGroup(const GroupWork& work, in
   const int group = work.group;
   const std::string name = GroupName(group);
   // Compression and the collectives within (traced_communicator.h records those).
-  const observe::Span span("sync", "reduce " + name, fmt::format(R"("step":{})", step + 1));
+  const observe::Span span("sync", [&] {
+    return observe::SpanText{"reduce " + name, fmt::format(R"("step":{})", step + 1)};
+  });
   ReducedGroup reduced;
   std::vector<compress::NamedGradient> dense;
   for (const auto& [shard, sum_pointer] : work.members) {

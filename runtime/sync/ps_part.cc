@@ -177,9 +177,11 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
   if (pushes.empty()) return;
   const auto run = [this](Push& push) {
     // One Step call: the push of this server's shards, the wait for the step, the pull.
-    const observe::Span span(
-        "ps", "push+pull " + push.ps_node,
-        fmt::format(R"("step":{},"shards":{})", push.request.step + 1, push.shards.size()));
+    const observe::Span span("ps", [&] {
+      return observe::SpanText{
+          "push+pull " + push.ps_node,
+          fmt::format(R"("step":{},"shards":{})", push.request.step + 1, push.shards.size())};
+    });
     push.reply = Client(push.ps_node).Step(push.request);
   };
   if (pushes.size() == 1) {

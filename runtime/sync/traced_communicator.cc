@@ -13,18 +13,22 @@ std::string Args(size_t count, collective::ElementType type) {
                      collective::ElementTypeName(type));
 }
 
+observe::SpanText Text(const char* collective, const std::string& tag, std::string args) {
+  return observe::SpanText{fmt::format("{} {}", collective, tag), std::move(args)};
+}
+
 }  // namespace
 
 void TracedCommunicator::AllReduceSum(void* data, size_t count, collective::ElementType type,
                                       collective::AllReduceAlgorithm algorithm,
                                       const std::string& tag) {
-  observe::Span span("collective", "all-reduce " + tag, Args(count, type));
+  observe::Span span("collective", [&] { return Text("all-reduce", tag, Args(count, type)); });
   inner_->AllReduceSum(data, count, type, algorithm, tag);
 }
 
 void TracedCommunicator::AllGather(const void* in, size_t count, collective::ElementType type,
                                    void* out, const std::string& tag) {
-  observe::Span span("collective", "all-gather " + tag, Args(count, type));
+  observe::Span span("collective", [&] { return Text("all-gather", tag, Args(count, type)); });
   inner_->AllGather(in, count, type, out, tag);
 }
 
@@ -32,17 +36,18 @@ std::vector<size_t> TracedCommunicator::AllGatherV(const void* in, size_t count,
                                                    collective::ElementType type,
                                                    std::vector<std::byte>& out,
                                                    const std::string& tag) {
-  observe::Span span("collective", "all-gatherv " + tag, Args(count, type));
+  observe::Span span("collective", [&] { return Text("all-gatherv", tag, Args(count, type)); });
   return inner_->AllGatherV(in, count, type, out, tag);
 }
 
 void TracedCommunicator::Broadcast(void* data, size_t bytes, int root, const std::string& tag) {
-  observe::Span span("collective", "broadcast " + tag, fmt::format(R"("bytes":{})", bytes));
+  observe::Span span("collective",
+                     [&] { return Text("broadcast", tag, fmt::format(R"("bytes":{})", bytes)); });
   inner_->Broadcast(data, bytes, root, tag);
 }
 
 void TracedCommunicator::Barrier(const std::string& tag) {
-  observe::Span span("collective", "barrier " + tag);
+  observe::Span span("collective", [&] { return Text("barrier", tag, ""); });
   inner_->Barrier(tag);
 }
 

@@ -92,5 +92,28 @@ TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
   }
 }
 
+TEST(RunTimelineTest, AJobStoppedByItsDeadlineStillLeavesEveryMembersTimeline) {
+  TempDir dir;
+  JobParams params;
+  params.name = "timeline-deadline";
+  params.steps = 1000000;
+  params.run_policy = "    activeDeadlineSeconds: 2\n";
+  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt")));
+  options.timeline = dir / "job.trace.json";
+  const RunOutcome outcome = RunManifest(options);
+  EXPECT_EQ(outcome.exit_code, 1);
+  EXPECT_NE(outcome.out.find("(3 of 3 members"), std::string::npos) << outcome.out;
+  const auto spans = SpansByMember(options.timeline);
+  ASSERT_EQ(spans.size(), 3u);
+  // Every member trained (or served) until the end and finished its file: many steps each.
+  for (const char* worker : {"worker-0", "worker-1"}) {
+    ASSERT_TRUE(spans.at(worker).contains("forward")) << worker;
+    EXPECT_GT(spans.at(worker).at("forward"), 10) << worker;
+  }
+  int applies = 0;
+  for (const auto& [name, count] : spans.at("ps-0")) applies += count;
+  EXPECT_GT(applies, 10);
+}
+
 }  // namespace
 }  // namespace autodist::launcher
