@@ -70,13 +70,7 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
 [[noreturn]] void AbortProcess(const std::string& node, const std::string& reason,
                                int own_failure) {
   // The timeline of a failed job is the one most worth reading: finish its file first.
-  if (observe::Timeline* timeline = observe::ActiveTimeline()) {
-    try {
-      timeline->Close();
-    } catch (const Error& error) {
-      std::fprintf(stderr, "autodist-runtime: %s: %s\n", node.c_str(), error.what());
-    }
-  }
+  observe::FinishTimeline(observe::ActiveTimeline(), "autodist-runtime: " + node);
   std::fflush(stdout);
   std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
   std::fflush(stderr);
@@ -197,11 +191,8 @@ void RunMember(const MemberOptions& options) {
   if (worker) RequireWorkerDevices(job);
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
   // Before the services: the timeline outlives every thread that records into it.
-  std::unique_ptr<observe::Timeline> timeline;
-  if (!options.timeline_path.empty()) {
-    timeline = std::make_unique<observe::Timeline>(options.timeline_path, options.node);
-    observe::SetActiveTimeline(timeline.get());
-  }
+  const std::unique_ptr<observe::Timeline> timeline =
+      observe::StartTimeline(options.timeline_path, options.node);
 
   ps::ParameterServerService parameter_server{ps::ParameterServerOptions{}};
   std::vector<grpc::Service*> services{&parameter_server};
@@ -294,16 +285,7 @@ void RunMember(const MemberOptions& options) {
     server.Shutdown(kShutdownGraceMs);
     throw;
   }
-  if (timeline) {
-    // The job's outcome stands whatever becomes of its timeline: a failed write is a warning.
-    observe::SetActiveTimeline(nullptr);
-    try {
-      timeline->Close();
-    } catch (const Error& error) {
-      std::cerr << fmt::format("autodist-runtime: {}: warning: {}", node, error.what())
-                << std::endl;
-    }
-  }
+  observe::FinishTimeline(timeline.get(), "autodist-runtime: " + node);
 }
 
 }  // namespace autodist::cli

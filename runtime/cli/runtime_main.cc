@@ -211,21 +211,10 @@ int main(int argc, char** argv) {
     schedule_parsed["kind"] = schedule;
     options.schedule = autodist::optim::ParseScheduleOptions(schedule_parsed);
 
-    std::unique_ptr<autodist::observe::Timeline> recording;
-    if (!timeline.empty()) {
-      recording = std::make_unique<autodist::observe::Timeline>(timeline, "autodist-runtime");
-      autodist::observe::SetActiveTimeline(recording.get());
-    }
+    const std::unique_ptr<autodist::observe::Timeline> recording =
+        autodist::observe::StartTimeline(timeline, "autodist-runtime");
     const autodist::exec::TrainResult result = autodist::exec::Train(options);
-    if (recording) {
-      // The training's outcome stands whatever becomes of its timeline: a failure is a warning.
-      autodist::observe::SetActiveTimeline(nullptr);
-      try {
-        recording->Close();
-      } catch (const autodist::Error& error) {
-        std::cerr << "autodist-runtime: warning: " << error.what() << "\n";
-      }
-    }
+    autodist::observe::FinishTimeline(recording.get(), "autodist-runtime");
     std::cout << fmt::format("trained {} steps in {:.1f} s ({:.0f} samples/s), last loss {:.4f}",
                              result.steps, result.seconds, result.samples_per_second,
                              result.last_loss);

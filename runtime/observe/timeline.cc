@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "runtime/common/error.h"
@@ -41,6 +42,23 @@ std::string Args(std::string_view args_json) {
 Timeline* ActiveTimeline() { return active.load(std::memory_order_acquire); }
 
 void SetActiveTimeline(Timeline* timeline) { active.store(timeline, std::memory_order_release); }
+
+std::unique_ptr<Timeline> StartTimeline(const std::string& path, const std::string& process_name) {
+  if (path.empty()) return nullptr;
+  auto timeline = std::make_unique<Timeline>(path, process_name);
+  SetActiveTimeline(timeline.get());
+  return timeline;
+}
+
+void FinishTimeline(Timeline* timeline, const std::string& who) {
+  if (timeline == nullptr) return;
+  if (ActiveTimeline() == timeline) SetActiveTimeline(nullptr);
+  try {
+    timeline->Close();
+  } catch (const Error& error) {
+    std::cerr << who << ": warning: " << error.what() << std::endl;
+  }
+}
 
 Timeline::Timeline(std::string path, const std::string& process_name)
     : path_(std::move(path)), pid_(static_cast<int>(getpid())) {

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -78,6 +79,13 @@ class Timeline {
 Timeline* ActiveTimeline();
 // Makes `timeline` the process's (null: none). The caller keeps it alive while it is set.
 void SetActiveTimeline(Timeline* timeline);
+
+// A timeline recording into `path` as the process's active one; null when `path` is empty.
+// Throws as the Timeline constructor does.
+std::unique_ptr<Timeline> StartTimeline(const std::string& path, const std::string& process_name);
+// Makes `timeline` (if any) no longer the active one and closes it. A failed write becomes a
+// warning on standard error, prefixed by `who`: the outcome of the run it recorded stands.
+void FinishTimeline(Timeline* timeline, const std::string& who);
 
 // A span's name and its arguments (a JSON object's members, or empty).
 struct SpanText {
