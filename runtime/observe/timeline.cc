@@ -17,7 +17,7 @@ std::atomic<Timeline*> active{nullptr};
 
 // The writer streams the buffer this often, and sooner once it holds this much.
 constexpr auto kWriteInterval = std::chrono::seconds(1);
-constexpr size_t kWriteBytes = 256 * 1024;
+constexpr size_t kWriteBytes = size_t{256} * 1024;
 
 // A small number per thread, stable for the thread's life: the track ("tid") of its events.
 int ThreadTrack() {
@@ -105,7 +105,7 @@ void Timeline::NameThread(std::string_view name) {
                      pid_, ThreadTrack(), Quoted(name)));
 }
 
-void Timeline::Append(std::string event) {
+void Timeline::Append(const std::string& event) {
   std::lock_guard lock(mutex_);
   if (closing_) return;
   buffer_ += ",\n";

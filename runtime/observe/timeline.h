@@ -58,7 +58,7 @@ class Timeline {
   }
 
  private:
-  void Append(std::string event);
+  void Append(const std::string& event);
   void WriterLoop();
   // Writes `bytes` (file_mutex_ held); remembers a failure for Close().
   void Write(const std::string& bytes);
