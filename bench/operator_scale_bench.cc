@@ -58,12 +58,12 @@
 #include "operator/app/job_controller.h"
 #include "operator/app/log.h"
 #include "operator/app/operator_options.h"
-#include "operator/controller/metrics.h"
-#include "operator/controller/operability_server.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "operator/kube/resource.h"
+#include "runtime/observe/metrics.h"
+#include "runtime/observe/operability_server.h"
 #include "tests/k8s/test_api_server.h"
 #include "tests/k8s/watch.h"
 
@@ -433,10 +433,10 @@ class InProcessOperator final : public OperatorUnderTest {
     client_ = std::make_unique<autodist::kube::Client>(autodist::kube::LoadKubeconfig(kubeconfig),
                                                        client_options);
     jobs_ = std::make_unique<autodist::app::JobController>(*client_, operator_options, *metrics_);
-    autodist::controller::OperabilityOptions server_options;
+    autodist::observe::OperabilityOptions server_options;
     server_options.address = "127.0.0.1";
     server_options.port = 0;
-    server_ = std::make_unique<autodist::controller::OperabilityServer>(server_options, registry_);
+    server_ = std::make_unique<autodist::observe::OperabilityServer>(server_options, registry_);
     server_->AddReadyCheck("caches", [this] { return jobs_->Synced(); });
     server_->Start();
     starter_ = std::thread([this] { jobs_->Start(); });
@@ -455,11 +455,11 @@ class InProcessOperator final : public OperatorUnderTest {
   }
 
  private:
-  autodist::controller::Registry registry_;
+  autodist::observe::Registry registry_;
   std::unique_ptr<autodist::controller::OperatorMetrics> metrics_;
   std::unique_ptr<autodist::kube::Client> client_;
   std::unique_ptr<autodist::app::JobController> jobs_;
-  std::unique_ptr<autodist::controller::OperabilityServer> server_;
+  std::unique_ptr<autodist::observe::OperabilityServer> server_;
   std::thread starter_;
 };
 

@@ -30,6 +30,7 @@ ARG FASHION_MNIST=true
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libabsl20220623 \
+      libcpprest2.10 \
       libfmt9 \
       libgloo0 \
       libgrpc++1.51 \
@@ -37,6 +38,7 @@ RUN apt-get update \
       libonnx1 \
       libopenblas0-pthread \
       libprotobuf32 \
+      libssl3 \
       libyaml-cpp0.7 \
  && if [ "${FASHION_MNIST}" = true ]; then \
       apt-get install -y --no-install-recommends dataset-fashion-mnist; \

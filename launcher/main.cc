@@ -77,6 +77,10 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_option("--tensorboard", options.tensorboard,
                   "Write TensorBoard event files under DIR/<worker> (instead of "
                   "spec.training.tensorboard.path)");
+  run->add_option("--metrics-port", options.metrics_port,
+                  "Each process serves Prometheus /metrics on 127.0.0.1, from this port up in "
+                  "member order, as the launcher lists them")
+      ->check(CLI::Range(1, 65535));
 }
 
 }  // namespace

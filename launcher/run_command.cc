@@ -105,6 +105,7 @@ class JobRun {
                         CountRole(coordinator::MemberRole::kParameterServer), log_dir_)
          << std::endl;
     started_ = Clock::now();
+    ShowMetricsAddresses();
     for (const coordinator::MemberInfo& member : members_) group.Start(Spec(member));
     coordinator_.emplace(coordinator_endpoint_);
     const int code = Watch(group, interrupt);
@@ -161,6 +162,26 @@ class JobRun {
     };
   }
 
+  // Where member `index` (in members_' order) serves /metrics; empty without --metrics-port.
+  std::string MetricsAddress(size_t index) const {
+    if (options_.metrics_port == 0) return "";
+    return fmt::format("127.0.0.1:{}", options_.metrics_port + static_cast<int>(index));
+  }
+
+  void ShowMetricsAddresses() {
+    if (options_.metrics_port == 0) return;
+    const int last = options_.metrics_port + static_cast<int>(members_.size()) - 1;
+    AD_CHECK(last <= 65535, kInvalidArgument,
+             "--metrics-port {}: {} members need ports up to {}, past 65535", options_.metrics_port,
+             members_.size(), last);
+    std::string list;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      list += fmt::format("{}{} http://{}/metrics", i == 0 ? "" : ", ", members_[i].node,
+                          MetricsAddress(i));
+    }
+    out_ << "metrics: " << list << std::endl;
+  }
+
   launcher::ProcessSpec Spec(const coordinator::MemberInfo& member) const {
     const bool worker = member.role == coordinator::MemberRole::kWorker;
     const int threads = worker ? (options_.threads > 0
@@ -189,6 +210,11 @@ class JobRun {
     if (worker && !options_.tensorboard.empty()) {
       spec.argv.emplace_back("--tensorboard");
       spec.argv.push_back(fs::absolute(options_.tensorboard).string());
+    }
+    const auto index = static_cast<size_t>(&member - members_.data());
+    if (const std::string address = MetricsAddress(index); !address.empty()) {
+      spec.argv.emplace_back("--metrics-bind-address");
+      spec.argv.push_back(address);
     }
     return spec;
   }

@@ -20,6 +20,7 @@ struct RunOptions {
   int threads = 0;          // compute threads per worker; 0: the cores shared among the workers
   std::string tensorboard;  // TensorBoard event files under DIR/<worker>; empty: the manifest's
   std::string timeline;     // every member's timeline merged into this trace file; empty: none
+  int metrics_port = 0;     // members serve /metrics on 127.0.0.1 from this port up; 0: not
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
   bool live_progress = false;                  // rewrite the progress line in place (a terminal)

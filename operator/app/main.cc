@@ -25,12 +25,12 @@
 #include "operator/app/log.h"
 #include "operator/app/operator_options.h"
 #include "operator/controller/leader_election.h"
-#include "operator/controller/metrics.h"
-#include "operator/controller/operability_server.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "runtime/common/error.h"
+#include "runtime/observe/metrics.h"
+#include "runtime/observe/operability_server.h"
 
 namespace autodist::app {
 namespace {
@@ -46,7 +46,7 @@ std::string Identity() {
 
 int Run(const OperatorOptions& options, const sigset_t& signals) {
   ConfigureLogging(options.log_format, options.log_level);
-  controller::Registry registry;
+  observe::Registry registry;
   controller::OperatorMetrics metrics(registry);
   kube::ClientOptions client_options;
   client_options.observer = metrics.ClientObserver();
@@ -59,11 +59,11 @@ int Run(const OperatorOptions& options, const sigset_t& signals) {
        {"leaderElect", options.leader_elect}});
 
   JobController jobs(client, options, metrics);
-  std::unique_ptr<controller::OperabilityServer> server;
+  std::unique_ptr<observe::OperabilityServer> server;
   std::unique_ptr<controller::LeaderElector> elector;
   if (options.metrics_bind_address != "0") {
-    server = std::make_unique<controller::OperabilityServer>(
-        controller::ParseBindAddress(options.metrics_bind_address), registry);
+    server = std::make_unique<observe::OperabilityServer>(
+        observe::ParseBindAddress(options.metrics_bind_address), registry);
     server->AddHealthCheck("ping", [] { return true; });
     // A standby replica is ready too: it serves metrics and waits for the lease.
     server->AddReadyCheck(

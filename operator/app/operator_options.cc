@@ -94,6 +94,10 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
                  "Where pods mount a model ConfigMap; {namespace} and {job} are replaced");
   app.add_option("--working-dir", options.reconciler.working_dir,
                  "The runtime container's working directory (relative manifest paths)");
+  app.add_option("--runtime-metrics-port", options.reconciler.runtime_metrics_port,
+                 "Port of the runtime pods' Prometheus /metrics (0 turns it off)");
+  app.add_option("--runtime-scrape-annotations", options.reconciler.runtime_scrape_annotations,
+                 "Annotate runtime pods with prometheus.io/scrape, port and path");
 }
 
 void FinishOperatorOptions(OperatorOptions& options) {

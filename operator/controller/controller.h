@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "operator/controller/informer.h"
-#include "operator/controller/metrics.h"
 #include "operator/controller/work_queue.h"
+#include "runtime/observe/metrics.h"
 
 namespace autodist::controller {
 
@@ -36,9 +36,9 @@ struct ControllerOptions {
   // autodist_operator_reconcile_duration_seconds{controller} and
   // autodist_operator_workqueue_depth{controller} here (operator_metrics.h registers them).
   struct Metrics {
-    Family<Counter>* reconciles = nullptr;
-    Family<Histogram>* duration = nullptr;
-    Family<Gauge>* queue_depth = nullptr;
+    observe::Family<observe::Counter>* reconciles = nullptr;
+    observe::Family<observe::Histogram>* duration = nullptr;
+    observe::Family<observe::Gauge>* queue_depth = nullptr;
   } metrics;
 };
 

@@ -2,7 +2,7 @@
 
 namespace autodist::controller {
 
-OperatorMetrics::OperatorMetrics(Registry& registry)
+OperatorMetrics::OperatorMetrics(observe::Registry& registry)
     : jobs_created(registry.AddCounter("autodist_operator_jobs_created_total",
                                        "AutoDistJobs seen created", {"namespace"})),
       jobs_successful(registry.AddCounter("autodist_operator_jobs_successful_total",
@@ -17,9 +17,9 @@ OperatorMetrics::OperatorMetrics(Registry& registry)
                                      "Reconciles by outcome (success, error, requeue, "
                                      "requeue_after)",
                                      {"controller", "result"})),
-      reconcile_duration(registry.AddHistogram("autodist_operator_reconcile_duration_seconds",
-                                               "Time spent in one reconcile",
-                                               ExponentialBuckets(0.001, 2, 15), {"controller"})),
+      reconcile_duration(registry.AddHistogram(
+          "autodist_operator_reconcile_duration_seconds", "Time spent in one reconcile",
+          observe::ExponentialBuckets(0.001, 2, 15), {"controller"})),
       queue_depth(registry.AddGauge("autodist_operator_workqueue_depth",
                                     "Keys waiting in the work queue", {"controller"})),
       api_errors(registry.AddCounter("autodist_operator_api_errors_total",

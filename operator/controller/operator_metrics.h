@@ -8,28 +8,33 @@
 #include <string>
 
 #include "operator/controller/controller.h"
-#include "operator/controller/metrics.h"
 #include "operator/kube/client.h"
+#include "runtime/observe/metrics.h"
 
 namespace autodist::controller {
 
 struct OperatorMetrics {
-  explicit OperatorMetrics(Registry& registry);
+  explicit OperatorMetrics(observe::Registry& registry);
 
   // AutoDistJob lifecycle, per job namespace (as Kubeflow's training-operator counts them).
-  Family<Counter>& jobs_created;     // autodist_operator_jobs_created_total{namespace}
-  Family<Counter>& jobs_successful;  // autodist_operator_jobs_successful_total{namespace}
-  Family<Counter>& jobs_failed;      // autodist_operator_jobs_failed_total{namespace}
-  Family<Counter>& jobs_restarted;   // autodist_operator_jobs_restarted_total{namespace}
-  Family<Gauge>& jobs;               // autodist_operator_jobs{state}: jobs now in each state
+  observe::Family<observe::Counter>&
+      jobs_created;  // autodist_operator_jobs_created_total{namespace}
+  observe::Family<observe::Counter>&
+      jobs_successful;  // autodist_operator_jobs_successful_total{namespace}
+  observe::Family<observe::Counter>& jobs_failed;  // autodist_operator_jobs_failed_total{namespace}
+  observe::Family<observe::Counter>&
+      jobs_restarted;                     // autodist_operator_jobs_restarted_total{namespace}
+  observe::Family<observe::Gauge>& jobs;  // autodist_operator_jobs{state}: jobs now in each state
   // The loop.
-  Family<Counter>& reconciles;  // autodist_operator_reconcile_total{controller,result}
-  Family<Histogram>&
-      reconcile_duration;      // autodist_operator_reconcile_duration_seconds{controller}
-  Family<Gauge>& queue_depth;  // autodist_operator_workqueue_depth{controller}
+  observe::Family<observe::Counter>&
+      reconciles;  // autodist_operator_reconcile_total{controller,result}
+  observe::Family<observe::Histogram>&
+      reconcile_duration;  // autodist_operator_reconcile_duration_seconds{controller}
+  observe::Family<observe::Gauge>& queue_depth;  // autodist_operator_workqueue_depth{controller}
   // The API server.
-  Family<Counter>& api_errors;  // autodist_operator_api_errors_total{verb,resource,code}
-  Family<Gauge>& leader;        // autodist_operator_leader: 1 while this replica leads
+  observe::Family<observe::Counter>&
+      api_errors;  // autodist_operator_api_errors_total{verb,resource,code}
+  observe::Family<observe::Gauge>& leader;  // autodist_operator_leader: 1 while this replica leads
 
   // What ControllerOptions::metrics takes.
   ControllerOptions::Metrics ForController();

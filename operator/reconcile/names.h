@@ -24,6 +24,7 @@ inline constexpr char kRuntimeContainer[] = "autodist-runtime";
 inline constexpr char kConfigVolume[] = "autodist-config";
 inline constexpr char kModelVolume[] = "autodist-model";
 inline constexpr char kPortName[] = "autodist";
+inline constexpr char kMetricsPortName[] = "metrics";  // the runtime's Prometheus /metrics
 
 // Keys of the job's ConfigMap.
 inline constexpr char kManifestKey[] = "job.yaml";

@@ -54,6 +54,15 @@ void ValidateOptions(const ReconcilerOptions& options) {
              "slot of {} ports",
              addresses.port_range_begin, addresses.port_range_end, addresses.port_slot_size);
   }
+  AD_CHECK(options.runtime_metrics_port >= 0 && options.runtime_metrics_port <= 65535,
+           kInvalidArgument,
+           "runtime metrics port: expected 0 (off) or a port in [1, 65535], got {}",
+           options.runtime_metrics_port);
+  AD_CHECK(options.addresses.ports != AddressPolicy::Ports::kFixed ||
+               options.runtime_metrics_port != options.addresses.port,
+           kInvalidArgument,
+           "runtime metrics port: {} is the members' own port; choose another one",
+           options.runtime_metrics_port);
   AD_CHECK(!options.config_mount_path.empty() && options.config_mount_path.front() == '/',
            kInvalidArgument, "config mount path: expected an absolute path, got '{}'",
            options.config_mount_path);

@@ -58,6 +58,13 @@ struct ReconcilerOptions {
   std::string working_dir = "/workspace";
   std::string nccl_socket_ifname = "eth0";
   std::string nccl_debug = "WARN";
+  // Every runtime container serves Prometheus /metrics on this port (named "metrics" in the pod
+  // spec); 0 turns it off. Pods that share a host (AddressPolicy::kPerMember) serve none: one
+  // fixed port would collide.
+  int runtime_metrics_port = 9400;  // --runtime-metrics-port
+  // Adds prometheus.io/scrape, /port and /path annotations to the pods, for a Prometheus that
+  // discovers targets by annotation (the chart's runtimeMetrics.scrapeAnnotations).
+  bool runtime_scrape_annotations = false;  // --runtime-scrape-annotations
   // How long to wait before looking for a missing model ConfigMap again.
   std::chrono::seconds model_retry_interval{30};
 };

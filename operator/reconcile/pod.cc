@@ -62,6 +62,11 @@ nlohmann::json VolumeMounts(const PodRequest& request) {
   return mounts;
 }
 
+// The port the runtime serves /metrics on in this pod, or 0 when it serves none.
+int MetricsPort(const ReconcilerOptions& options) {
+  return options.addresses.ports == AddressPolicy::Ports::kFixed ? options.runtime_metrics_port : 0;
+}
+
 nlohmann::json TemplatePart(const nlohmann::json& pod_template, const char* part) {
   if (!pod_template.is_object()) return nlohmann::json();
   const auto found = pod_template.find(part);
@@ -98,6 +103,12 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
                     {{{"name", kPortName}, {"containerPort", member.port}, {"protocol", "TCP"}}})},
       {"volumeMounts", VolumeMounts(request)},
   };
+  if (const int metrics_port = MetricsPort(options); metrics_port > 0) {
+    container["args"].push_back("--metrics-bind-address");
+    container["args"].push_back(fmt::format("{}:{}", options.addresses.listen_host, metrics_port));
+    container["ports"].push_back(
+        {{"name", kMetricsPortName}, {"containerPort", metrics_port}, {"protocol", "TCP"}});
+  }
   if (!options.working_dir.empty()) container["workingDir"] = options.working_dir;
   nlohmann::json resources = Resources(request.job, member);
   if (!resources.empty()) container["resources"] = std::move(resources);
@@ -120,6 +131,18 @@ nlohmann::json BuildPod(const PodRequest& request) {
   nlohmann::json metadata = ChildMetadata(request.ref, member.pod, labels);
   if (template_metadata.is_object() && template_metadata.contains("annotations")) {
     metadata["annotations"] = template_metadata["annotations"];
+  }
+  const int metrics_port = MetricsPort(request.options);
+  if (request.options.runtime_scrape_annotations && metrics_port > 0) {
+    // The user's own template annotations win: they may point a scraper elsewhere.
+    nlohmann::json& annotations = metadata["annotations"];
+    if (!annotations.is_object()) annotations = nlohmann::json::object();
+    for (const auto& [key, value] :
+         {std::pair<std::string, std::string>{"prometheus.io/scrape", "true"},
+          {"prometheus.io/port", std::to_string(metrics_port)},
+          {"prometheus.io/path", "/metrics"}}) {
+      if (!annotations.contains(key)) annotations[key] = value;
+    }
   }
 
   nlohmann::json spec = InjectRuntime(TemplatePart(request.pod_template, "spec"),

@@ -24,6 +24,7 @@
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_exit.h"
 #include "runtime/job/member_result.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ps/service.h"
@@ -190,6 +191,7 @@ void RunMember(const MemberOptions& options) {
   const bool chief = worker && self.rank == 0;
   if (worker) RequireWorkerDevices(job);
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
+  observe::SetMemberInfo(job_id, options.node, coordinator::MemberRoleName(self.role));
   // Before the services: the timeline outlives every thread that records into it.
   const std::unique_ptr<observe::Timeline> timeline =
       observe::StartTimeline(options.timeline_path, options.node);

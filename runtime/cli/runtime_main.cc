@@ -16,6 +16,8 @@
 #include "runtime/exec/device_backend.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/job/member_exit.h"
+#include "runtime/observe/operability_server.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/precision.h"
@@ -151,6 +153,9 @@ int main(int argc, char** argv) {
   app.add_option("--tensorboard", tensorboard,
                  "Write TensorBoard event files here (with --job: under DIR/<node>, instead of "
                  "spec.training.tensorboard.path)");
+  std::string metrics_bind_address;
+  app.add_option("--metrics-bind-address", metrics_bind_address,
+                 "Serve Prometheus /metrics (and /healthz, /readyz) at [HOST]:PORT, e.g. ':9400'");
   app.add_option("--logits", options.logits, "Output compared with the labels for accuracy");
   app.add_option("--labels", options.labels, "Input holding class labels, for accuracy");
 
@@ -165,6 +170,16 @@ int main(int argc, char** argv) {
     // The tensor pool's cap is read here, where the process starts, and nowhere else.
     autodist::tensor::ConfigureTensorPool(
         autodist::tensor::ParseTensorPoolOptions(std::getenv(autodist::tensor::kTensorPoolEnv)));
+    // Up before anything else, so that a scrape finds the process from its start; its metrics
+    // are plain text and read-only (docs/security.md).
+    std::unique_ptr<autodist::observe::OperabilityServer> metrics_server;
+    if (!metrics_bind_address.empty()) {
+      metrics_server = std::make_unique<autodist::observe::OperabilityServer>(
+          autodist::observe::ParseBindAddress(metrics_bind_address),
+          autodist::observe::ProcessMetrics().registry);
+      metrics_server->Start();
+      std::cout << "serving /metrics on " << metrics_server->url() << std::endl;
+    }
     if (!member.job_file.empty()) {
       AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,
                "--job needs --node and --coordinator");

@@ -54,6 +54,8 @@ class Communicator {
   // Payload bytes this rank has sent so far (an estimate from the algorithm used), for the
   // run's summary and compression ratios.
   virtual int64_t bytes_sent() const = 0;
+  // Payload bytes this rank has received so far, estimated the same way.
+  virtual int64_t bytes_received() const = 0;
 };
 
 }  // namespace autodist::collective

@@ -19,6 +19,7 @@
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/training_log.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 
 namespace autodist::exec {
@@ -185,7 +186,9 @@ class Run {
     double loss = 0;
     std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
     if (observe::Timeline* timeline = observe::ActiveTimeline()) timeline->NameThread("training");
+    observe::RuntimeMetrics& metrics = observe::ProcessMetrics();
     while (step_ < total) {
+      const auto step_start = Clock::now();
       const observe::Span step_span("step", [&] {
         return observe::SpanText{fmt::format("step {}", step_ + 1),
                                  fmt::format(R"("step":{})", step_ + 1)};
@@ -208,6 +211,7 @@ class Run {
         CheckFinite(step_ + 1, step.loss, *replicas_[r].session, step.gradients);
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;
+        metrics.samples.Inc(static_cast<double>(batch.rows));
         window_samples += batch.rows;
         run_samples += batch.rows;
         epoch = batch.position.epoch;
@@ -219,6 +223,11 @@ class Run {
       ++step_;
       ++window_steps;
       loss = loss_sum / static_cast<double>(replicas_.size());
+      metrics.steps.Inc();
+      metrics.step_duration.Observe(
+          std::chrono::duration<double>(Clock::now() - step_start).count());
+      metrics.loss.Set(loss);
+      metrics.learning_rate.Set(lr);
       const bool epoch_end = options_.epochs > 0 && step_ % loader.batches_per_epoch() == 0;
       if (step_ % std::max<int64_t>(options_.log_every, 1) == 0 || step_ == total) {
         const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/ps/gradient_push.h"
 
 namespace autodist::ps {
@@ -29,6 +30,16 @@ void ReadReplies(Reader& reader, rpc::PieceAssembler& assembler, PsValues& out) 
       assembler.Add(reply.value());
     }
   }
+}
+
+// Moves the received values into `out` and counts their bytes as received.
+void CountReceived(rpc::PieceAssembler& assembler, PsValues& out) {
+  int64_t bytes = 0;
+  for (auto& [name, received] : assembler.Finish()) {
+    bytes += received.wire_bytes;
+    out.values.emplace(name, std::move(received.dense));
+  }
+  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
 }
 
 // Finishes a call whose replies were read (or failed to be read): the server's status wins over
@@ -154,8 +165,11 @@ PsValues PsClient::Step(const PsStepRequest& request) {
   header->set_pull(request.pull);
   bool open = stream->Write(message);
   StepMessage part;  // kept across pieces so that EmitTensor gets its buffer back (EmitBytes)
+  observe::RuntimeMetrics& metrics = observe::ProcessMetrics();
   const rpc::PieceSink sink = [&](TensorPiece&& piece) {
     if (!open) return;
+    metrics.parameter_server_sent_bytes.Inc(
+        static_cast<double>(rpc::PieceWireBytes(piece, piece.data().size())));
     *part.mutable_gradient() = std::move(piece);
     open = stream->Write(part);
   };
@@ -175,8 +189,7 @@ PsValues PsClient::Step(const PsStepRequest& request) {
     failure = std::current_exception();
   }
   FinishCall(*stream, context, failure, what);
-  for (auto& [name, received] : assembler.Finish())
-    out.values.emplace(name, std::move(received.dense));
+  CountReceived(assembler, out);
   return out;
 }
 
@@ -199,8 +212,7 @@ PsValues PsClient::Pull(const std::vector<std::string>& names, bool optimizer_st
     failure = std::current_exception();
   }
   FinishCall(*reader, context, failure, what);
-  for (auto& [name, received] : assembler.Finish())
-    out.values.emplace(name, std::move(received.dense));
+  CountReceived(assembler, out);
   return out;
 }
 

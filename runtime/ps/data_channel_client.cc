@@ -9,6 +9,7 @@
 
 #include "proto/ps_service.pb.h"
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/ps/data_channel.h"
 #include "runtime/ps/gradient_push.h"
 #include "runtime/rpc/grpc_helpers.h"
@@ -27,22 +28,26 @@ constexpr int64_t kWholeTensor = std::numeric_limits<int64_t>::max();
 void SendGradient(rpc::FrameSocket& socket, const PsStepRequest& request, const std::string& name,
                   const GradientRef& gradient, compress::PushEncoder& encoder,
                   const std::string& what) {
+  observe::Counter& sent = observe::ProcessMetrics().parameter_server_sent_bytes;
+  const auto send = [&](const TensorPiece& piece, const void* data, size_t bytes) {
+    socket.Send(kGradientFrame, piece, data, bytes);
+    sent.Inc(static_cast<double>(rpc::PieceWireBytes(piece, bytes)));
+  };
   if (gradient.sparse != nullptr) {
     const tensor::Tensor& rows = gradient.sparse->values;
-    socket.Send(kGradientFrame, rpc::SparseHeader(name, *gradient.sparse, request.replicas),
-                rows.raw(), rows.nbytes());
+    send(rpc::SparseHeader(name, *gradient.sparse, request.replicas), rows.raw(), rows.nbytes());
     return;
   }
   if (TravelsUncompressed(gradient)) {
-    socket.Send(kGradientFrame, rpc::TensorHeader(name, *gradient.dense, request.replicas),
-                gradient.dense->raw(), gradient.dense->nbytes());
+    send(rpc::TensorHeader(name, *gradient.dense, request.replicas), gradient.dense->raw(),
+         gradient.dense->nbytes());
     return;
   }
   EmitGradient(what, request.first_replica, name, gradient, request.replicas, kWholeTensor, encoder,
-               [&socket](TensorPiece&& piece) {
+               [&send](TensorPiece&& piece) {
                  std::string data;
                  data.swap(*piece.mutable_data());
-                 socket.Send(kGradientFrame, piece, data.data(), data.size());
+                 send(piece, data.data(), data.size());
                });
 }
 
@@ -115,9 +120,13 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, compress::PushE
         status.emplace(static_cast<grpc::StatusCode>(meta.code()), meta.message());
       }
     }
+    int64_t received_bytes = 0;
     for (auto& [name, received] : assembler.Finish()) {
+      received_bytes += received.wire_bytes;
       out.values.emplace(name, std::move(received.dense));
     }
+    observe::ProcessMetrics().parameter_server_received_bytes.Inc(
+        static_cast<double>(received_bytes));
   } catch (const Error& error) {
     // The connection is in an unknown state: it closes with `socket`. Errors of the socket do
     // not name the call yet; the encoder's and the assembler's do.

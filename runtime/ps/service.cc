@@ -8,6 +8,7 @@
 
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/ps/data_channel_server.h"
 #include "runtime/ps/step_call.h"
 #include "runtime/rpc/grpc_helpers.h"
@@ -225,8 +226,15 @@ ParameterServerService::~ParameterServerService() {
   Shutdown();
 }
 
-void ParameterServerService::CountPushed(int64_t bytes) { bytes_pushed_.fetch_add(bytes); }
-void ParameterServerService::CountPulled(int64_t bytes) { bytes_pulled_.fetch_add(bytes); }
+void ParameterServerService::CountPushed(int64_t bytes) {
+  bytes_pushed_.fetch_add(bytes);
+  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
+}
+
+void ParameterServerService::CountPulled(int64_t bytes) {
+  bytes_pulled_.fetch_add(bytes);
+  observe::ProcessMetrics().parameter_server_sent_bytes.Inc(static_cast<double>(bytes));
+}
 
 PsStats ParameterServerService::CurrentStats() const {
   PsStats stats = store_.Stats();

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/optim/optimizer.h"
 
@@ -52,6 +53,9 @@ void Update(HostedState& hosted, const PsGradient& gradient, double learning_rat
     return observe::SpanText{"apply " + hosted.spec.name,
                              fmt::format(R"("version":{})", hosted.version + 1)};
   });
+  observe::RuntimeMetrics& metrics = observe::ProcessMetrics();
+  const observe::ScopedDuration timed(metrics.ps_apply_duration);
+  metrics.ps_updates.Inc();
   // A reply may still be streaming the current value: leave it to the reply, update a copy.
   if (hosted.value.use_count() > 1) hosted.value = std::make_shared<Tensor>(hosted.value->Clone());
   hosted.optimizer->set_learning_rate(learning_rate);
@@ -333,6 +337,8 @@ PsSnapshot PsStore::WaitForVersion(const std::string& name, int64_t version,
   const HostedState& hosted = Find(who, name);
   const auto start = Clock::now();
   std::unique_lock lock(hosted.mutex);
+  if (hosted.version >= version) return {hosted.version, hosted.value};
+  const observe::ScopedGaugeIncrement waiting(observe::ProcessMetrics().ps_waiting_calls);
   while (hosted.version < version) {
     AD_CHECK(!shutdown_.load(), kUnavailable,
              "{}: the parameter server is shutting down while tensor '{}' waits for version {}",

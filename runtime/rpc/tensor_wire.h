@@ -64,6 +64,12 @@ autodist::proto::TensorPiece TensorHeader(const std::string& name, const tensor:
 autodist::proto::TensorPiece SparseHeader(const std::string& name,
                                           const tensor::SparseGradient& gradient, int32_t replicas);
 
+// What a piece with `data_bytes` of data puts on the wire, counted as ReceivedTensor::wire_bytes
+// counts it on arrival: the data plus 8 bytes per index it carries.
+inline int64_t PieceWireBytes(const autodist::proto::TensorPiece& piece, size_t data_bytes) {
+  return static_cast<int64_t>(data_bytes) + piece.indices_size() * int64_t{8};
+}
+
 // A tensor rebuilt from pieces.
 struct ReceivedTensor {
   tensor::Tensor dense;  // dense tensors (decoded to float32); for sparse ones the rows

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/sync/gradient_sum.h"
 #include "runtime/tensor/sparse_gradient.h"
@@ -249,6 +250,7 @@ AllReducePart::ReducedGroup AllReducePart::ReduceGroup(const GroupWork& work, in
   const observe::Span span("sync", [&] {
     return observe::SpanText{"reduce " + name, fmt::format(R"("step":{})", step + 1)};
   });
+  const observe::ScopedDuration timed(observe::ProcessMetrics().all_reduce_duration.With({name}));
   ReducedGroup reduced;
   std::vector<compress::NamedGradient> dense;
   for (const auto& [shard, sum_pointer] : work.members) {
@@ -302,8 +304,19 @@ void AllReducePart::Synchronize(int64_t step, double lr,
       Apply(*members.shards[i], members.gradients[i], replicas);
     }
   }
+  CountTraffic();
   std::lock_guard lock(mutex_);
   summed_.clear();
+}
+
+void AllReducePart::CountTraffic() {
+  const int64_t sent = communicator_->bytes_sent();
+  const int64_t received = communicator_->bytes_received();
+  observe::RuntimeMetrics& metrics = observe::ProcessMetrics();
+  metrics.all_reduce_sent_bytes.Inc(static_cast<double>(sent - counted_sent_));
+  metrics.all_reduce_received_bytes.Inc(static_cast<double>(received - counted_received_));
+  counted_sent_ = sent;
+  counted_received_ = received;
 }
 
 void AllReducePart::CurrentState(Session& replica, TensorMap& shard_values,

@@ -88,6 +88,9 @@ class AllReducePart {
   // its error.
   std::map<int, ReducedGroup> TakeOverlapped();
   void CommunicationLoop();
+  // Adds what the communicator sent and received since the last call to the process's byte
+  // counters (runtime_metrics.h).
+  void CountTraffic();
   // Applies the mean gradient of `shard` to replica 0 and copies the result to the others.
   void Apply(const ShardPlan& shard, const exec::Gradient& mean,
              const std::vector<exec::Session*>& replicas);
@@ -99,6 +102,8 @@ class AllReducePart {
   float inverse_replicas_;
   int64_t sparse_bytes_ = 0;  // raw = wire bytes of the all-gathered sparse gradients
   int64_t sparse_sent_ = 0;
+  int64_t counted_sent_ = 0;  // the communicator's totals at the last CountTraffic
+  int64_t counted_received_ = 0;
 
   // Per step: this process's replicas' gradients summed, per variable (a fresh copy, never the
   // trainer's tensors, so nothing here depends on their lifetime).

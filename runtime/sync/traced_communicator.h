@@ -27,6 +27,7 @@ class TracedCommunicator final : public collective::Communicator {
   void Broadcast(void* data, size_t bytes, int root, const std::string& tag) override;
   void Barrier(const std::string& tag) override;
   int64_t bytes_sent() const override { return inner_->bytes_sent(); }
+  int64_t bytes_received() const override { return inner_->bytes_received(); }
 
  private:
   std::unique_ptr<collective::Communicator> inner_;

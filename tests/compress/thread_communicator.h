@@ -98,6 +98,7 @@ class ThreadCommunicator : public collective::Communicator {
   int rank() const override { return rank_; }
   int size() const override { return world_->size(); }
   int64_t bytes_sent() const override { return bytes_sent_; }
+  int64_t bytes_received() const override { return bytes_received_; }
   int collectives() const { return collectives_; }
 
   void AllReduceSum(void* data, size_t count, collective::ElementType type,
@@ -110,8 +111,10 @@ class ThreadCommunicator : public collective::Communicator {
     world_->Wait();  // everyone has read every slot
     std::memcpy(data, sum.data(), bytes);
     // A ring all-reduce sends 2 (N - 1) / N of the buffer.
-    bytes_sent_ += static_cast<int64_t>(2 * bytes * static_cast<size_t>(size() - 1) /
-                                        static_cast<size_t>(size()));
+    const auto share = static_cast<int64_t>(2 * bytes * static_cast<size_t>(size() - 1) /
+                                            static_cast<size_t>(size()));
+    bytes_sent_ += share;
+    bytes_received_ += share;
   }
 
   void AllGather(const void* in, size_t count, collective::ElementType type, void* out,
@@ -124,6 +127,7 @@ class ThreadCommunicator : public collective::Communicator {
     }
     world_->Wait();
     bytes_sent_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
+    bytes_received_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
   }
 
   std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,
@@ -140,6 +144,7 @@ class ThreadCommunicator : public collective::Communicator {
     }
     world_->Wait();
     bytes_sent_ += static_cast<int64_t>(count * element * static_cast<size_t>(size() - 1));
+    bytes_received_ += static_cast<int64_t>(out.size() - count * element);
     return counts;
   }
 
@@ -155,6 +160,7 @@ class ThreadCommunicator : public collective::Communicator {
     if (rank_ != root) std::memcpy(data, world_->slot(root).data, bytes);
     world_->Wait();
     if (rank_ == root) bytes_sent_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
+    if (rank_ != root) bytes_received_ += static_cast<int64_t>(bytes);
   }
 
   void Barrier(const std::string& tag) override {
@@ -204,6 +210,7 @@ class ThreadCommunicator : public collective::Communicator {
   std::shared_ptr<ThreadWorld> world_;
   int rank_;
   int64_t bytes_sent_ = 0;
+  int64_t bytes_received_ = 0;
   int collectives_ = 0;
 };
 

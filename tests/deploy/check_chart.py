@@ -261,6 +261,39 @@ def check_defaults(checker, helm, crd):
     checker.check(not any(a.startswith("--namespaces") for a in args),
                   "watching all namespaces passes no --namespaces")
     checker.check("--gang-scheduling=none" in args, "gang scheduling is off by default")
+    checker.check("--runtime-metrics-port=9400" in args and
+                  "--runtime-scrape-annotations=false" in args,
+                  f"runtime pods serve /metrics on 9400, unannotated, by default: {args}")
+
+
+def check_runtime_metrics(checker, helm):
+    objects = helm.template("runtimeMetrics.podMonitor.enabled=true",
+                            "runtimeMetrics.podMonitor.labels.release=prometheus",
+                            "runtimeMetrics.scrapeAnnotations=true", "runtimeMetrics.port=9500")
+    monitor = one(checker, objects, "PodMonitor", NAMESPACE, f"{FULLNAME}-runtime")
+    if monitor is not None:
+        checker.equal(monitor["apiVersion"], "monitoring.coreos.com/v1", "PodMonitor apiVersion")
+        checker.equal(monitor["metadata"]["labels"].get("release"), "prometheus",
+                      "PodMonitor labels from runtimeMetrics.podMonitor.labels")
+        spec = monitor["spec"]
+        checker.equal(spec["namespaceSelector"], {"any": True}, "PodMonitor namespaces")
+        checker.equal(spec["selector"], {"matchLabels": {
+            "app.kubernetes.io/managed-by": "autodist-operator"}}, "PodMonitor selector")
+        endpoint = spec["podMetricsEndpoints"][0]
+        checker.equal((endpoint["port"], endpoint["path"], endpoint["interval"]),
+                      ("metrics", "/metrics", "30s"), "PodMonitor endpoint")
+    deployment = check_deployment(checker, objects, FULLNAME)
+    if deployment is not None:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        checker.check("--runtime-metrics-port=9500" in args and
+                      "--runtime-scrape-annotations=true" in args,
+                      f"runtimeMetrics values missing from the operator's flags: {args}")
+    objects = helm.template("runtimeMetrics.podMonitor.enabled=true",
+                            "operator.watchNamespaces={team-a}")
+    monitor = one(checker, objects, "PodMonitor", NAMESPACE, f"{FULLNAME}-runtime")
+    if monitor is not None:
+        checker.equal(monitor["spec"]["namespaceSelector"], {"matchNames": ["team-a"]},
+                      "PodMonitor namespaces with watchNamespaces")
 
 
 def check_watch_namespaces(checker, helm):
@@ -339,7 +372,10 @@ def check_other_values(checker, helm):
             (["operator.watchNamespace={a}"], "watchNamespace"),
             (["operator.watchNamespaces={Team_A}"], "watchNamespaces"),
             (["image.pullPolicy=Sometimes"], "pullPolicy"),
-            (["operator.workers=0"], "workers")):
+            (["operator.workers=0"], "workers"),
+            (["runtimeMetrics.port=70000"], "port"),
+            (["runtimeMetrics.podMonitor.enabled=true", "runtimeMetrics.port=0"],
+             "runtimeMetrics.port")):
         args = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
         for value in sets:
             args += ["--set", value]
@@ -369,6 +405,7 @@ def main():
         checker.check(version.startswith("v4."), f"helm version {version!r} is not v4")
         print(f"helm {version} at {binary}")
         for sets in ([], ["operator.watchNamespaces={team-a,team-b}"],
+                     ["runtimeMetrics.podMonitor.enabled=true"],
                      ["leaderElection.enabled=false"], ["gangScheduling.enabled=true"]):
             args = ["lint", "--strict", CHART]
             for value in sets:
@@ -385,7 +422,7 @@ def main():
         checker.check(result.returncode == 0 and "kubectl get adj" in result.stdout,
                       f"NOTES.txt did not render: {result.stderr.strip()[:300]}")
         for check in (check_defaults, check_watch_namespaces, check_no_leader_election,
-                      check_gang_scheduling, check_other_values):
+                      check_gang_scheduling, check_runtime_metrics, check_other_values):
             try:
                 check(checker, helm, crd) if check is check_defaults else check(checker, helm)
             except (RuntimeError, KeyError, TypeError, subprocess.TimeoutExpired) as error:

@@ -86,7 +86,7 @@ TEST(ControllerTest, ErrorsAndRequeuesRetryWithBackoffSuccessForgets) {
 }
 
 TEST(ControllerTest, MetricsCountOutcomesAndLatency) {
-  Registry registry;
+  observe::Registry registry;
   OperatorMetrics metrics(registry);
   ControllerOptions options = Options(2);
   options.metrics = metrics.ForController();

@@ -237,7 +237,7 @@ void OperatorEndToEnd::TearDown() {
 }
 
 void OperatorEndToEnd::StartOperator() {
-  registry_ = std::make_unique<controller::Registry>();
+  registry_ = std::make_unique<observe::Registry>();
   metrics_ = std::make_unique<controller::OperatorMetrics>(*registry_);
   client_ = std::make_unique<kube::Client>(kube::LoadKubeconfig(server_->kubeconfig_path()));
   jobs_ = std::make_unique<JobController>(*client_, options_, *metrics_);

@@ -21,9 +21,9 @@
 
 #include "operator/app/job_controller.h"
 #include "operator/app/operator_options.h"
-#include "operator/controller/metrics.h"
 #include "operator/controller/operator_metrics.h"
 #include "operator/kube/client.h"
+#include "runtime/observe/metrics.h"
 #include "tests/k8s/test_api_server.h"
 #include "tests/k8s/watch.h"
 
@@ -134,7 +134,7 @@ class OperatorEndToEnd : public ::testing::Test {
   std::filesystem::path root_;
   std::unique_ptr<k8s::TestApiServer> server_;
   OperatorOptions options_;
-  std::unique_ptr<controller::Registry> registry_;
+  std::unique_ptr<observe::Registry> registry_;
   std::unique_ptr<controller::OperatorMetrics> metrics_;
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<JobController> jobs_;

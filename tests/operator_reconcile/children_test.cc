@@ -5,8 +5,10 @@
 
 #include "operator/reconcile/members.h"
 #include "operator/reconcile/names.h"
+#include "operator/reconcile/options.h"
 #include "reconcile_test_support.h"
 #include "runtime/common/base64.h"
+#include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/job/job_parser.h"
 
@@ -77,15 +79,20 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
   EXPECT_EQ(runtime["image"], "registry.test/autodist-runtime:1.0");
   EXPECT_EQ(runtime["imagePullPolicy"], "IfNotPresent");
   EXPECT_EQ(runtime["command"], nlohmann::json::array({"autodist-runtime"}));
-  EXPECT_EQ(runtime["args"],
-            nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "worker-1",
-                                   "--coordinator", "fmnist-worker-0.fmnist.ml.svc:29500",
-                                   "--listen", "0.0.0.0:29500", "--advertise-host",
-                                   "fmnist-worker-1.fmnist.ml.svc"}));
+  EXPECT_EQ(
+      runtime["args"],
+      nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "worker-1",
+                             "--coordinator", "fmnist-worker-0.fmnist.ml.svc:29500", "--listen",
+                             "0.0.0.0:29500", "--advertise-host", "fmnist-worker-1.fmnist.ml.svc",
+                             "--metrics-bind-address", "0.0.0.0:9400"}));
   EXPECT_EQ(runtime["workingDir"], "/workspace");
   EXPECT_EQ(runtime["ports"], nlohmann::json::parse(
                                   R"([{"name": "autodist", "containerPort": 29500,
+                                       "protocol": "TCP"},
+                                      {"name": "metrics", "containerPort": 9400,
                                        "protocol": "TCP"}])"));
+  // Scrape annotations only when asked for.
+  EXPECT_FALSE(cluster.pod("fmnist-worker-1")["metadata"].contains("annotations"));
   EXPECT_EQ(EnvOf(runtime), (std::map<std::string, std::string>{
                                 {"AUTODIST_ROLE", "worker"},
                                 {"AUTODIST_RANK", "1"},
@@ -109,6 +116,49 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
             nlohmann::json::parse(R"([{"name": "autodist-config", "mountPath": "/etc/autodist",
                                        "readOnly": true}])"));
   EXPECT_FALSE(spec.contains("schedulerName"));
+}
+
+TEST(ChildrenTest, RuntimeMetricsPortAndScrapeAnnotations) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.runtime_metrics_port = 9500;
+  options.runtime_scrape_annotations = true;
+  nlohmann::json job = JobObject();
+  // The user's own annotations stay, and win over ours.
+  job["spec"]["template"] = nlohmann::json::parse(
+      R"({"metadata": {"annotations": {"team": "a", "prometheus.io/path": "/custom"}}})");
+  Cluster cluster(job, options);
+  cluster.Reconcile(At(0));
+  const nlohmann::json& pod = cluster.pod("fmnist-ps-0");
+  EXPECT_EQ(pod["metadata"]["annotations"],
+            nlohmann::json::parse(R"({"team": "a", "prometheus.io/scrape": "true",
+                                      "prometheus.io/port": "9500",
+                                      "prometheus.io/path": "/custom"})"));
+  const nlohmann::json& runtime = RuntimeOf(pod);
+  EXPECT_EQ(runtime["ports"][1], nlohmann::json::parse(
+                                     R"({"name": "metrics", "containerPort": 9500,
+                                         "protocol": "TCP"})"));
+  EXPECT_THAT(runtime["args"].dump(), HasSubstr(R"("--metrics-bind-address","0.0.0.0:9500")"));
+
+  // Port 0 turns the endpoint off: no flag, no port, no annotations.
+  options.runtime_metrics_port = 0;
+  Cluster off(JobObject(), options);
+  off.Reconcile(At(0));
+  const nlohmann::json& quiet = off.pod("fmnist-worker-0");
+  EXPECT_THAT(RuntimeOf(quiet)["args"].dump(), ::testing::Not(HasSubstr("--metrics")));
+  EXPECT_EQ(RuntimeOf(quiet)["ports"].size(), 1U);
+  EXPECT_FALSE(quiet["metadata"].contains("annotations"));
+}
+
+TEST(ChildrenTest, RuntimeMetricsOptionsAreValidated) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.runtime_metrics_port = 70000;
+  EXPECT_THAT([&] { ValidateOptions(options); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("runtime metrics port")));
+  options.runtime_metrics_port = options.addresses.port;
+  EXPECT_THAT([&] { ValidateOptions(options); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("the members' own port")));
+  options.runtime_metrics_port = 9400;
+  EXPECT_NO_THROW(ValidateOptions(options));
 }
 
 TEST(ChildrenTest, LocalProcessesGetDistinctPortsOnLoopback) {

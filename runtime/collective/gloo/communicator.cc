@@ -125,6 +125,7 @@ class GlooCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int64_t bytes_sent() const override { return bytes_sent_.load(); }
+  int64_t bytes_received() const override { return bytes_received_.load(); }
 
   void AllReduceSum(void* data, size_t count, ElementType type, AllReduceAlgorithm algorithm,
                     const std::string& tag) override {
@@ -143,9 +144,11 @@ class GlooCommunicator final : public Communicator {
         ran_algorithms_ = true;
         all_reducer_.HalvingDoubling(data, count, type, tag, piece_bytes_);
       }
-      // Both send 2(n-1)/n of the bytes (halving-doubling exactly so for powers of two).
-      Count(static_cast<int64_t>(2 * static_cast<size_t>(size_ - 1) * bytes /
-                                 static_cast<size_t>(size_)));
+      // Both send and receive 2(n-1)/n of the bytes (halving-doubling exactly so for powers of
+      // two).
+      const auto share = static_cast<int64_t>(2 * static_cast<size_t>(size_ - 1) * bytes /
+                                              static_cast<size_t>(size_));
+      Count(share, share);
     });
   }
 
@@ -166,8 +169,9 @@ class GlooCommunicator final : public Communicator {
       options.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(size_));
       options.setTag(gloo_detail::kDataTag);
       gloo::allgather(options);
-      // Around the ring: every block but the right neighbour's own.
-      Count(static_cast<int64_t>(bytes) * (size_ - 1));
+      // Around the ring: every block but the right neighbour's own goes out, every block but
+      // this rank's own comes in.
+      Count(static_cast<int64_t>(bytes) * (size_ - 1), static_cast<int64_t>(bytes) * (size_ - 1));
     });
   }
 
@@ -192,7 +196,8 @@ class GlooCommunicator final : public Communicator {
       options.setTag(gloo_detail::kDataTag);
       gloo::allgatherv(options);
       const auto right = static_cast<size_t>((rank_ + 1) % size_);
-      Count(static_cast<int64_t>(total * element - bytes[right]));
+      Count(static_cast<int64_t>(total * element - bytes[right]),
+            static_cast<int64_t>(total * element - bytes[static_cast<size_t>(rank_)]));
     });
     return counts;
   }
@@ -210,7 +215,8 @@ class GlooCommunicator final : public Communicator {
       options.setRoot(root);
       options.setTag(gloo_detail::kDataTag);
       gloo::broadcast(options);
-      Count(static_cast<int64_t>(bytes) * BroadcastSends(rank_, size_, root));
+      Count(static_cast<int64_t>(bytes) * BroadcastSends(rank_, size_, root),
+            rank_ == root ? 0 : static_cast<int64_t>(bytes));
     });
   }
 
@@ -235,7 +241,10 @@ class GlooCommunicator final : public Communicator {
              which, call.count);
   }
 
-  void Count(int64_t bytes) { bytes_sent_.fetch_add(bytes); }
+  void Count(int64_t sent, int64_t received) {
+    bytes_sent_.fetch_add(sent);
+    bytes_received_.fetch_add(received);
+  }
 
   // Runs one collective: one at a time (every rank must issue them in the same order anyway),
   // with Gloo's failures turned into autodist::Error naming the call. A failure inside Gloo leaves
@@ -324,6 +333,7 @@ class GlooCommunicator final : public Communicator {
   std::optional<std::string> failure_;             // why the communicator broke
   bool ran_algorithms_ = false;                    // used an algorithm object: close with a barrier
   std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> bytes_received_{0};
 };
 
 }  // namespace

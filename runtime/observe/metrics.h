@@ -1,7 +1,7 @@
 // A tiny metrics registry with Prometheus text exposition (format 0.0.4): counters, gauges and
 // histograms, each a family of children keyed by label values. Updates are lock-free atomics;
-// only creating a child or exposing takes a lock. Names are the callers' (operator_metrics.h
-// holds the operator's).
+// only creating a child or exposing takes a lock. Names are the callers' (the operator's in
+// operator/controller/operator_metrics.h, the runtime's in runtime_metrics.h).
 #pragma once
 
 #include <atomic>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace autodist::controller {
+namespace autodist::observe {
 
 class Counter {
  public:
@@ -141,4 +141,4 @@ class Registry {
 // The Content-Type of Registry::Expose()'s text.
 inline constexpr const char* kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-}  // namespace autodist::controller
+}  // namespace autodist::observe

@@ -1,4 +1,4 @@
-#include "operator/controller/metrics.h"
+#include "runtime/observe/metrics.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "runtime/common/error.h"
 
-namespace autodist::controller {
+namespace autodist::observe {
 namespace {
 
 bool ValidName(const std::string& name, bool colon_allowed) {
@@ -210,4 +210,4 @@ std::string Registry::Expose() const {
   return out;
 }
 
-}  // namespace autodist::controller
+}  // namespace autodist::observe

@@ -1,4 +1,4 @@
-#include "operator/controller/operability_server.h"
+#include "runtime/observe/operability_server.h"
 
 #include <arpa/inet.h>
 #include <cpprest/http_listener.h>
@@ -11,7 +11,7 @@
 
 #include "runtime/common/error.h"
 
-namespace autodist::controller {
+namespace autodist::observe {
 namespace {
 
 using web::http::http_request;
@@ -147,4 +147,4 @@ std::string OperabilityServer::url() const {
   return "http://" + options_.address + ":" + std::to_string(port_);
 }
 
-}  // namespace autodist::controller
+}  // namespace autodist::observe

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "operator/controller/metrics.h"
+#include "runtime/observe/metrics.h"
 
-namespace autodist::controller {
+namespace autodist::observe {
 
 struct OperabilityOptions {
   std::string address = "0.0.0.0";
@@ -59,4 +59,4 @@ class OperabilityServer {
   int port_ = 0;
 };
 
-}  // namespace autodist::controller
+}  // namespace autodist::observe

@@ -1,15 +1,14 @@
 // The metrics registry's Prometheus text exposition and the /metrics, /healthz and /readyz
 // endpoints.
-#include "operator/controller/metrics.h"
+#include "runtime/observe/metrics.h"
 
 #include <gtest/gtest.h>
 
-#include "operator/controller/operability_server.h"
-#include "operator/controller/operator_metrics.h"
 #include "runtime/common/error.h"
-#include "tests/k8s/test_util.h"
+#include "runtime/observe/operability_server.h"
+#include "tests/observe/http_get.h"
 
-namespace autodist::controller {
+namespace autodist::observe {
 namespace {
 
 TEST(MetricsTest, TextExpositionOfCountersGaugesAndHistograms) {
@@ -70,29 +69,6 @@ TEST(MetricsTest, RejectsBadNamesDuplicatesAndWrongArity) {
   EXPECT_THROW(c.With({"1"}).Inc(-1), Error);
 }
 
-TEST(MetricsTest, OperatorMetricNames) {
-  Registry registry;
-  OperatorMetrics metrics(registry);
-  metrics.jobs_created.With({"default"}).Inc();
-  metrics.jobs.With({"Running"}).Set(2);
-  metrics.ClientObserver()("create", kube::resources::kPods, 409, std::chrono::milliseconds(3));
-  metrics.ClientObserver()("get", kube::resources::kPods, 200, std::chrono::milliseconds(3));
-  const std::string text = registry.Expose();
-  for (const char* line : {"autodist_operator_jobs_created_total{namespace=\"default\"} 1",
-                           "autodist_operator_jobs{state=\"Running\"} 2",
-                           "autodist_operator_api_errors_total{verb=\"create\",resource=\"pods\","
-                           "code=\"409\"} 1",
-                           "autodist_operator_leader 0",
-                           "# TYPE autodist_operator_reconcile_duration_seconds histogram",
-                           "# TYPE autodist_operator_workqueue_depth gauge",
-                           "# TYPE autodist_operator_jobs_successful_total counter",
-                           "# TYPE autodist_operator_jobs_failed_total counter",
-                           "# TYPE autodist_operator_jobs_restarted_total counter"}) {
-    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
-  }
-  EXPECT_EQ(text.find("code=\"200\""), std::string::npos);
-}
-
 TEST(OperabilityServerTest, ServesMetricsHealthAndReadiness) {
   Registry registry;
   registry.AddGauge("up", "1").With().Set(1);
@@ -102,32 +78,32 @@ TEST(OperabilityServerTest, ServesMetricsHealthAndReadiness) {
   server.AddReadyCheck("informers-synced", [&] { return synced.load(); });
   server.AddReadyCheck("leader-or-standby", [] { return true; });
   server.Start();
-  using k8s::testing::HttpCall;
+  // The reply's status and body, or status 0 when the server did not answer.
+  const auto get = [&](const std::string& path) {
+    return testing::HttpGet(server.port(), path).value_or(testing::HttpReply{});
+  };
 
-  auto metrics = HttpCall(server.url(), "GET", "/metrics");
+  const auto metrics = get("/metrics");
   EXPECT_EQ(metrics.status, 200);
-  EXPECT_NE(metrics.raw.find("up 1\n"), std::string::npos);
-  bool typed = false;
-  for (const auto& [name, value] : metrics.headers) {
-    typed = typed || (name == "Content-Type" && value.find("version=0.0.4") != std::string::npos);
-  }
-  EXPECT_TRUE(typed);
+  EXPECT_NE(metrics.body.find("up 1\n"), std::string::npos);
+  EXPECT_NE(metrics.head.find("Content-Type: text/plain; version=0.0.4"), std::string::npos)
+      << metrics.head;
 
-  EXPECT_EQ(HttpCall(server.url(), "GET", "/healthz").status, 200);
-  auto ready = HttpCall(server.url(), "GET", "/readyz");
+  EXPECT_EQ(get("/healthz").status, 200);
+  auto ready = get("/readyz");
   EXPECT_EQ(ready.status, 500);
-  EXPECT_NE(ready.raw.find("[-]informers-synced failed"), std::string::npos) << ready.raw;
-  EXPECT_NE(ready.raw.find("[+]leader-or-standby ok"), std::string::npos);
+  EXPECT_NE(ready.body.find("[-]informers-synced failed"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("[+]leader-or-standby ok"), std::string::npos);
   synced = true;
-  ready = HttpCall(server.url(), "GET", "/readyz");
+  ready = get("/readyz");
   EXPECT_EQ(ready.status, 200);
-  EXPECT_NE(ready.raw.find("readyz check passed"), std::string::npos);
-  EXPECT_EQ(HttpCall(server.url(), "GET", "/nope").status, 404);
+  EXPECT_NE(ready.body.find("readyz check passed"), std::string::npos);
+  EXPECT_EQ(get("/nope").status, 404);
 
   server.AddHealthCheck("wedged", []() -> bool { throw std::runtime_error("worker stuck 5m"); });
-  auto health = HttpCall(server.url(), "GET", "/healthz");
+  const auto health = get("/healthz");
   EXPECT_EQ(health.status, 500);
-  EXPECT_NE(health.raw.find("[-]wedged failed: worker stuck 5m"), std::string::npos);
+  EXPECT_NE(health.body.find("[-]wedged failed: worker stuck 5m"), std::string::npos);
   server.Stop();
 }
 
@@ -143,4 +119,4 @@ TEST(OperabilityServerTest, ParsesTheChartsBindAddress) {
 }
 
 }  // namespace
-}  // namespace autodist::controller
+}  // namespace autodist::observe
