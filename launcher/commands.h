@@ -36,4 +36,15 @@ struct CompileOptions {
 // otherwise to `err` (so standard output holds exactly the strategy).
 void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& err);
 
+struct TimelineMergeOptions {
+  std::string directory;  // the members' <member>.timeline.json files
+  std::string output;     // the merged trace; empty: <directory>/job.trace.json
+};
+
+// Merges every member timeline in the directory into one trace (workers, then parameter servers,
+// each by index), says so on `out` and returns how many went in. Throws NotFound naming the
+// directory when it is missing or holds none, InvalidArgument naming a file that is not a
+// timeline.
+int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out);
+
 }  // namespace autodist::cli

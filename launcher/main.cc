@@ -83,6 +83,16 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
       ->check(CLI::Range(1, 65535));
 }
 
+void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {
+  auto* timeline = app.add_subcommand(
+      "timeline", "Merge the timelines a job's members wrote (spec.training.timeline.path) into one "
+                  "trace for Perfetto");
+  timeline->add_option("directory", options.directory, "Directory of <member>.timeline.json files")
+      ->required();
+  timeline->add_option("-o,--output", options.output,
+                       "The merged trace (default: DIRECTORY/job.trace.json)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +108,8 @@ int main(int argc, char** argv) {
   AddCompile(app, compile_options, counts, counts_given);
   autodist::cli::RunOptions run_options;
   AddRun(app, run_options);
+  autodist::cli::TimelineMergeOptions timeline_options;
+  AddTimeline(app, timeline_options);
 
   try {
     app.parse(argc, argv);
@@ -117,6 +129,8 @@ int main(int argc, char** argv) {
       run_options.live_progress =
           autodist::launcher::ProgressPrinterOptions::ForStandardOutput().live;
       return autodist::cli::RunJob(run_options, std::cout, std::cerr);
+    } else if (app.got_subcommand("timeline")) {
+      autodist::cli::RunTimelineMerge(timeline_options, std::cout);
     }
   } catch (const autodist::Error& error) {
     std::cerr << "autodist: error: " << error.what() << "\n";

@@ -29,6 +29,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using launcher::ProcessExit;
 using launcher::ProcessGroup;
+using observe::kMergedTimelineName;
+using observe::kTimelineSuffix;
 
 constexpr int kExitJobFailed = 1;
 constexpr size_t kFailureLines = 20;
@@ -96,9 +98,11 @@ class JobRun {
                    : options_.log_dir;
     launcher::InterruptGuard interrupt;
     ProcessGroup group(log_dir_, Echo());
+    ChooseTimeline();
     for (const coordinator::MemberInfo& member : members_) {
       fs::remove(ResultFile(member.node));
-      fs::remove(TimelineFile(member.node));  // a member that fails early must not leave an old one
+      // A member that fails early must not leave an old timeline behind.
+      if (!merged_timeline_.empty()) fs::remove(TimelineFile(member.node));
     }
     out_ << fmt::format("autodist run: job {} with {} workers and {} parameter servers; logs in {}",
                         job_.metadata.name, CountRole(coordinator::MemberRole::kWorker),
@@ -129,21 +133,41 @@ class JobRun {
                                           [role](const auto& m) { return m.role == role; }));
   }
 
+  // Where the members record their timelines and where they are merged: --timeline's file with
+  // the members' files in the log folder, else the manifest's spec.training.timeline.path with
+  // both there (the merged trace as job.trace.json); neither: no timeline.
+  void ChooseTimeline() {
+    if (!options_.timeline.empty()) {
+      timeline_dir_ = fs::absolute(log_dir_).string();
+      merged_timeline_ = options_.timeline;
+    } else if (!job_.training.timeline_path.empty()) {
+      timeline_dir_ = job_.training.timeline_path;
+      merged_timeline_ = (fs::path(timeline_dir_) / kMergedTimelineName).string();
+    } else {
+      return;
+    }
+    std::error_code error;
+    fs::create_directories(timeline_dir_, error);
+    AD_CHECK(!error, kInvalidArgument, "{}: timeline directory '{}' cannot be created: {}",
+             options_.timeline.empty() ? "spec.training.timeline.path" : "--timeline",
+             timeline_dir_, error.message());
+  }
+
   std::string TimelineFile(const std::string& node) const {
-    return (fs::absolute(log_dir_) / (node + ".timeline.json")).string();
+    return (fs::path(timeline_dir_) / (node + std::string(kTimelineSuffix))).string();
   }
 
   // The members' timelines as one trace, whether the job succeeded or not (a failure is when a
   // timeline helps most).
   void MergeTimeline() {
-    if (options_.timeline.empty()) return;
+    if (merged_timeline_.empty()) return;
     std::vector<observe::TimelineSource> sources;
     for (const coordinator::MemberInfo& member : members_) {
       sources.push_back({member.node, TimelineFile(member.node)});
     }
     try {
-      const int merged = observe::MergeTimelines(sources, options_.timeline);
-      out_ << fmt::format("timeline: {} ({} of {} members; open it in Perfetto)", options_.timeline,
+      const int merged = observe::MergeTimelines(sources, merged_timeline_);
+      out_ << fmt::format("timeline: {} ({} of {} members; open it in Perfetto)", merged_timeline_,
                           merged, members_.size())
            << std::endl;
     } catch (const std::exception& error) {
@@ -203,7 +227,7 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
-    if (!options_.timeline.empty()) {
+    if (!merged_timeline_.empty()) {
       spec.argv.emplace_back("--timeline");
       spec.argv.push_back(TimelineFile(member.node));
     }
@@ -271,7 +295,7 @@ class JobRun {
     } catch (const Error&) {
       // The coordinator lives in the chief, which may be the process that died.
     }
-    if (!options_.timeline.empty()) {
+    if (!merged_timeline_.empty()) {
       // Members hear of the abort at their next heartbeat and finish their timelines before
       // they exit: give them that long before the signals.
       const auto until = Clock::now() + kTimelineGrace;
@@ -334,6 +358,8 @@ class JobRun {
   launcher::ProgressPrinter printer_;
   launcher::RateMeter rate_;
   std::vector<coordinator::MemberInfo> members_;
+  std::string timeline_dir_;     // the members' timeline files; empty: none recorded
+  std::string merged_timeline_;  // their merge
   std::string runtime_;
   std::string coordinator_endpoint_;
   std::string log_dir_;

@@ -26,6 +26,7 @@
 #include "runtime/job/member_result.h"
 #include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
+#include "runtime/observe/timeline_merge.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ps/service.h"
 #include "runtime/rpc/grpc_helpers.h"
@@ -76,6 +77,22 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
   std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
   std::fflush(stderr);
   std::_Exit(own_failure != 0 ? own_failure : job::kMemberExitJobFailed);
+}
+
+// --timeline's file, else <spec.training.timeline.path>/<node>.timeline.json (the directory made
+// when missing), else none.
+std::string TimelinePath(const MemberOptions& options, const job::JobSpec& job) {
+  if (!options.timeline_path.empty() || job.training.timeline_path.empty()) {
+    return options.timeline_path;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(job.training.timeline_path, error);
+  AD_CHECK(!error, kInvalidArgument,
+           "spec.training.timeline.path: directory '{}' cannot be created: {}",
+           job.training.timeline_path, error.message());
+  return (std::filesystem::path(job.training.timeline_path) /
+          (options.node + std::string(observe::kTimelineSuffix)))
+      .string();
 }
 
 std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
@@ -194,7 +211,7 @@ void RunMember(const MemberOptions& options) {
   observe::SetMemberInfo(job_id, options.node, coordinator::MemberRoleName(self.role));
   // Before the services: the timeline outlives every thread that records into it.
   const std::unique_ptr<observe::Timeline> timeline =
-      observe::StartTimeline(options.timeline_path, options.node);
+      observe::StartTimeline(TimelinePath(options, job), options.node);
 
   ps::ParameterServerService parameter_server{ps::ParameterServerOptions{}};
   std::vector<grpc::Service*> services{&parameter_server};

@@ -20,7 +20,8 @@ struct MemberOptions {
   std::string result_file;             // write this member's result (JSON) here at the end
   int threads = 0;                     // compute threads; 0: all cores
   std::string tensorboard_dir;         // instead of spec.training.tensorboard.path; empty: that
-  std::string timeline_path;           // this member's timeline (observe/timeline.h); empty: none
+  std::string timeline_path;           // this member's timeline (observe/timeline.h); empty: the
+                                       // manifest's spec.training.timeline.path, or none
   bool ps_data_channel = true;         // serve PS Steps on the data channel too (ps_data_channel.h)
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};  // a member silent this long fails the job

@@ -34,7 +34,7 @@ bool TrainingSpec::operator==(const TrainingSpec& other) const {
          eval_interval_steps == other.eval_interval_steps &&
          log_interval_steps == other.log_interval_steps && export_path == other.export_path &&
          export_external_data == other.export_external_data && precision == other.precision &&
-         tensorboard_path == other.tensorboard_path;
+         tensorboard_path == other.tensorboard_path && timeline_path == other.timeline_path;
 }
 
 const char* DataFormatName(DataFormat format) {

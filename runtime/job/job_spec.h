@@ -102,6 +102,9 @@ struct TrainingSpec {
   // TensorBoard event files go under this directory, one subdirectory per worker (its node name);
   // empty: none are written.
   std::string tensorboard_path;
+  // Every member records its timeline (runtime/observe/timeline.h) into <path>/<node>.timeline.json;
+  // empty: none is recorded.
+  std::string timeline_path;
 
   bool operator==(const TrainingSpec& other) const;
 };

@@ -128,6 +128,11 @@ void EmitTraining(YAML::Emitter& out, const TrainingSpec& training) {
     EmitStringField(out, "path", training.tensorboard_path);
     out << YAML::EndMap;
   }
+  if (!training.timeline_path.empty()) {
+    out << YAML::Key << "timeline" << YAML::Value << YAML::BeginMap;
+    EmitStringField(out, "path", training.timeline_path);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -79,6 +79,12 @@ std::string ReadTensorBoardPath(ParseContext& context, const YAML::Node& node,
   return ReadPath(context, map.Require("path"), map.PathOf("path"), resolver);
 }
 
+std::string ReadTimelinePath(ParseContext& context, const YAML::Node& node,
+                             const std::string& path, const PathResolver& resolver) {
+  const MapReader map(context, node, path, {"path"});
+  return ReadPath(context, map.Require("path"), map.PathOf("path"), resolver);
+}
+
 }  // namespace
 
 TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const std::string& path,
@@ -86,7 +92,8 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   const MapReader map(
       context, node, path,
       {"epochs", "steps", "optimizer", "lrSchedule", "checkpoint", "evalIntervalSteps",
-       "logIntervalSteps", "exportPath", "exportExternalData", "precision", "tensorboard"});
+       "logIntervalSteps", "exportPath", "exportExternalData", "precision", "tensorboard",
+       "timeline"});
   TrainingSpec training;
   const auto epochs = map.Int("epochs", 1, kMax);
   const auto steps = map.Int("steps", 1, kMax);
@@ -124,6 +131,9 @@ TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const s
   if (const YAML::Node* tensorboard = map.Find("tensorboard")) {
     training.tensorboard_path =
         ReadTensorBoardPath(context, *tensorboard, map.PathOf("tensorboard"), resolver);
+  }
+  if (const YAML::Node* timeline = map.Find("timeline")) {
+    training.timeline_path = ReadTimelinePath(context, *timeline, map.PathOf("timeline"), resolver);
   }
   return training;
 }

@@ -4,9 +4,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace autodist::observe {
+
+// A job's timeline files in a directory: <member>.timeline.json each, and the merged trace.
+inline constexpr std::string_view kTimelineSuffix = ".timeline.json";
+inline constexpr std::string_view kMergedTimelineName = "job.trace.json";
 
 struct TimelineSource {
   std::string member;  // "worker-0"

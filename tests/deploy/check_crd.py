@@ -38,6 +38,7 @@ PARSER_SECTIONS = {
     ("parse_model_data.cc", "ReadData"): "spec.data",
     ("parse_training.cc", "ReadCheckpoint"): "spec.training.checkpoint",
     ("parse_training.cc", "ReadTensorBoardPath"): "spec.training.tensorboard",
+    ("parse_training.cc", "ReadTimelinePath"): "spec.training.timeline",
     ("parse_training.cc", "ReadTraining"): "spec.training",
     ("parse_strategy.cc", "ReadStrategy"): "spec.strategy",
 }

@@ -214,6 +214,7 @@ spec:
     checkpoint: {path: /abs/ckpt}
     exportPath: out.onnx
     tensorboard: {path: runs/}
+    timeline: {path: traces}
 )";
   const JobSpec job = ParseJob(text, "job.yaml", "/home/u/jobs/");
   EXPECT_EQ(job.manifest_dir, "/home/u/jobs");
@@ -222,6 +223,7 @@ spec:
   EXPECT_EQ(job.training.checkpoint->path, "/abs/ckpt");
   EXPECT_EQ(job.training.export_path, "/home/u/jobs/out.onnx");
   EXPECT_EQ(job.training.tensorboard_path, "/home/u/jobs/runs/");
+  EXPECT_EQ(job.training.timeline_path, "/home/u/jobs/traces");
 
   // Without a directory (the operator: paths are inside the pod) they stay as written.
   const JobSpec kept = ParseJob(text, "job.yaml", "");
@@ -230,6 +232,7 @@ spec:
   EXPECT_EQ(kept.data.dir, "data");
   EXPECT_EQ(kept.training.export_path, "out.onnx");
   EXPECT_EQ(kept.training.tensorboard_path, "runs/");
+  EXPECT_EQ(kept.training.timeline_path, "traces");
 
   // A relative directory is made absolute against the working directory.
   const JobSpec relative = ParseJob(text, "job.yaml", "sub");
@@ -336,7 +339,7 @@ TEST(JobParserTest, UnknownFieldInAFileNamesFileLineAndPath) {
             path +
                 ":13: spec.training.optimizr: unknown field (expected one of: epochs, steps, "
                 "optimizer, lrSchedule, checkpoint, evalIntervalSteps, logIntervalSteps, "
-                "exportPath, exportExternalData, precision, tensorboard)");
+                "exportPath, exportExternalData, precision, tensorboard, timeline)");
 }
 
 TEST(JobParserTest, RejectsSeveralDocumentsAndEmptyFiles) {

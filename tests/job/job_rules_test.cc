@@ -193,12 +193,12 @@ const Rule kRules[] = {
      "spec.training",
      "expected a mapping with fields epochs, steps, optimizer, lrSchedule, checkpoint, "
      "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision, "
-     "tensorboard, got a list"},
+     "tensorboard, timeline, got a list"},
     {"TrainingUnknownField", Training(""), Training("    batchSize: 4\n"),
      "spec.training.batchSize",
      "unknown field (expected one of: epochs, steps, optimizer, lrSchedule, checkpoint, "
      "evalIntervalSteps, logIntervalSteps, exportPath, exportExternalData, precision, "
-     "tensorboard)"},
+     "tensorboard, timeline)"},
     {"StepsOverflow", "    steps: 1000", "    steps: 99999999999999999999", "spec.training.steps",
      "expected an integer between 1 and 9223372036854775807, got \"99999999999999999999\""},
     {"EpochsZero", "    steps: 1000", "    epochs: 0", "spec.training.epochs",

@@ -44,6 +44,14 @@ TEST(JobWriterTest, RoundTripsTheTensorBoardPath) {
       << JobToYaml(job);
 }
 
+TEST(JobWriterTest, RoundTripsTheTimelinePath) {
+  JobSpec job = LoadJobFile(kJobFixtures + "/full.yaml");
+  job.training.timeline_path = "/traces/full";
+  ExpectRoundTrip(job);
+  EXPECT_NE(JobToYaml(job).find("timeline:\n      path: /traces/full"), std::string::npos)
+      << JobToYaml(job);
+}
+
 TEST(JobWriterTest, EqualityNoticesEveryPart) {
   // The round trip compares with operator==, so it must see a change anywhere.
   const JobSpec job = LoadJobFile(kJobFixtures + "/full.yaml");
@@ -67,6 +75,9 @@ TEST(JobWriterTest, EqualityNoticesEveryPart) {
   EXPECT_FALSE(changed == job);
   changed = job;
   changed.training.tensorboard_path = "runs";
+  EXPECT_FALSE(changed == job);
+  changed = job;
+  changed.training.timeline_path = "traces";
   EXPECT_FALSE(changed == job);
   changed = job;
   changed.run_policy.restart_policy = RestartPolicy::kExitCode;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/commands.h"
+#include "runtime/common/error.h"
 #include "tests/launcher/run_job_test_util.h"
 
 namespace autodist::launcher {
@@ -90,6 +92,73 @@ TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
     EXPECT_GE(collectives, reduces);       // a collective (at least) within each reduction
     EXPECT_EQ(mine.at("optimizer"), 2);
   }
+}
+
+TEST(RunTimelineTest, TheManifestsPathHoldsEveryMembersFileAndTheMergedTrace) {
+  TempDir dir;
+  JobParams params;
+  params.name = "timeline-manifest";
+  params.steps = 2;
+  params.extra_training = "    timeline:\n      path: traces\n";  // relative to the manifest
+  const cli::RunOptions options =
+      OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt")));
+  const RunOutcome outcome = RunManifest(options);
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const std::string traces = dir / "traces";
+  const std::string merged = traces + "/job.trace.json";
+  EXPECT_NE(outcome.out.find("timeline: " + merged + " (3 of 3 members"), std::string::npos)
+      << outcome.out;
+  for (const char* member : {"worker-0", "worker-1", "ps-0"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(traces + "/" + member + ".timeline.json"))
+        << member;
+  }
+  const auto spans = SpansByMember(merged);
+  EXPECT_EQ(spans.at("worker-1").at("forward"), 2);
+
+  // `autodist timeline DIR -o FILE` merges the same files into the same trace (what a user does
+  // with a cluster's volume), leaving out an earlier merge.
+  std::ostringstream said;
+  const std::string again = dir / "again.json";
+  EXPECT_EQ(cli::RunTimelineMerge({traces, again}, said), 3);
+  EXPECT_EQ(said.str(), "timeline: " + again +
+                            " (3 members: worker-0, worker-1, ps-0; open it in Perfetto)\n");
+  EXPECT_EQ(SpansByMember(again), spans);
+}
+
+TEST(RunTimelineTest, TheTimelineCommandOrdersMembersAndRefusesWhatIsNotATimeline) {
+  TempDir dir;
+  const std::string one_span = R"([{"name":"s","ph":"X","ts":1,"dur":1,"pid":1,"tid":1}])";
+  for (const char* member : {"worker-10", "ps-1", "worker-2", "zeta", "ps-0"}) {
+    std::ofstream(dir / (std::string(member) + ".timeline.json")) << one_span;
+  }
+  std::ofstream(dir / "notes.txt") << "not a timeline, not taken";
+  std::ostringstream said;
+  EXPECT_EQ(cli::RunTimelineMerge({dir.path().string(), ""}, said), 5);
+  EXPECT_NE(said.str().find("(5 members: worker-2, worker-10, ps-0, ps-1, zeta;"),
+            std::string::npos)
+      << said.str();
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir / "job.trace.json"));
+  // Merging again leaves the earlier merged trace out.
+  EXPECT_EQ(cli::RunTimelineMerge({dir.path().string(), ""}, said), 5);
+
+  const auto message = [](const cli::TimelineMergeOptions& options) {
+    std::ostringstream ignored;
+    try {
+      cli::RunTimelineMerge(options, ignored);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({dir / "missing", ""}).find("timeline directory '" + dir / "missing" +
+                                                 "' does not exist"),
+            std::string::npos);
+  const std::string empty = dir / "empty";
+  std::filesystem::create_directory(empty);
+  EXPECT_NE(message({empty, ""}).find("holds no member timelines"), std::string::npos);
+  std::ofstream(dir / "worker-3.timeline.json") << "{\"not\": \"a timeline\"}";
+  EXPECT_NE(message({dir.path().string(), ""}).find("worker-3.timeline.json"), std::string::npos)
+      << message({dir.path().string(), ""});
 }
 
 TEST(RunTimelineTest, AJobStoppedByItsDeadlineStillLeavesEveryMembersTimeline) {
