@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # operator) is built by `make build` and `make test`.
 RUN_TARGETS := autodist autodist-runtime
 
-.PHONY: all setup configure build build-run run test bench format tidy clean
+.PHONY: all setup configure build build-run run test test-browser bench format tidy clean
 
 all: build
 
@@ -34,6 +34,12 @@ run: build-run
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# The tests that need a browser (tests/browser), with Chromium installed first; `make test` skips
+# them where it is missing (CI: installing it would cost minutes).
+test-browser: build
+	scripts/setup.sh browser
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^browser\.'
 
 # The training comparison needs PyTorch (`scripts/setup.sh fixtures`); the collectives comparison
 # needs Open MPI (`scripts/setup.sh bench`, which bench-allreduce.sh runs itself).

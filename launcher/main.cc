@@ -85,8 +85,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
 
 void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {
   auto* timeline = app.add_subcommand(
-      "timeline", "Merge the timelines a job's members wrote (spec.training.timeline.path) into one "
-                  "trace for Perfetto");
+      "timeline",
+      "Merge the timelines a job's members wrote (spec.training.timeline.path) into one "
+      "trace for Perfetto");
   timeline->add_option("directory", options.directory, "Directory of <member>.timeline.json files")
       ->required();
   timeline->add_option("-o,--output", options.output,

@@ -1,5 +1,6 @@
 #include "launcher/run_command.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -7,19 +8,25 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
 #include "launcher/interrupt_guard.h"
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
+#include "launcher/run_report.h"
 #include "launcher/run_summary.h"
+#include "launcher/timeline_view.h"
 #include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
 #include "runtime/coordinator/client.h"
 #include "runtime/coordinator/job.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_result.h"
+#include "runtime/observe/event_file.h"
 #include "runtime/observe/timeline_merge.h"
 
 namespace autodist::cli {
@@ -99,6 +106,7 @@ class JobRun {
     launcher::InterruptGuard interrupt;
     ProcessGroup group(log_dir_, Echo());
     ChooseTimeline();
+    ChooseTensorBoard();
     for (const coordinator::MemberInfo& member : members_) {
       fs::remove(ResultFile(member.node));
       // A member that fails early must not leave an old timeline behind.
@@ -114,6 +122,7 @@ class JobRun {
     coordinator_.emplace(coordinator_endpoint_);
     const int code = Watch(group, interrupt);
     MergeTimeline();
+    WriteReport(code == 0);
     return code;
   }
 
@@ -151,6 +160,62 @@ class JobRun {
     AD_CHECK(!error, kInvalidArgument, "{}: timeline directory '{}' cannot be created: {}",
              options_.timeline.empty() ? "spec.training.timeline.path" : "--timeline",
              timeline_dir_, error.message());
+  }
+
+  // Where the workers write their TensorBoard event files: --tensorboard, else the manifest's
+  // path, else <log dir>/tensorboard, so that the report always has the run's curves. The files
+  // already there belong to earlier runs and stay out of this run's report.
+  void ChooseTensorBoard() {
+    board_dir_ = !options_.tensorboard.empty() ? fs::absolute(options_.tensorboard).string()
+                 : !job_.training.tensorboard_path.empty()
+                     ? job_.training.tensorboard_path
+                     : (fs::absolute(log_dir_) / "tensorboard").string();
+    for (const coordinator::MemberInfo& member : members_) {
+      if (member.role != coordinator::MemberRole::kWorker) continue;
+      earlier_events_[member.node] = observe::EventFilesIn(BoardDir(member.node));
+    }
+  }
+
+  std::string BoardDir(const std::string& node) const {
+    return (fs::path(board_dir_) / node).string();
+  }
+
+  // report.html in the log folder, whatever the outcome; a report that cannot be written is a
+  // warning, never the job's failure.
+  void WriteReport(bool succeeded) {
+    launcher::RunReport report;
+    report.job_name = job_.metadata.name;
+    report.outcome = outcome_;
+    report.succeeded = succeeded;
+    report.wall_seconds = Seconds(Clock::now() - started_);
+    report.generated_at = fmt::format(
+        "{:%Y-%m-%dT%H:%M:%SZ}",
+        fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+    const std::string path = (fs::path(log_dir_) / "report.html").string();
+    try {
+      for (const coordinator::MemberInfo& member : members_) {
+        launcher::ReportMember entry;
+        entry.node = member.node;
+        entry.worker = member.role == coordinator::MemberRole::kWorker;
+        if (fs::exists(ResultFile(member.node))) {
+          entry.result = job::ReadMemberResult(ResultFile(member.node));
+        }
+        if (entry.worker) {
+          entry.scalars =
+              launcher::ReadNewScalars(BoardDir(member.node), earlier_events_[member.node]);
+        }
+        report.members.push_back(std::move(entry));
+      }
+      if (!merged_timeline_.empty() && fs::is_regular_file(merged_timeline_)) {
+        report.timeline_file = merged_timeline_;
+        report.timeline_svg = launcher::RenderTimelineView(
+            nlohmann::json::parse(ReadFileBytes(merged_timeline_, "the merged timeline")));
+      }
+      WriteFileBytes(path, launcher::RenderRunReport(report));
+      out_ << "report: " << path << std::endl;
+    } catch (const std::exception& error) {
+      err_ << "autodist run: report: " << error.what() << std::endl;
+    }
   }
 
   std::string TimelineFile(const std::string& node) const {
@@ -231,9 +296,9 @@ class JobRun {
       spec.argv.emplace_back("--timeline");
       spec.argv.push_back(TimelineFile(member.node));
     }
-    if (worker && !options_.tensorboard.empty()) {
+    if (worker) {
       spec.argv.emplace_back("--tensorboard");
-      spec.argv.push_back(fs::absolute(options_.tensorboard).string());
+      spec.argv.push_back(board_dir_);
     }
     const auto index = static_cast<size_t>(&member - members_.data());
     if (const std::string address = MetricsAddress(index); !address.empty()) {
@@ -315,6 +380,7 @@ class JobRun {
       if (next && next->failed() && next->exit_code != kMemberStoppedByJobFailure) exit = *next;
       if (group.AllExited()) break;
     }
+    outcome_ = "failed: " + launcher::DescribeExit(exit);
     StopAll(group, launcher::DescribeExit(exit));
     err_ << "autodist run: job " << job_.metadata.name << " failed: "
          << launcher::FailureReport(exit, group.LogPath(exit.name),
@@ -325,6 +391,7 @@ class JobRun {
 
   int Stop(ProcessGroup& group, const std::string& reason) {
     printer_.Finish();
+    outcome_ = "failed: " + reason;
     StopAll(group, reason);
     err_ << "autodist run: job " << job_.metadata.name << " failed: " << reason
          << "\nlogs: " << log_dir_ << std::endl;
@@ -334,6 +401,7 @@ class JobRun {
   int Interrupt(ProcessGroup& group, const launcher::InterruptGuard& interrupt) {
     printer_.Finish();
     err_ << "autodist run: interrupted; stopping every process" << std::endl;
+    outcome_ = "interrupted";
     StopAll(group, "interrupted by the user");
     err_ << "autodist run: stopped; logs: " << log_dir_ << std::endl;
     return interrupt.ExitCode();
@@ -341,6 +409,7 @@ class JobRun {
 
   int Succeed() {
     printer_.Finish();
+    outcome_ = "succeeded";
     std::vector<job::MemberResult> results;
     for (const coordinator::MemberInfo& member : members_) {
       results.push_back(job::ReadMemberResult(ResultFile(member.node)));
@@ -360,6 +429,9 @@ class JobRun {
   std::vector<coordinator::MemberInfo> members_;
   std::string timeline_dir_;     // the members' timeline files; empty: none recorded
   std::string merged_timeline_;  // their merge
+  std::string board_dir_;        // the workers' TensorBoard event files, a directory each
+  std::map<std::string, std::vector<std::string>> earlier_events_;  // by worker: older files
+  std::string outcome_;  // for the report: "succeeded", "failed: ...", "interrupted"
   std::string runtime_;
   std::string coordinator_endpoint_;
   std::string log_dir_;

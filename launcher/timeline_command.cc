@@ -37,9 +37,8 @@ int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out) {
            "spec.training.timeline.path, or a copy of it)",
            options.directory);
   const std::string output =
-      options.output.empty()
-          ? (fs::path(options.directory) / observe::kMergedTimelineName).string()
-          : options.output;
+      options.output.empty() ? (fs::path(options.directory) / observe::kMergedTimelineName).string()
+                             : options.output;
   std::vector<observe::TimelineSource> sources;
   for (const auto& entry : fs::directory_iterator(options.directory)) {
     const std::string name = entry.path().filename().string();
@@ -49,8 +48,8 @@ int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out) {
     }
     std::error_code ignored;
     if (fs::equivalent(entry.path(), output, ignored)) continue;
-    sources.push_back({name.substr(0, name.size() - observe::kTimelineSuffix.size()),
-                       entry.path().string()});
+    sources.push_back(
+        {name.substr(0, name.size() - observe::kTimelineSuffix.size()), entry.path().string()});
   }
   AD_CHECK(!sources.empty(), kNotFound,
            "timeline directory '{}' holds no member timelines (<member>{} files)",

@@ -7,6 +7,7 @@
 #   scripts/setup.sh bench      # also the peers benchmarks compare against (Open MPI for
 #                               # scripts/bench-allreduce.sh); the normal build never needs them
 #   scripts/setup.sh device     # also what scripts/device-check.sh needs to pack a GPU bundle
+#   scripts/setup.sh browser    # also Chromium, for the browser tests (make test-browser)
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -25,12 +26,14 @@ BUILD_PACKAGES=(
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
 DEVICE_PACKAGES=(patchelf)
+BROWSER_PACKAGES=(chromium)
 
 packages=("${BUILD_PACKAGES[@]}")
 case "${1:-}" in
   fixtures) packages+=("${FIXTURE_PACKAGES[@]}") ;;
   bench) packages+=("${BENCH_PACKAGES[@]}") ;;
   device) packages+=("${DEVICE_PACKAGES[@]}") ;;
+  browser) packages+=("${BROWSER_PACKAGES[@]}") ;;
 esac
 
 missing=()

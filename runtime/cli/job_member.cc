@@ -31,6 +31,7 @@
 #include "runtime/ps/service.h"
 #include "runtime/rpc/grpc_helpers.h"
 #include "runtime/strategy/compiler.h"
+#include "runtime/strategy/summary.h"
 #include "runtime/sync/strategy_synchronizer.h"
 #include "runtime/sync/traced_communicator.h"
 
@@ -217,12 +218,19 @@ void RunMember(const MemberOptions& options) {
   std::vector<grpc::Service*> services{&parameter_server};
   std::unique_ptr<coordinator::CoordinatorService> coordinator_service;
   std::string listen = options.listen;
+  std::string strategy_summary;
   if (chief) {
     // The chief compiles the Strategy once and hands it to everyone at the rendezvous.
+    const std::vector<graph::Variable> variables = ModelVariables(job);
     const strategy::CompileResult compiled =
-        strategy::Compile(ModelVariables(job), resources, job::ToCompileRequest(job));
+        strategy::Compile(variables, resources, job::ToCompileRequest(job));
     std::cout << fmt::format("compiled strategy {} ({})", compiled.builder, compiled.strategy.id())
               << std::endl;
+    strategy_summary =
+        fmt::format("strategy {}\n", compiled.strategy.id()) +
+        strategy::FormatSummary(strategy::Summarize(compiled.strategy, variables, resources),
+                                compiled.builder) +
+        (compiled.note.empty() ? "" : compiled.note + "\n");
     coordinator::CoordinatorOptions coordinator_options;
     coordinator_options.heartbeat_deadline = options.heartbeat_timeout;
     coordinator_options.rendezvous_deadline = options.rendezvous_timeout;
@@ -266,6 +274,7 @@ void RunMember(const MemberOptions& options) {
   result.node = node;
   result.role = coordinator::MemberRoleName(me.role);
   result.rank = registration.rank;
+  result.strategy_summary = strategy_summary;
   try {
     if (worker) {
       TrainWorker(job, resources, registration, options, node, HostOf(me.endpoint, "endpoint"),

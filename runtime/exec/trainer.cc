@@ -182,6 +182,13 @@ class Run {
     auto window_start = run_start;
     int64_t window_samples = 0;
     int64_t window_steps = 0;
+    // Seconds of the window's steps spent waiting for data, computing and synchronizing.
+    double window_data = 0;
+    double window_compute = 0;
+    double window_sync = 0;
+    const auto since = [](Clock::time_point start) {
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
     int64_t run_samples = 0;
     double loss = 0;
     std::vector<std::map<std::string, Gradient>> gradients(replicas_.size());
@@ -197,10 +204,13 @@ class Run {
       double loss_sum = 0;
       int64_t epoch = 0;
       for (size_t r = 0; r < replicas_.size(); ++r) {
+        const auto data_start = Clock::now();
         data::Batch batch = [&] {
           const observe::Span span("data", "data wait");
           return replicas_[r].loader->Next();
         }();
+        window_data += since(data_start);
+        const auto compute_start = Clock::now();
         GradientReadyFn on_ready;
         if (r + 1 == replicas_.size() && synchronizer_.overlaps_backward()) {
           on_ready = [&, r](const std::string& name, const Gradient& gradient) {
@@ -208,6 +218,7 @@ class Run {
           };
         }
         Session::StepResult step = replicas_[r].session->ForwardBackward(batch.feeds, on_ready);
+        window_compute += since(compute_start);
         CheckFinite(step_ + 1, step.loss, *replicas_[r].session, step.gradients);
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;
@@ -218,14 +229,15 @@ class Run {
       }
       {
         const observe::Span span("sync", "synchronize");
+        const auto sync_start = Clock::now();
         synchronizer_.Synchronize(step_, lr, gradients, sessions_);
+        window_sync += since(sync_start);
       }
       ++step_;
       ++window_steps;
       loss = loss_sum / static_cast<double>(replicas_.size());
       metrics.steps.Inc();
-      metrics.step_duration.Observe(
-          std::chrono::duration<double>(Clock::now() - step_start).count());
+      metrics.step_duration.Observe(since(step_start));
       metrics.loss.Set(loss);
       metrics.learning_rate.Set(lr);
       const bool epoch_end = options_.epochs > 0 && step_ % loader.batches_per_epoch() == 0;
@@ -239,12 +251,16 @@ class Run {
                          total, epoch + 1, loss, lr, rate));
         synchronizer_.ReportProgress(step_, total, loss, rate);
         if (log_.enabled()) {
-          log_.Step(LoggedStep{step_, loss, lr, rate,
-                               seconds / static_cast<double>(std::max<int64_t>(window_steps, 1)),
+          const auto per_step = static_cast<double>(std::max<int64_t>(window_steps, 1));
+          log_.Step(LoggedStep{step_, loss, lr, rate, seconds / per_step, window_data / per_step,
+                               window_compute / per_step, window_sync / per_step,
                                synchronizer_.is_chief() ? synchronizer_.Wire() : WireTotals{}});
         }
         window_samples = 0;
         window_steps = 0;
+        window_data = 0;
+        window_compute = 0;
+        window_sync = 0;
       }
       const bool eval_now = options_.eval_every > 0 ? step_ % options_.eval_every == 0 : epoch_end;
       if (!options_.eval_files.empty() && eval_now && step_ != total) result.eval = Evaluate();

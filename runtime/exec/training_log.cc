@@ -19,6 +19,9 @@ void TrainingLog::Step(const LoggedStep& step) {
   std::vector<observe::Scalar> scalars = {
       {"perf/samples_per_second", step.samples_per_second},
       {"perf/step_seconds", step.step_seconds},
+      {"perf/data_wait_seconds", step.data_wait_seconds},
+      {"perf/compute_seconds", step.compute_seconds},
+      {"perf/synchronize_seconds", step.synchronize_seconds},
   };
   if (chief_) {
     scalars.push_back({"train/loss", step.loss});

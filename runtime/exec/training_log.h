@@ -23,6 +23,11 @@ struct LoggedStep {
   double learning_rate = 0;
   double samples_per_second = 0;  // this process's, since the last logged step
   double step_seconds = 0;        // mean wall time of a step since the last logged step
+  // Where that time went, means per step over the same window: waiting for batches, the graph's
+  // forward and backward passes, and the synchronizer (pushes, pulls, all-reduce, optimizer).
+  double data_wait_seconds = 0;
+  double compute_seconds = 0;
+  double synchronize_seconds = 0;
   WireTotals wire;
 };
 

@@ -45,6 +45,7 @@ std::string MemberResultToJson(const MemberResult& result) {
     out["allReduce"] = {{"bytesReduced", result.all_reduce->bytes_reduced},
                         {"bytesSent", result.all_reduce->bytes_sent}};
   }
+  if (!result.strategy_summary.empty()) out["strategySummary"] = result.strategy_summary;
   return out.dump(2) + "\n";
 }
 
@@ -73,6 +74,7 @@ MemberResult MemberResultFromJson(const std::string& text, const std::string& so
       result.all_reduce =
           AllReduceTraffic{ar.at("bytesReduced").get<int64_t>(), ar.at("bytesSent").get<int64_t>()};
     }
+    result.strategy_summary = in.value("strategySummary", std::string());
     return result;
   } catch (const json::exception& error) {
     Fail(ErrorCode::kInvalidArgument, "result file '{}' is not a process result: {}", source,

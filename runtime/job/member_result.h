@@ -37,6 +37,8 @@ struct MemberResult {
   int64_t resumed_from_step = -1;
   std::optional<ParameterServerTraffic> parameter_server;  // when the process hosted one
   std::optional<AllReduceTraffic> all_reduce;              // when the worker all-reduced
+  // The chief's: the compiled Strategy's summary (strategy/summary.h), for the run's report.
+  std::string strategy_summary;
 
   bool operator==(const MemberResult&) const = default;
 };

@@ -64,6 +64,11 @@ TEST(RunTimelineTest, ParameterServerJobHasATrackPerMember) {
   }
   EXPECT_GT(applies, 0);
   EXPECT_EQ(applies % 3, 0) << applies;
+  // The report draws a few of those steps, every member in a lane.
+  const std::string report = ReadText(dir / "logs/report.html");
+  EXPECT_NE(report.find("<section id=\"timeline\">"), std::string::npos);
+  EXPECT_NE(report.find(">worker-1 training</text>"), std::string::npos);
+  EXPECT_NE(report.find("data-category=\"ps\""), std::string::npos);
 }
 
 TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
@@ -120,8 +125,8 @@ TEST(RunTimelineTest, TheManifestsPathHoldsEveryMembersFileAndTheMergedTrace) {
   std::ostringstream said;
   const std::string again = dir / "again.json";
   EXPECT_EQ(cli::RunTimelineMerge({traces, again}, said), 3);
-  EXPECT_EQ(said.str(), "timeline: " + again +
-                            " (3 members: worker-0, worker-1, ps-0; open it in Perfetto)\n");
+  EXPECT_EQ(said.str(),
+            "timeline: " + again + " (3 members: worker-0, worker-1, ps-0; open it in Perfetto)\n");
   EXPECT_EQ(SpansByMember(again), spans);
 }
 
@@ -150,8 +155,8 @@ TEST(RunTimelineTest, TheTimelineCommandOrdersMembersAndRefusesWhatIsNotATimelin
     }
     return std::string("no error");
   };
-  EXPECT_NE(message({dir / "missing", ""}).find("timeline directory '" + dir / "missing" +
-                                                 "' does not exist"),
+  EXPECT_NE(message({dir / "missing", ""})
+                .find("timeline directory '" + dir / "missing" + "' does not exist"),
             std::string::npos);
   const std::string empty = dir / "empty";
   std::filesystem::create_directory(empty);
@@ -182,6 +187,12 @@ TEST(RunTimelineTest, AJobStoppedByItsDeadlineStillLeavesEveryMembersTimeline) {
   int applies = 0;
   for (const auto& [name, count] : spans.at("ps-0")) applies += count;
   EXPECT_GT(applies, 10);
+  // The report says why the job ended, and it shows the steps taken until then.
+  const std::string report = ReadText(dir / "logs/report.html");
+  EXPECT_NE(report.find("<p class=\"outcome failed\">failed: spec.runPolicy.activeDeadlineSeconds"),
+            std::string::npos)
+      << report.substr(0, 2000);
+  EXPECT_NE(report.find("data-series=\"train loss\" cx"), std::string::npos);
 }
 
 }  // namespace
