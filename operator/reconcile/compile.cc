@@ -36,6 +36,9 @@ CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variabl
   CompiledJob compiled;
   compiled.builder = result.builder;
   compiled.note = result.note;
+  compiled.builder_reason =
+      !result.reason.empty() ? result.reason
+                             : fmt::format("{} as spec.strategy.builder names it", result.builder);
   compiled.summary = strategy::Summarize(result.strategy, variables, resources);
   compiled.strategy_text =
       strategy::SerializeStrategy(result.strategy, strategy::StrategyFormat::kText);

@@ -15,6 +15,8 @@ namespace autodist::reconcile {
 struct CompiledJob {
   std::string builder;  // the builder that ran (Auto resolved)
   std::string note;     // why Auto chose it, ignored settings
+  // Why this builder: Auto's reason, or the manifest naming it (the BuilderChosen Event).
+  std::string builder_reason;
   strategy::StrategySummary summary;
   std::string strategy_text;       // protobuf text format (the ConfigMap's strategy.pbtxt)
   std::string resource_spec_yaml;  // the ResourceSpec compiled against (resource_spec.yml)

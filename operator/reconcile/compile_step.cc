@@ -67,6 +67,11 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
   }
   context.status.strategy = StrategyStatus(*compiled);
   context.record.Compiled(CompiledMessage(*compiled));
+  context.record.Announce(
+      kEventNormal, kReasonBuilderChosen,
+      fmt::format("{} ({} workers with {} GPU(s) each, {} parameter server(s))",
+                  compiled->builder_reason, job.resources.workers, job.resources.gpus_per_worker,
+                  job.resources.parameter_servers));
   return CompileOutcome::kReady;
 }
 

@@ -29,6 +29,10 @@ inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
 inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
 inline constexpr char kReasonJobSuspended[] = "JobSuspended";
 inline constexpr char kReasonJobResumed[] = "JobResumed";
+// Events without a condition of their own.
+inline constexpr char kReasonBuilderChosen[] = "BuilderChosen";
+inline constexpr char kReasonResumedFromCheckpoint[] = "ResumedFromCheckpoint";
+inline constexpr char kReasonMemberFailed[] = "MemberFailed";
 // Event only: the job is deleted ttlSecondsAfterFinished after it finished.
 inline constexpr char kReasonTtlExpired[] = "TTLExpired";
 

@@ -27,12 +27,17 @@ nlohmann::json SlimRuntimeStatus(const nlohmann::json& statuses) {
     CopyKeys(container, slim, {"name", "restartCount"});
     if (const auto state = container.find("state");
         state != container.end() && state->is_object()) {
-      // waiting / running / terminated: which one it is, and a terminated container's exit.
-      // The rest (timestamps, container id, a termination message of up to 4 KB) is not read.
+      // waiting / running / terminated: which one it is, and a terminated container's exit,
+      // when it ended and the last line of its termination message (up to 4 KB, of which the
+      // MemberFailed Event quotes that line). The rest (container id, start) is not read.
       nlohmann::json& slim_state = slim["state"] = nlohmann::json::object();
       for (const auto& [kind, detail] : state->items()) {
         nlohmann::json& entry = slim_state[kind] = nlohmann::json::object();
-        CopyKeys(detail, entry, {"exitCode", "reason"});
+        CopyKeys(detail, entry, {"exitCode", "reason", "finishedAt"});
+        if (kind == "terminated" && detail.is_object() && detail.contains("message") &&
+            detail["message"].is_string()) {
+          entry["message"] = LastLine(detail["message"].get<std::string>());
+        }
       }
     }
     return slim;
@@ -41,6 +46,16 @@ nlohmann::json SlimRuntimeStatus(const nlohmann::json& statuses) {
 }
 
 }  // namespace
+
+std::string LastLine(const std::string& text) {
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return "";
+  const size_t start = text.find_last_of('\n', end);
+  std::string line = text.substr(start == std::string::npos ? 0 : start + 1,
+                                 end + 1 - (start == std::string::npos ? 0 : start + 1));
+  if (line.size() > kLastLineBytes) line = line.substr(0, kLastLineBytes - 3) + "...";
+  return line;
+}
 
 nlohmann::json SlimToMetadata(const nlohmann::json& object) {
   nlohmann::json slim = nlohmann::json::object();

@@ -5,17 +5,26 @@
 // reader that starts to need a field adds it in the same module.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace autodist::reconcile {
+
+// The most of a termination message's last line that is kept (and quoted in Events).
+inline constexpr size_t kLastLineBytes = 512;
+
+// The last non-blank line of `text`, trimmed, cut to kLastLineBytes (ending in "...").
+std::string LastLine(const std::string& text);
 
 // apiVersion, kind and the metadata the cache, the work queue and the reconciler use: name,
 // namespace, uid, resourceVersion, generation, labels, ownerReferences, deletionTimestamp.
 nlohmann::json SlimToMetadata(const nlohmann::json& object);
 
 // SlimToMetadata plus status.phase, status.reason and, of the autodist-runtime container's
-// status, its name, restartCount and state (each state's exitCode and reason): what decides a
-// member's phase and exit (observed_pods.h).
+// status, its name, restartCount and state (each state's exitCode, reason and finishedAt, and
+// the last line of a terminated state's message): what decides a member's phase and exit
+// (observed_pods.h).
 nlohmann::json SlimPod(const nlohmann::json& pod);
 
 // The job as stored, less what only its clients read: metadata.managedFields and kubectl's

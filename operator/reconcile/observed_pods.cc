@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "operator/reconcile/object_meta.h"
+#include "operator/reconcile/observed_fields.h"
 
 namespace autodist::reconcile {
 namespace {
@@ -45,6 +46,8 @@ void ReadPhase(const nlohmann::json& status, ObservedPod& pod) {
     pod.exit_code = code.is_number_integer() ? code.get<int>() : 0;
     pod.phase = *pod.exit_code == 0 ? MemberPhase::kPodSucceeded : MemberPhase::kPodFailed;
     pod.reason = StringOf(Field(terminated, "reason"));
+    pod.finished_at = StringOf(Field(terminated, "finishedAt"));
+    pod.last_line = LastLine(StringOf(Field(terminated, "message")));
     return;
   }
   const std::string phase = StringOf(Field(status, "phase"));

@@ -25,6 +25,8 @@ struct ObservedPod {
   MemberPhase phase = MemberPhase::kPodPending;
   std::optional<int> exit_code;  // of the runtime container, when it terminated
   std::string reason;            // OOMKilled, Error, Evicted, ... when known
+  std::string finished_at;       // RFC 3339, when the runtime container terminated
+  std::string last_line;         // of its termination message (the runtime's error), if any
   bool terminating = false;      // metadata.deletionTimestamp is set
 
   bool Active() const {

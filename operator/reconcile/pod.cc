@@ -102,6 +102,9 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
       {"ports", nlohmann::json::array(
                     {{{"name", kPortName}, {"containerPort", member.port}, {"protocol", "TCP"}}})},
       {"volumeMounts", VolumeMounts(request)},
+      // A failed runtime's last log lines become its terminated state's message, which the
+      // MemberFailed Event quotes (the runtime's error line is its last).
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
   };
   if (const int metrics_port = MetricsPort(options); metrics_port > 0) {
     container["args"].push_back("--metrics-bind-address");

@@ -233,6 +233,13 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
     detail::Finish(context, job, pods, kReasonDeadlineExceeded, message);
     return;
   }
+  if (verdict.kind == Verdict::Kind::kPermanentFailure ||
+      verdict.kind == Verdict::Kind::kRetryableFailure) {
+    // Announced once: the gang is replaced, or the job ends, with this verdict.
+    if (const std::string first = FirstFailure(current, members); !first.empty()) {
+      context.record.Announce(kEventWarning, kReasonMemberFailed, first);
+    }
+  }
   if (verdict.kind == Verdict::Kind::kPermanentFailure) {
     detail::Finish(context, job, pods, kReasonPodFailed, verdict.message);
     return;
@@ -271,8 +278,16 @@ Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, Model
 
   if (observed.progress.has_value()) {
     status.progress = ProgressStatus(*observed.progress, status.progress, record.now());
-    if (observed.progress->resumed_from_step.has_value()) {
-      status.resumed_from_step = observed.progress->resumed_from_step;
+    const std::optional<int64_t> resumed = observed.progress->resumed_from_step;
+    if (resumed.has_value() && resumed != status.resumed_from_step) {
+      record.Announce(
+          kEventNormal, kReasonResumedFromCheckpoint,
+          status.restart_count > 0
+              ? fmt::format("the gang of restart {} resumed from the checkpoint of "
+                            "step {}",
+                            status.restart_count, *resumed)
+              : fmt::format("the job resumed from the checkpoint of step {}", *resumed));
+      status.resumed_from_step = resumed;
     }
   }
   if (status.IsTrue(kSucceeded)) CompleteProgress(status, observed.job, record.now());

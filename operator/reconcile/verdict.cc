@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <tuple>
 
 #include "operator/reconcile/restart_policy.h"
 #include "runtime/job/member_exit.h"
@@ -33,6 +34,33 @@ std::string Describe(const std::vector<Failure>& failures) {
 }
 
 }  // namespace
+
+std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembers& members) {
+  const ObservedPod* first = nullptr;
+  // Earlier is better; a cause (not exit code 3) beats a member stopped because of one; then the
+  // time it ended (RFC 3339 in UTC, which sorts as text; unknown last), then member order.
+  const auto rank = [](const ObservedPod& pod) {
+    return std::make_tuple(pod.exit_code == job::kMemberExitJobFailed, pod.finished_at.empty(),
+                           pod.finished_at);
+  };
+  for (const Member& member : members.members) {
+    for (const ObservedPod& pod : current) {
+      if (pod.role != member.role || pod.index != member.index ||
+          pod.phase != MemberPhase::kPodFailed || !pod.exit_code.has_value()) {
+        continue;
+      }
+      if (first == nullptr || rank(pod) < rank(*first)) first = &pod;
+    }
+  }
+  if (first == nullptr) return "";
+  const Member* member = nullptr;
+  for (const Member& candidate : members.members) {
+    if (candidate.role == first->role && candidate.index == first->index) member = &candidate;
+  }
+  return fmt::format(
+      "{} (pod {}) failed first, with {}{}", member->node, member->pod, DescribeEnd(*first),
+      first->last_line.empty() ? std::string(" and no message") : ": " + first->last_line);
+}
 
 Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& members,
                      job::RestartPolicy policy, bool was_running) {

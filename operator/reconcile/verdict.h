@@ -29,4 +29,10 @@ struct Verdict {
 Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& members,
                      job::RestartPolicy policy, bool was_running);
 
+// Which member failed first, for the MemberFailed Event: of the failed pods, the one whose
+// runtime terminated earliest (a member stopped because another failed, exit code 3, only when
+// no other failed), with its exit and the last line of its termination message (the runtime's
+// error line). Empty when no pod failed with an exit (a member that disappeared has none).
+std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembers& members);
+
 }  // namespace autodist::reconcile

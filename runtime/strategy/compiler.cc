@@ -105,7 +105,8 @@ CompileResult Compile(const std::vector<graph::Variable>& variables, const Resou
     AD_CHECK(options.empty(), kInvalidArgument,
              "builder Auto takes no options (got '{}'); name a builder to set its options",
              options.begin()->first);
-    result.builder = ChooseAutoBuilder(variables, resources, result.note);
+    result.builder = ChooseAutoBuilder(variables, resources, result.reason);
+    result.note = result.reason;
   }
   const auto factory = Factories().find(result.builder);
   if (factory == Factories().end()) {

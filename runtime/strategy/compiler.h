@@ -23,6 +23,7 @@ struct CompileResult {
   autodist::proto::Strategy strategy;
   std::string builder;  // the builder that ran (Auto resolved to its choice)
   std::string note;     // why Auto chose it; notes about ignored settings
+  std::string reason;   // why Auto chose it (as in the note); empty when the request named it
 };
 
 // The nine builder names, AutoDist's eight then "Auto".

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/child_process.h"
@@ -27,6 +29,7 @@ struct NodeAgent::Run {
   std::optional<Clock::time_point> restart_at;
   std::optional<Clock::time_point> retry_at;  // after a CreateContainerConfigError
   std::optional<Clock::time_point> kill_at;
+  std::string log_path;  // the running container's log
 
   std::string Key() const { return ns + "/" + name; }
 };
@@ -44,6 +47,20 @@ std::string MakeTempDir() {
            "node agent: cannot create a log directory under {}",
            std::filesystem::temp_directory_path().string());
   return pattern;
+}
+
+// The kubelet's termination message for a container that exited: with terminationMessagePolicy
+// FallbackToLogsOnError and a failure, the tail of its log (the last 80 lines, at most 2048
+// bytes); the agent mounts no termination-log file, so that is the only source.
+std::string TailForTerminationMessage(const std::string& log_path) {
+  std::ifstream in(log_path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > 2048) text = text.substr(text.size() - 2048);
+  size_t lines = 0;
+  for (size_t at = text.size(); at > 0; --at) {
+    if (text[at - 1] == '\n' && at != text.size() && ++lines == 80) return text.substr(at);
+  }
+  return text;
 }
 
 }  // namespace
@@ -277,6 +294,7 @@ void NodeAgent::StartContainer(Run& run) {
   std::filesystem::create_directories(dir);
   const std::string log = dir + "/" + spec.container + ".log";
   logs_->Set(run.Key(), spec.container, log);
+  run.log_path = log;
   run.view.pod_ip = launch_.pod_ip;
   if (run.view.start_time.empty()) run.view.start_time = NowRfc3339();
   const std::string started = NowRfc3339();
@@ -292,6 +310,18 @@ void NodeAgent::StartContainer(Run& run) {
   c.state = {{"running", {{"startedAt", started}}}};
   run.view.phase = "Running";
   WriteStatus(run);
+}
+
+std::string NodeAgent::TerminationMessage(const Run& run, int exit_code) const {
+  if (exit_code == 0 || run.log_path.empty()) return "";
+  nlohmann::json container;
+  try {
+    container = SelectContainer(run.pod);
+  } catch (const Error&) {
+    return "";
+  }
+  if (container.value("terminationMessagePolicy", "File") != "FallbackToLogsOnError") return "";
+  return TailForTerminationMessage(run.log_path);
 }
 
 void NodeAgent::OnExit(Run& run, int exit_code, int signal, const std::string& reason,
@@ -345,7 +375,9 @@ void NodeAgent::PollProcesses() {
     if (run.process) {
       if (auto exit = run.process->Poll()) {
         run.process.reset();
-        if (!run.deleted) OnExit(run, exit->exit_code, exit->signal, "", "");
+        if (!run.deleted) {
+          OnExit(run, exit->exit_code, exit->signal, "", TerminationMessage(run, exit->exit_code));
+        }
       } else if (run.kill_at && now >= *run.kill_at) {
         run.process->Signal(SIGKILL);  // the grace period is over
         run.kill_at.reset();

@@ -97,6 +97,8 @@ class NodeAgent {
   void ConfigError(Run& run, const std::string& message);
   void OnExit(Run& run, int exit_code, int signal, const std::string& reason,
               const std::string& message);
+  // The terminated state's message for an exit: the log's tail under FallbackToLogsOnError.
+  std::string TerminationMessage(const Run& run, int exit_code) const;
   // The pod is gone (or going): SIGTERM now, SIGKILL after its grace period, then forget it.
   void Terminate(Run& run);
   void PollProcesses();

@@ -47,8 +47,9 @@ std::string JobManifest::ToYaml() const {
        << "    logits: logits\n"
        << "    labels: label\n"
        << "  data:\n"
-       << "    format: fashion-mnist\n"
-       << "    batchSizePerReplica: 32\n"
+       << "    format: fashion-mnist\n";
+  if (!data_dir.empty()) yaml << "    dir: " << data_dir << "\n";
+  yaml << "    batchSizePerReplica: 32\n"
        << "  training:\n"
        << "    steps: " << steps << "\n"
        << "    optimizer:\n"
@@ -280,6 +281,21 @@ nlohmann::json OperatorEndToEnd::Pod(const std::string& name) {
 
 size_t OperatorEndToEnd::CountObjects(const std::string& plural, const std::string& job) {
   return ListByJob(server_->store(), plural, job).size();
+}
+
+std::vector<std::pair<std::string, std::string>> OperatorEndToEnd::KubectlEvents(
+    const std::string& job) {
+  const CommandResult listed =
+      Kubectl("get events --field-selector involvedObject.name=" + job + " -o json");
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  std::vector<std::pair<std::string, std::string>> events;
+  const size_t json_start = listed.output.find('{');  // after any warning kubectl printed
+  if (listed.exit_code != 0 || json_start == std::string::npos) return events;
+  const nlohmann::json list = nlohmann::json::parse(listed.output.substr(json_start));
+  for (const nlohmann::json& event : list.value("items", nlohmann::json::array())) {
+    events.emplace_back(event.value("reason", ""), event.value("message", ""));
+  }
+  return events;
 }
 
 std::vector<nlohmann::json> OperatorEndToEnd::Events(const std::string& job) {

@@ -52,6 +52,7 @@ struct JobManifest {
   std::string restart_policy;  // "" = the default (OnFailure)
   std::optional<int> backoff_limit = 1;
   std::string clean_pod_policy = "None";
+  std::string data_dir;  // "" = the dataset's default directory
 
   std::string ToYaml() const;
 };
@@ -93,6 +94,9 @@ class OperatorEndToEnd : public ::testing::Test {
 
   // `kubectl <args>` against the double, with its own cache directory.
   CommandResult Kubectl(const std::string& args);
+  // The job's Events as `kubectl get events --field-selector involvedObject.name=JOB` lists
+  // them: (reason, message) in the order the server returns them.
+  std::vector<std::pair<std::string, std::string>> KubectlEvents(const std::string& job);
   // kubectl apply -f of `manifest`; a failed apply fails the test.
   void Apply(const std::string& manifest);
 

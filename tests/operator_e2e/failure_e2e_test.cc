@@ -95,6 +95,18 @@ TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoi
   EXPECT_GE(resumed_step, 10) << logs.output;
   // The status says so too: the coordinator reports the chief's resume point.
   EXPECT_EQ(Job(name)["status"].value("resumedFromStep", -1), resumed_step) << Dump(name);
+  // And kubectl shows it as Events: the member that failed first, then where the new gang
+  // resumed.
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& [reason, message] : KubectlEvents(name)) by_reason[reason].push_back(message);
+  ASSERT_EQ(by_reason["MemberFailed"].size(), 1u) << Dump(name);
+  EXPECT_TRUE(Contains(by_reason["MemberFailed"][0],
+                       "worker-1 (pod " + name + "-worker-1) failed first, with exit code 137"))
+      << by_reason["MemberFailed"][0];
+  EXPECT_EQ(by_reason["ResumedFromCheckpoint"],
+            std::vector<std::string>{"the gang of restart 1 resumed from the checkpoint of step " +
+                                     std::to_string(resumed_step)})
+      << Dump(name);
   EXPECT_TRUE(WaitForCount(
       name, "jobs_restarted", [&] { return metrics_->jobs_restarted.With({"default"}).Value(); },
       1));
@@ -141,6 +153,31 @@ TEST_F(RunPolicyEndToEnd, FailureBeyondBackoffLimitFailsTheJob) {
   EXPECT_TRUE(WaitForCount(
       name, "jobs_failed", [&] { return metrics_->jobs_failed.With({"default"}).Value(); }, 1));
   EXPECT_EQ(metrics_->jobs_restarted.With({"default"}).Value(), 0);
+}
+
+TEST_F(RunPolicyEndToEnd, TheFirstFailingMemberIsAnEventWithItsErrorLine) {
+  const std::string name = "fmnist-nodata";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.data_dir = (root_ / "no-such-dataset").string();  // every worker fails to load it
+  manifest.restart_policy = "ExitCode";                      // exit code 2: permanent
+  Apply(manifest.ToYaml());
+  const CommandResult waited =
+      Kubectl("wait --for=condition=Failed adj/" + name + " --timeout=120s");
+  ASSERT_EQ(waited.exit_code, 0) << waited.output << "\n" << Dump(name);
+  std::vector<std::string> failed;
+  for (const auto& [reason, message] : KubectlEvents(name)) {
+    if (reason == "MemberFailed") failed.push_back(message);
+  }
+  ASSERT_EQ(failed.size(), 1u) << Dump(name);
+  // A worker, with the runtime's own error line: the tail of its log, which the pod's
+  // terminationMessagePolicy FallbackToLogsOnError made its termination message.
+  EXPECT_TRUE(Contains(failed[0], "(pod " + name + "-worker-")) << failed[0];
+  EXPECT_TRUE(Contains(failed[0],
+                       "failed first, with exit code 2 (Error): autodist-runtime: "
+                       "error: Fashion-MNIST train image file"))
+      << failed[0];
+  EXPECT_TRUE(Contains(failed[0], "no-such-dataset")) << failed[0];
 }
 
 TEST_F(RunPolicyEndToEnd, InvalidSpecFailsNamingTheFieldAndCreatesNoPods) {

@@ -66,6 +66,13 @@ TEST_F(OperatorEndToEnd, FashionMnistJobSucceedsAndDeletingItRemovesItsChildren)
   EXPECT_TRUE(WaitForCount(
       name, "jobs_successful", [&] { return metrics_->jobs_successful.With({"default"}).Value(); },
       1));
+  // kubectl shows why the builder was chosen.
+  std::vector<std::string> chosen;
+  for (const auto& [reason, message] : KubectlEvents(name)) {
+    if (reason == "BuilderChosen") chosen.push_back(message);
+  }
+  EXPECT_EQ(chosen, std::vector<std::string>{"PS as spec.strategy.builder names it (2 workers "
+                                             "with 0 GPU(s) each, 1 parameter server(s))"});
 
   const CommandResult deleted = Kubectl("delete adj " + name + " --wait=true");
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;

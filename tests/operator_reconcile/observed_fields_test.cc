@@ -72,7 +72,13 @@ TEST_F(ObservedFieldsTest, APodKeepsItsMetadataAndHowItsRuntimeRunsOrEnded) {
            nlohmann::json::array(
                {{{"name", kRuntimeContainer},
                  {"restartCount", 0},
-                 {"state", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}})}}));
+                 {"state",
+                  {{"terminated",
+                    {{"exitCode", 137},
+                     {"reason", "OOMKilled"},
+                     {"finishedAt", "t"},
+                     // Only the message's last line, cut to 512 bytes.
+                     {"message", std::string(509, 'x') + "..."}}}}}}})}}));
   // A fraction of the full object.
   EXPECT_LT(slim.dump().size() * 4, full.dump().size());
 }

@@ -57,7 +57,12 @@ TEST(ReconcileTest, FirstReconcileCreatesEveryChildAndCompiles) {
               HasSubstr("PSLoadBalancing: "));
   EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonPodsPending);
   EXPECT_EQ(cluster.ConditionOf(kRunning)["message"], "0 of 3 pods are running");
-  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonStrategyCompiled));
+  EXPECT_THAT(EventReasons(plan),
+              ElementsAre(kReasonJobCreated, kReasonStrategyCompiled, kReasonBuilderChosen));
+  // Why this builder: the manifest names it.
+  EXPECT_EQ(plan.events[2].message,
+            "PSLoadBalancing as spec.strategy.builder names it (2 workers with 0 GPU(s) each, 1 "
+            "parameter server(s))");
   EXPECT_FALSE(plan.requeue_after.has_value());
 }
 
@@ -325,10 +330,16 @@ TEST(ReconcileTest, ProgressIsReportedAndOnlyRewrittenWhenItMoves) {
   EXPECT_FALSE(cluster.Reconcile(At(3)).HasActions());
   cluster.progress()->step = 140;
   cluster.progress()->resumed_from_step = 100;
-  cluster.Reconcile(At(4));
+  plan = cluster.Reconcile(At(4));
   EXPECT_EQ(cluster.status()["progress"]["step"], 140);
   EXPECT_EQ(cluster.status()["progress"]["lastUpdateTime"], "2025-01-01T10:00:04Z");
   EXPECT_EQ(cluster.status()["resumedFromStep"], 100);
+  // Announced once, when the resume point appears (or changes).
+  ASSERT_THAT(EventReasons(plan), ElementsAre(kReasonResumedFromCheckpoint));
+  EXPECT_EQ(plan.events[0].message, "the job resumed from the checkpoint of step 100");
+  EXPECT_EQ(plan.events[0].type, kEventNormal);
+  cluster.progress()->step = 150;
+  EXPECT_THAT(EventReasons(cluster.Reconcile(At(5))), IsEmpty());
 }
 
 TEST(ReconcileTest, AJobBeingDeletedIsLeftToGarbageCollection) {

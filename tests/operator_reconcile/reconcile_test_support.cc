@@ -140,11 +140,14 @@ void Cluster::SetAllPhases(const std::string& phase) {
   for (auto& [name, pod] : pods_) SetPhase(name, phase);
 }
 
-void Cluster::Exit(const std::string& pod, int exit_code, const std::string& reason) {
+void Cluster::Exit(const std::string& pod, int exit_code, const std::string& reason,
+                   const std::string& message, const std::string& finished_at) {
   nlohmann::json& status = pods_.at(pod)["status"];
   status["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
   nlohmann::json terminated = {{"exitCode", exit_code}};
   if (!reason.empty()) terminated["reason"] = reason;
+  if (!message.empty()) terminated["message"] = message;
+  if (!finished_at.empty()) terminated["finishedAt"] = finished_at;
   status["containerStatuses"] = nlohmann::json::array(
       {{{"name", kRuntimeContainer}, {"state", {{"terminated", terminated}}}}});
 }

@@ -60,7 +60,10 @@ class Cluster {
   void SetPhase(const std::string& pod, const std::string& phase);
   void SetAllPhases(const std::string& phase);
   // The runtime container terminated with `exit_code` (and `reason`); the pod phase follows.
-  void Exit(const std::string& pod, int exit_code, const std::string& reason = "");
+  // The runtime container of `pod` terminated; `message` is its termination message and
+  // `finished_at` when it ended (RFC 3339), both left out when empty.
+  void Exit(const std::string& pod, int exit_code, const std::string& reason = "",
+            const std::string& message = "", const std::string& finished_at = "");
   void RemovePod(const std::string& pod);  // deleted behind the operator's back
 
   nlohmann::json& job() { return job_; }

@@ -62,8 +62,10 @@ void ExpectGangRestart(Cluster& cluster, const Plan& plan, int restart) {
   EXPECT_THAT(Deleted(plan),
               UnorderedElementsAre("fmnist-worker-0", "fmnist-worker-1", "fmnist-ps-0"));
   EXPECT_THAT(plan.creates, IsEmpty());
-  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonGangRestart));
+  // The first failing member, then the restart.
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonGangRestart));
   EXPECT_EQ(plan.events[0].type, kEventWarning);
+  EXPECT_EQ(plan.events[1].type, kEventWarning);
 }
 
 TEST(RestartPolicyTest, OnFailureRestartsTheWholeGang) {
@@ -129,8 +131,27 @@ TEST(RestartPolicyTest, NeverFailsTheJob) {
   EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonPodFailed);
   EXPECT_EQ(cluster.status()["restartCount"], 0);
   EXPECT_EQ(cluster.status()["completionTime"], "2025-01-01T10:00:02Z");
-  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonPodFailed));
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonPodFailed));
+  EXPECT_EQ(plan.events[0].message,
+            "worker-1 (pod fmnist-worker-1) failed first, with exit code 137 and no message");
   EXPECT_THAT(plan.deletes, IsEmpty());  // cleanPodPolicy None
+}
+
+TEST(RestartPolicyTest, TheFirstFailingMemberIsNamedWithItsLastErrorLine) {
+  Cluster cluster = RunningJob("OnFailure");
+  // worker-1 failed first with an error; the chief and the server were stopped because of it
+  // (exit code 3), the chief before worker-1 was even seen ending.
+  cluster.Exit("fmnist-worker-0", 3, "Error", "autodist-runtime: worker-0: the job failed\n",
+               "2025-01-01T10:00:01Z");
+  cluster.Exit("fmnist-worker-1", 1, "Error",
+               "step 7/100  loss 0.51\nautodist-runtime: error: step 8: the loss is NaN\n\n",
+               "2025-01-01T10:00:02Z");
+  cluster.Exit("fmnist-ps-0", 1, "Error", "connection reset", "2025-01-01T10:00:03Z");
+  const Plan plan = cluster.Reconcile(At(4));
+  ASSERT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonGangRestart));
+  EXPECT_EQ(plan.events[0].message,
+            "worker-1 (pod fmnist-worker-1) failed first, with exit code 1 (Error): "
+            "autodist-runtime: error: step 8: the loss is NaN");
 }
 
 TEST(RestartPolicyTest, ExitCode127IsPermanent) {

@@ -46,8 +46,8 @@ TEST(RunPolicyTest, BackoffLimitCountsGangRestarts) {
   Cluster cluster = RunningJob({{"backoffLimit", 2}});
   const Plan first = FailAndRecover(cluster, 10);
   EXPECT_EQ(cluster.status()["restartCount"], 1);
-  ASSERT_EQ(first.events.size(), 1U);
-  EXPECT_THAT(first.events[0].message, HasSubstr("(restart 1 of at most 2)"));
+  ASSERT_EQ(first.events.size(), 2U);  // MemberFailed, GangRestart
+  EXPECT_THAT(first.events[1].message, HasSubstr("(restart 1 of at most 2)"));
   FailAndRecover(cluster, 20);
   EXPECT_EQ(cluster.status()["restartCount"], 2);
   EXPECT_EQ(cluster.status()["state"], "Running");
@@ -59,7 +59,7 @@ TEST(RunPolicyTest, BackoffLimitCountsGangRestarts) {
             "pod fmnist-worker-1 (worker-1) failed with exit code 137 (retryable under "
             "restartPolicy OnFailure); the job was restarted 2 time(s), as many as "
             "spec.runPolicy.backoffLimit (2) allows");
-  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonBackoffLimitExceeded));
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonBackoffLimitExceeded));
   EXPECT_THAT(plan.deletes, IsEmpty());  // cleanPodPolicy None
   EXPECT_FALSE(cluster.Reconcile(At(40)).HasActions());
 }

@@ -359,7 +359,11 @@ TEST(AutoTest, ChoosesByTheDocumentedRule) {
   const CompileResult all_reduce = Compile(dense, GpuNodes({2}), request);
   EXPECT_EQ(all_reduce.builder, "AllReduce");
   EXPECT_NE(all_reduce.note.find("AllReduce"), std::string::npos);
+  EXPECT_EQ(all_reduce.reason, "Auto chose AllReduce: GPUs and only dense variables");
   EXPECT_TRUE(all_reduce.strategy.node_config(0).has_allreducesynchronizer());
+  // A named builder needs no reason.
+  request.builder = "PS";
+  EXPECT_EQ(Compile(dense, CpuNodes(2), request).reason, "");
 }
 
 TEST(CompilerTest, IdIsADeterministicDigest) {
