@@ -47,4 +47,17 @@ struct TimelineMergeOptions {
 // timeline.
 int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out);
 
+struct ReportOptions {
+  std::string tensorboard;  // the workers' event files, a subdirectory each (worker-0, ...)
+  std::string timeline;     // the members' timelines (merged into job.trace.json); "": none
+  std::string summary;      // the compiled strategy's summary (the ConfigMap's summary.txt)
+  std::string name;         // the job's name; "": the tensorboard directory's
+  std::string output = "report.html";
+};
+
+// `autodist report`: the run report (launcher/run_report.h) of a job that ran elsewhere, from
+// the files it left: what a cluster job writes to its volumes. Says where it wrote the page on
+// `out`. Throws NotFound naming a directory or file that is missing or holds no event file.
+void RunReportFromFiles(const ReportOptions& options, std::ostream& out);
+
 }  // namespace autodist::cli

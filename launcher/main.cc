@@ -94,6 +94,22 @@ void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {
                        "The merged trace (default: DIRECTORY/job.trace.json)");
 }
 
+void AddReport(CLI::App& app, autodist::cli::ReportOptions& options) {
+  auto* report = app.add_subcommand(
+      "report", "Write the run report of a job from the files it left (a cluster job's volumes)");
+  report
+      ->add_option("--tensorboard", options.tensorboard,
+                   "The job's spec.training.tensorboard.path: a directory per worker")
+      ->required();
+  report->add_option("--timeline", options.timeline,
+                     "The job's spec.training.timeline.path (merged into job.trace.json there)");
+  report->add_option("--summary", options.summary,
+                     "The strategy summary: kubectl get cm <job>-autodist -o "
+                     "jsonpath='{.data.summary\\.txt}'");
+  report->add_option("--name", options.name, "The job's name (default: the directory's)");
+  report->add_option("-o,--output", options.output, "The page (default: report.html)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +127,8 @@ int main(int argc, char** argv) {
   AddRun(app, run_options);
   autodist::cli::TimelineMergeOptions timeline_options;
   AddTimeline(app, timeline_options);
+  autodist::cli::ReportOptions report_options;
+  AddReport(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -132,6 +150,8 @@ int main(int argc, char** argv) {
       return autodist::cli::RunJob(run_options, std::cout, std::cerr);
     } else if (app.got_subcommand("timeline")) {
       autodist::cli::RunTimelineMerge(timeline_options, std::cout);
+    } else if (app.got_subcommand("report")) {
+      autodist::cli::RunReportFromFiles(report_options, std::cout);
     }
   } catch (const autodist::Error& error) {
     std::cerr << "autodist: error: " << error.what() << "\n";

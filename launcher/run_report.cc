@@ -36,6 +36,7 @@ h1 { margin-bottom: 0.2em; }
 .outcome { font-size: 1.1em; padding: 0.4em 0.8em; border-radius: 4px; display: inline-block; }
 .outcome.ok { background: #e5f5e0; }
 .outcome.failed { background: #fde0dd; }
+.outcome.unknown { background: #eeeeee; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.8em 0; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: right; }
@@ -81,11 +82,14 @@ std::string Seconds(double seconds) {
 
 std::string StrategySection(const RunReport& report) {
   const ReportMember* chief = Chief(report);
-  const bool known = chief != nullptr && chief->result && !chief->result->strategy_summary.empty();
+  const std::string& summary =
+      chief != nullptr && chief->result && !chief->result->strategy_summary.empty()
+          ? chief->result->strategy_summary
+          : report.strategy_summary;
   return fmt::format("<section id=\"strategy\">\n<h2>Strategy</h2>\n{}</section>\n",
-                     known ? "<pre>" + EscapeHtml(chief->result->strategy_summary) + "</pre>\n"
-                           : "<p>The chief left no result, so the compiled strategy is not "
-                             "known here; its log has it.</p>\n");
+                     !summary.empty() ? "<pre>" + EscapeHtml(summary) + "</pre>\n"
+                                      : "<p>The chief left no result, so the compiled strategy is "
+                                        "not known here; its log has it.</p>\n");
 }
 
 std::string TrainingSection(const RunReport& report) {
@@ -201,6 +205,16 @@ std::string WireSection(const RunReport& report) {
     }
   }
   html += LineChart(wire) + "\n";
+  const bool any_result = std::any_of(report.members.begin(), report.members.end(),
+                                      [](const ReportMember& member) { return member.result; });
+  if (!any_result) {
+    // A report from a cluster job's files: the members' totals were never collected in one place.
+    return html +
+           "<p>Each member's totals are in its result file (autodist run keeps them) and, on a "
+           "cluster, in each runtime's <code>/metrics</code> "
+           "(<code>autodist_runtime_sent_bytes_total</code>, "
+           "<code>autodist_runtime_received_bytes_total</code>).</p>\n</section>\n";
+  }
   html +=
       "<table>\n<tr><th>member</th><th class=\"text\">role</th><th "
       "class=\"text\">traffic</th></tr>\n";
@@ -265,15 +279,22 @@ std::string RenderRunReport(const RunReport& report) {
   for (const ReportMember& member : report.members) {
     (member.worker ? workers : servers) += 1;
     if (member.worker && member.result) steps = std::max(steps, member.result->steps);
+    // Without results, the steps the event files reached.
+    for (const auto& [tag, points] : member.scalars) {
+      if (!member.result && !points.empty()) steps = std::max(steps, points.back().first);
+    }
   }
+  const char* outcome_class = !report.succeeded.has_value() ? "unknown"
+                              : *report.succeeded           ? "ok"
+                                                            : "failed";
   std::string html = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<title>{0}: autodist run report</title>\n<style>{1}</style>\n</head>\n<body>\n"
-      "<h1>{0}</h1>\n<p class=\"outcome {2}\">{3} after {4:.1f} s: {5} steps, {6} workers, {7} "
-      "parameter servers</p>\n",
-      EscapeHtml(report.job_name), kStyle, report.succeeded ? "ok" : "failed",
-      EscapeHtml(report.outcome), report.wall_seconds, steps, workers, servers);
+      "<h1>{0}</h1>\n<p class=\"outcome {2}\">{3}{4}: {5} steps, {6} workers{7}</p>\n",
+      EscapeHtml(report.job_name), kStyle, outcome_class, EscapeHtml(report.outcome),
+      report.wall_seconds ? fmt::format(" after {:.1f} s", *report.wall_seconds) : "", steps,
+      workers, servers > 0 ? fmt::format(", {} parameter servers", servers) : "");
   html += StrategySection(report);
   html += TrainingSection(report);
   html += StepTimeSection(report);
@@ -285,7 +306,7 @@ std::string RenderRunReport(const RunReport& report) {
         "</code>: open it in Perfetto.</p>\n{}\n</section>\n",
         EscapeHtml(report.timeline_file), report.timeline_svg);
   }
-  html += fmt::format("<footer>Written by autodist run at {}.</footer>\n</body>\n</html>\n",
+  html += fmt::format("<footer>Written by autodist at {}.</footer>\n</body>\n</html>\n",
                       EscapeHtml(report.generated_at));
   return html;
 }

@@ -29,8 +29,13 @@ struct ReportMember {
 struct RunReport {
   std::string job_name;
   std::string outcome;  // "succeeded", or "failed: <why>", "interrupted"
-  bool succeeded = false;
-  double wall_seconds = 0;
+  // How it ended: true, false, or unknown (a report from a cluster job's files, which do not
+  // say; `kubectl get adj` does).
+  std::optional<bool> succeeded;
+  std::optional<double> wall_seconds;  // unknown from files
+  // The compiled strategy's summary when no chief's result carries it (the job's ConfigMap's
+  // summary.txt on a cluster).
+  std::string strategy_summary;
   std::string generated_at;           // UTC, ISO 8601
   std::vector<ReportMember> members;  // workers by index, then parameter servers
   // With a recorded timeline: the merged trace's file and a few of its steps drawn

@@ -5,31 +5,15 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <tuple>
 
 #include "launcher/commands.h"
+#include "launcher/member_order.h"
 #include "runtime/common/error.h"
 #include "runtime/observe/timeline_merge.h"
 
 namespace autodist::cli {
-namespace {
 
 namespace fs = std::filesystem;
-
-// Members in a job's order: workers by index, then parameter servers by index, then any other
-// name alphabetically (the order autodist run merges in).
-std::tuple<int, long long, std::string> MemberOrder(const std::string& member) {
-  for (const auto& [rank, prefix] : {std::pair<int, std::string>{0, "worker-"}, {1, "ps-"}}) {
-    const std::string index = member.substr(std::min(prefix.size(), member.size()));
-    if (member.starts_with(prefix) && !index.empty() && index.size() < 10 &&
-        std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return {rank, std::stoll(index), ""};
-    }
-  }
-  return {2, 0, member};
-}
-
-}  // namespace
 
 int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out) {
   AD_CHECK(fs::is_directory(options.directory), kNotFound,
@@ -55,7 +39,7 @@ int RunTimelineMerge(const TimelineMergeOptions& options, std::ostream& out) {
            "timeline directory '{}' holds no member timelines (<member>{} files)",
            options.directory, observe::kTimelineSuffix);
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
-    return MemberOrder(a.member) < MemberOrder(b.member);
+    return launcher::MemberOrderKey(a.member) < launcher::MemberOrderKey(b.member);
   });
   const int merged = observe::MergeTimelines(sources, output);
   std::string members;

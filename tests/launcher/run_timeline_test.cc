@@ -128,6 +128,41 @@ TEST(RunTimelineTest, TheManifestsPathHoldsEveryMembersFileAndTheMergedTrace) {
   EXPECT_EQ(said.str(),
             "timeline: " + again + " (3 members: worker-0, worker-1, ps-0; open it in Perfetto)\n");
   EXPECT_EQ(SpansByMember(again), spans);
+
+  // `autodist report` builds the page from the same files, as for a cluster job's volumes: the
+  // event files (here the log folder's), the timelines and a strategy summary.
+  std::ofstream(dir / "summary.txt") << "builder: PS\n";
+  std::ostringstream reported;
+  cli::ReportOptions report_options{dir / "logs/tensorboard", traces, dir / "summary.txt",
+                                    "timeline-manifest", dir / "cluster-report.html"};
+  cli::RunReportFromFiles(report_options, reported);
+  EXPECT_NE(reported.str().find("report: " + dir / "cluster-report.html"), std::string::npos);
+  const std::string page = ReadText(dir / "cluster-report.html");
+  EXPECT_NE(page.find("<p class=\"outcome unknown\">recorded: 2 steps, 2 workers</p>"),
+            std::string::npos)
+      << page.substr(0, 3000);
+  EXPECT_NE(page.find("<pre>builder: PS\n</pre>"), std::string::npos);
+  size_t loss_points = 0;
+  for (size_t at = page.find("data-series=\"train loss\" cx"); at != std::string::npos;
+       at = page.find("data-series=\"train loss\" cx", at + 1)) {
+    ++loss_points;
+  }
+  EXPECT_EQ(loss_points, 2u);
+  EXPECT_NE(page.find("<section id=\"timeline\">"), std::string::npos);
+  EXPECT_NE(page.find("autodist_runtime_sent_bytes_total"), std::string::npos);  // no results
+
+  // Nothing to report from: errors naming the directory.
+  std::ostringstream ignored;
+  cli::ReportOptions missing{dir / "nowhere", "", "", "", dir / "x.html"};
+  EXPECT_THROW(cli::RunReportFromFiles(missing, ignored), Error);
+  cli::ReportOptions empty{traces, "", "", "", dir / "x.html"};  // no event files there
+  try {
+    cli::RunReportFromFiles(empty, ignored);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("holds no worker's event files"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(RunTimelineTest, TheTimelineCommandOrdersMembersAndRefusesWhatIsNotATimeline) {
