@@ -21,13 +21,17 @@ bool ValidName(const std::string& name, bool colon_allowed) {
   return true;
 }
 
-std::string EscapeHelp(const std::string& text) {
+// The text format's escapes: backslash and line feed in HELP text, and the double quote too in
+// label values.
+std::string Escape(const std::string& text, bool quotes) {
   std::string out;
   for (const char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
@@ -35,21 +39,8 @@ std::string EscapeHelp(const std::string& text) {
   return out;
 }
 
-std::string EscapeLabelValue(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string EscapeHelp(const std::string& text) { return Escape(text, false); }
+std::string EscapeLabelValue(const std::string& text) { return Escape(text, true); }
 
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";

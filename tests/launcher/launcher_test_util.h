@@ -43,6 +43,15 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// How many times `needle` occurs in `text` (overlapping occurrences too).
+inline size_t CountOccurrences(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 inline std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;

@@ -11,17 +11,10 @@
 
 #include "launcher/svg_chart.h"
 #include "launcher/timeline_view.h"
+#include "tests/launcher/launcher_test_util.h"
 
 namespace autodist::launcher {
 namespace {
-
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
-}
 
 TEST(SvgChartTest, NiceTicksAreRoundAndCoverTheRange) {
   EXPECT_EQ(NiceTicks(0, 100, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));
@@ -42,11 +35,12 @@ TEST(SvgChartTest, OnePointPerValueAndALegendPerSeries) {
   spec.series.push_back({"train & eval", "#123456", {{1, 0.5}, {2, 0.4}, {3, 0.3}}});
   spec.series.push_back({"other", "red", {{1, 1}, {2, std::nan("")}}});  // NaN is left out
   const std::string svg = LineChart(spec);
-  EXPECT_EQ(Count(svg, "<circle class=\"point\" data-series=\"train &amp; eval\""), 3u) << svg;
-  EXPECT_EQ(Count(svg, "<circle class=\"point\" data-series=\"other\""), 1u);
+  EXPECT_EQ(CountOccurrences(svg, "<circle class=\"point\" data-series=\"train &amp; eval\""), 3u)
+      << svg;
+  EXPECT_EQ(CountOccurrences(svg, "<circle class=\"point\" data-series=\"other\""), 1u);
   EXPECT_NE(svg.find("Loss &lt;train&gt;"), std::string::npos);
   EXPECT_EQ(svg.find("<train>"), std::string::npos);
-  EXPECT_EQ(Count(svg, "<polyline"), 2u);
+  EXPECT_EQ(CountOccurrences(svg, "<polyline"), 2u);
   EXPECT_TRUE(svg.starts_with("<svg id=\"c\" class=\"chart\""));
   EXPECT_TRUE(svg.ends_with("</svg>"));
 }
@@ -101,7 +95,7 @@ TEST(RunReportTest, TheStrategyCurvesStepTimesAndTraffic) {
             std::string::npos)
       << html;
   EXPECT_NE(html.find("<pre>builder: PS &lt;sync&gt;\n</pre>"), std::string::npos);
-  EXPECT_EQ(Count(html, "data-series=\"train loss\" cx"), 3u);
+  EXPECT_EQ(CountOccurrences(html, "data-series=\"train loss\" cx"), 3u);
   EXPECT_NE(html.find("id=\"accuracy-chart\""), std::string::npos);
   // worker-0: 11 ms a step, 1 + 4 + 5 ms of it accounted for, 1 ms the rest.
   EXPECT_NE(html.find("<td>worker-0</td><td>3</td><td>11.00 ms</td><td>1.00 ms</td><td>4.00 ms</td>"
@@ -111,7 +105,7 @@ TEST(RunReportTest, TheStrategyCurvesStepTimesAndTraffic) {
   EXPECT_NE(html.find("no result (the member did not finish)"), std::string::npos);
   EXPECT_NE(html.find("parameter server: 3.0 MiB pushed to it, 3.0 MiB pulled, 9 updates"),
             std::string::npos);
-  EXPECT_EQ(Count(html, "data-series=\"parameter servers (all workers)\" cx"), 3u);
+  EXPECT_EQ(CountOccurrences(html, "data-series=\"parameter servers (all workers)\" cx"), 3u);
   // Self-contained: nothing to run, nothing to fetch.
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_FALSE(std::regex_search(html, std::regex(R"(\s(src|href)=)")));
@@ -183,21 +177,13 @@ nlohmann::json FiveSteps() {
   return {{"traceEvents", events}};
 }
 
-size_t Occurrences(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
 TEST(TimelineViewTest, TypicalStepsEveryMemberNestedSpans) {
   const std::string svg = RenderTimelineView(FiveSteps(), 2);
   // From the middle (steps 2-3) on, the first window without the long step: steps 4 and 5.
   EXPECT_NE(svg.find("from the start of the chief's step 4"), std::string::npos) << svg;
-  EXPECT_EQ(Occurrences(svg, "data-category=\"step\""), 2u);
-  EXPECT_EQ(Occurrences(svg, "data-category=\"compute\""), 2u);
-  EXPECT_EQ(Occurrences(svg, "data-category=\"optimizer\""), 2u);
+  EXPECT_EQ(CountOccurrences(svg, "data-category=\"step\""), 2u);
+  EXPECT_EQ(CountOccurrences(svg, "data-category=\"compute\""), 2u);
+  EXPECT_EQ(CountOccurrences(svg, "data-category=\"optimizer\""), 2u);
   EXPECT_NE(svg.find(">worker-0 training</text>"), std::string::npos);
   EXPECT_NE(svg.find(">ps-&lt;0&gt; thread 3</text>"), std::string::npos);
   // forward (at 121 µs of a 120-140 µs window) sits one row below its step (y 24 + 14).

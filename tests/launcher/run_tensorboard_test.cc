@@ -69,11 +69,7 @@ TEST(RunTensorBoardTest, ManifestPathGetsARunPerWorkerWithTheChiefsScalars) {
   // The run's report reads the same files: a loss point per logged step.
   const std::string report = ReadText(dir / "logs/report.html");
   EXPECT_NE(outcome.out.find("report: " + dir / "logs/report.html"), std::string::npos);
-  size_t points = 0;
-  for (size_t at = report.find("data-series=\"train loss\" cx"); at != std::string::npos;
-       at = report.find("data-series=\"train loss\" cx", at + 1)) {
-    ++points;
-  }
+  const size_t points = CountOccurrences(report, "data-series=\"train loss\" cx");
   EXPECT_EQ(points, 4u);
   EXPECT_NE(report.find("<p class=\"outcome ok\">succeeded"), std::string::npos);
   EXPECT_NE(report.find("builder: PS\n"), std::string::npos);  // the chief's strategy summary

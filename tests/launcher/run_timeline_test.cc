@@ -142,11 +142,7 @@ TEST(RunTimelineTest, TheManifestsPathHoldsEveryMembersFileAndTheMergedTrace) {
             std::string::npos)
       << page.substr(0, 3000);
   EXPECT_NE(page.find("<pre>builder: PS\n</pre>"), std::string::npos);
-  size_t loss_points = 0;
-  for (size_t at = page.find("data-series=\"train loss\" cx"); at != std::string::npos;
-       at = page.find("data-series=\"train loss\" cx", at + 1)) {
-    ++loss_points;
-  }
+  const size_t loss_points = CountOccurrences(page, "data-series=\"train loss\" cx");
   EXPECT_EQ(loss_points, 2u);
   EXPECT_NE(page.find("<section id=\"timeline\">"), std::string::npos);
   EXPECT_NE(page.find("autodist_runtime_sent_bytes_total"), std::string::npos);  // no results
