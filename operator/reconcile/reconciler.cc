@@ -222,8 +222,9 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
                [&](const ObservedPod& pod) { return pod.generation == generation; });
   status.replica_statuses = CountReplicas(current, members);
 
-  const Verdict verdict =
-      JudgeMembers(current, members, job.run_policy.restart_policy, status.IsTrue(kRunning));
+  const Verdict verdict = JudgeMembers(current, members, job.run_policy.restart_policy,
+                                       status.IsTrue(kRunning), context.observed.now);
+  if (verdict.judge_again_in) context.plan.RequeueAfter(*verdict.judge_again_in);
   if (verdict.kind == Verdict::Kind::kChiefSucceeded) {
     detail::Finish(context, job, pods, "", verdict.message);
     return;

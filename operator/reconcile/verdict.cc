@@ -63,7 +63,7 @@ std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembe
 }
 
 Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& members,
-                     job::RestartPolicy policy, bool was_running) {
+                     job::RestartPolicy policy, bool was_running, TimePoint now) {
   const auto pod_of = [&](const Member& member) -> const ObservedPod* {
     for (const ObservedPod& pod : current) {
       if (pod.role == member.role && pod.index == member.index) return &pod;
@@ -92,7 +92,24 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
   std::vector<Failure> causes;
   std::copy_if(failures.begin(), failures.end(), std::back_inserter(causes),
                [](const Failure& f) { return f.exit_code != job::kMemberExitJobFailed; });
-  if (causes.empty()) causes = failures;
+  if (causes.empty()) {
+    // The member that failed is usually still reporting the failure to the others: wait for its
+    // own exit, which decides under the restart policy, as long as it may take.
+    std::optional<TimePoint> first_stop;
+    for (const ObservedPod& pod : current) {
+      if (pod.phase != MemberPhase::kPodFailed) continue;
+      const std::optional<TimePoint> stopped = ParseTime(pod.finished_at);
+      if (stopped && (!first_stop || *stopped < *first_stop)) first_stop = stopped;
+    }
+    const bool others_run = std::any_of(current.begin(), current.end(),
+                                        [](const ObservedPod& pod) { return pod.Active(); });
+    if (others_run && first_stop && now < *first_stop + kCauseGrace) {
+      Verdict wait;
+      wait.judge_again_in = SecondsUntil(now, *first_stop + kCauseGrace);
+      return wait;
+    }
+    causes = failures;
+  }
 
   std::vector<Failure> permanent;
   for (const Failure& failure : causes) {

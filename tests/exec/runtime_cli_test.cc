@@ -162,7 +162,7 @@ TEST(RuntimeCliTest, TensorBoardFlagWritesAnEventFileOrNamesTheDirectory) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   const std::vector<std::string> files = autodist::observe::EventFilesIn(dir);
   ASSERT_EQ(files.size(), 1u);
-  EXPECT_EQ(autodist::observe::ReadEventFile(files[0]).scalars.size(), 2u * 4u);  // 4 tags a step
+  EXPECT_EQ(autodist::observe::ReadEventFile(files[0]).scalars.size(), 2u * 7u);  // 7 tags a step
   std::filesystem::remove_all(dir);
 
   // A directory that cannot be made: exit 2 before training, naming it.

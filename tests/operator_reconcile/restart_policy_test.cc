@@ -209,6 +209,37 @@ TEST(RestartPolicyTest, MembersStoppedBecauseAnotherFailedDoNotDecide) {
   EXPECT_EQ(hung.status()["state"], "Restarting");
 }
 
+TEST(RestartPolicyTest, MembersStoppedBecauseAnotherFailedWaitForTheCause) {
+  // worker-1 and the server stopped with 3 at 10:00:02; the chief, whose failure it was, is
+  // still telling them (it stays for a heartbeat timeout).
+  Cluster cluster = RunningJob("ExitCode");
+  cluster.Exit("fmnist-worker-1", 3, "Error", "", "2025-01-01T10:00:02Z");
+  cluster.Exit("fmnist-ps-0", 3, "Error", "", "2025-01-01T10:00:02Z");
+  Plan plan = cluster.Reconcile(At(3));
+  EXPECT_EQ(cluster.status()["state"], "Running");
+  EXPECT_THAT(plan.deletes, IsEmpty());
+  EXPECT_THAT(plan.events, IsEmpty());
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_EQ(*plan.requeue_after, std::chrono::seconds(29));  // kCauseGrace from the first stop
+  // Then it ends with its own exit code, which decides: permanent under ExitCode.
+  cluster.Exit("fmnist-worker-0", 2, "Error", "autodist-runtime: error: bad data",
+               "2025-01-01T10:00:12Z");
+  plan = cluster.Reconcile(At(13));
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonPodFailed);
+  ASSERT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonPodFailed));
+  EXPECT_EQ(plan.events[0].message,
+            "worker-0 (pod fmnist-worker-0) failed first, with exit code 2 (Error): "
+            "autodist-runtime: error: bad data");
+
+  // A cause that never ends (hung): after kCauseGrace the 3s stand for it, retryable.
+  Cluster hung = RunningJob("ExitCode");
+  hung.Exit("fmnist-worker-1", 3, "Error", "", "2025-01-01T10:00:02Z");
+  hung.Reconcile(At(20));
+  EXPECT_EQ(hung.status()["state"], "Running");
+  hung.Reconcile(At(33));
+  EXPECT_EQ(hung.status()["state"], "Restarting");
+}
+
 TEST(RestartPolicyTest, APodDeletedWhileRunningRestartsTheGang) {
   Cluster cluster = RunningJob("OnFailure");
   cluster.RemovePod("fmnist-ps-0");
@@ -264,7 +295,7 @@ TEST(RestartPolicyTest, VerdictOnlyWithTheChiefSucceeded) {
   worker1.name = "j-worker-1";
   worker1.index = 1;
   worker1.phase = MemberPhase::kPodSucceeded;
-  EXPECT_EQ(JudgeMembers({worker1}, members, RestartPolicy::kNever, false).kind,
+  EXPECT_EQ(JudgeMembers({worker1}, members, RestartPolicy::kNever, false, At(0)).kind,
             Verdict::Kind::kActive);
   ObservedPod chief = worker1;
   chief.name = "j-worker-0";
@@ -275,7 +306,7 @@ TEST(RestartPolicyTest, VerdictOnlyWithTheChiefSucceeded) {
   ps.phase = MemberPhase::kPodFailed;
   ps.exit_code = 1;
   // Training finished: a parameter server failing on the way out does not undo it.
-  EXPECT_EQ(JudgeMembers({chief, ps}, members, RestartPolicy::kNever, true).kind,
+  EXPECT_EQ(JudgeMembers({chief, ps}, members, RestartPolicy::kNever, true, At(0)).kind,
             Verdict::Kind::kChiefSucceeded);
 }
 
