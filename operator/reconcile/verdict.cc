@@ -73,7 +73,8 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
   const Member& chief = members.chief();
   if (const ObservedPod* pod = pod_of(chief); pod && pod->phase == MemberPhase::kPodSucceeded) {
     return {Verdict::Kind::kChiefSucceeded,
-            fmt::format("pod {} ({}, the chief) completed training", chief.pod, chief.node)};
+            fmt::format("pod {} ({}, the chief) completed training", chief.pod, chief.node),
+            std::nullopt};
   }
 
   std::vector<Failure> failures;
@@ -121,11 +122,13 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
   if (!permanent.empty()) {
     return {Verdict::Kind::kPermanentFailure,
             fmt::format("{} (permanent under restartPolicy {})", Describe(permanent),
-                        job::RestartPolicyName(policy))};
+                        job::RestartPolicyName(policy)),
+            std::nullopt};
   }
   return {Verdict::Kind::kRetryableFailure,
           fmt::format("{} (retryable under restartPolicy {})", Describe(causes),
-                      job::RestartPolicyName(policy))};
+                      job::RestartPolicyName(policy)),
+          std::nullopt};
 }
 
 }  // namespace autodist::reconcile
