@@ -21,6 +21,9 @@ namespace autodist::exec {
 struct WireTotals {
   // Through the parameter servers, every worker's pushes and pulls (as the servers count them).
   std::optional<int64_t> parameter_server_bytes;
+  // The pushes' decoded bytes over their bytes on the wire: what push compression saved (1
+  // without it).
+  std::optional<double> parameter_server_compression_ratio;
   // This worker's payload in its all-reduce collectives, and the float32 bytes they reduced.
   std::optional<int64_t> all_reduce_bytes;
   std::optional<double> all_reduce_compression_ratio;

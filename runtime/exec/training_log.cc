@@ -30,6 +30,10 @@ void TrainingLog::Step(const LoggedStep& step) {
     if (wire.parameter_server_bytes) {
       scalars.push_back({"wire/parameter_server_bytes", double(*wire.parameter_server_bytes)});
     }
+    if (wire.parameter_server_compression_ratio) {
+      scalars.push_back(
+          {"wire/parameter_server_compression_ratio", *wire.parameter_server_compression_ratio});
+    }
     if (wire.all_reduce_bytes) {
       scalars.push_back({"wire/all_reduce_bytes", double(*wire.all_reduce_bytes)});
     }

@@ -236,6 +236,7 @@ PsStats PsClient::Stats() {
   if (!status.ok()) rpc::ThrowRpcError(status, What("Stats"));
   PsStats stats;
   stats.bytes_pushed = reply.bytes_pushed();
+  stats.bytes_pushed_decoded = reply.bytes_pushed_decoded();
   stats.bytes_pulled = reply.bytes_pulled();
   stats.version = reply.version();
   stats.steps = reply.steps();

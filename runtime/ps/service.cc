@@ -169,6 +169,7 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext* /*context*/,
   return rpc::Serve([&] {
     const PsStats stats = CurrentStats();
     reply->set_bytes_pushed(stats.bytes_pushed);
+    reply->set_bytes_pushed_decoded(stats.bytes_pushed_decoded);
     reply->set_bytes_pulled(stats.bytes_pulled);
     reply->set_version(stats.version);
     reply->set_steps(stats.steps);
@@ -226,9 +227,10 @@ ParameterServerService::~ParameterServerService() {
   Shutdown();
 }
 
-void ParameterServerService::CountPushed(int64_t bytes) {
-  bytes_pushed_.fetch_add(bytes);
-  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
+void ParameterServerService::CountPushed(const PushedBytes& bytes) {
+  bytes_pushed_.fetch_add(bytes.wire);
+  bytes_pushed_decoded_.fetch_add(bytes.decoded);
+  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes.wire));
 }
 
 void ParameterServerService::CountPulled(int64_t bytes) {
@@ -239,6 +241,7 @@ void ParameterServerService::CountPulled(int64_t bytes) {
 PsStats ParameterServerService::CurrentStats() const {
   PsStats stats = store_.Stats();
   stats.bytes_pushed = bytes_pushed_.load();
+  stats.bytes_pushed_decoded = bytes_pushed_decoded_.load();
   stats.bytes_pulled = bytes_pulled_.load();
   return stats;
 }

@@ -75,7 +75,7 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
   // The data channel serves Steps with this service's store, limits and traffic counters.
   friend class PsDataChannelServer;
 
-  void CountPushed(int64_t bytes);
+  void CountPushed(const PushedBytes& bytes);
   void CountPulled(int64_t bytes);
 
   using ReplyWriter = std::function<bool(const autodist::proto::StepReply&)>;
@@ -89,6 +89,7 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
   ParameterServerOptions options_;
   PsStore store_;
   std::atomic<int64_t> bytes_pushed_{0};
+  std::atomic<int64_t> bytes_pushed_decoded_{0};
   std::atomic<int64_t> bytes_pulled_{0};
   std::mutex data_channel_mutex_;
   std::unique_ptr<PsDataChannelServer> data_channel_;  // declared last: goes first

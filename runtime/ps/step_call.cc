@@ -70,16 +70,18 @@ void PsStepCall::AddGradientFrom(const TensorPiece& piece, int64_t length,
   assembler_.AddFrom(piece, length, fill);
 }
 
-int64_t PsStepCall::Push() {
+PushedBytes PsStepCall::Push() {
   PsPush push;
   push.worker = header_.worker();
   push.first_replica = header_.first_replica();
   push.replicas = replicas_;
   push.step = header_.step();
   push.learning_rate = header_.learning_rate();
-  int64_t bytes = 0;
+  PushedBytes bytes;
   for (auto& [name, received] : assembler_.Finish()) {
-    bytes += received.wire_bytes;
+    bytes.wire += received.wire_bytes;
+    bytes.decoded += static_cast<int64_t>(received.dense.nbytes()) +
+                     (received.indices ? static_cast<int64_t>(received.indices->nbytes()) : 0);
     PsGradient gradient;
     if (received.is_sparse()) {
       gradient.sparse =

@@ -39,8 +39,8 @@ class PsStepCall {
                        const rpc::PieceAssembler::Fill& fill);
 
   // Pushes what arrived to the store. Returns the gradient bytes as sent (compressed pushes
-  // count what they saved).
-  int64_t Push();
+  // count what they saved) and as decoded.
+  PushedBytes Push();
 
   // For each tensor pushed to, in name order: waits until it reaches the version this push
   // needs and calls `reply` with its snapshot. Throws Unavailable naming the replicas still

@@ -69,13 +69,21 @@ struct PsValues {
   std::map<std::string, tensor::Tensor> values;
 };
 
+// One push's gradient bytes: as they travelled (encoded, plus 8 per index) and as they were
+// decoded (float32 values, plus 8 per row index): their ratio is what compression saved.
+struct PushedBytes {
+  int64_t wire = 0;
+  int64_t decoded = 0;
+};
+
 struct PsStats {
-  int64_t bytes_pushed = 0;  // gradient bytes received as sent (values, rows, indices)
-  int64_t bytes_pulled = 0;  // value bytes sent (Step replies and Pull)
-  int64_t version = 0;       // the lowest version among the hosted tensors
-  int64_t steps = 0;         // updates every hosted tensor has received: version - start_step
-  int64_t updates = 0;       // optimizer updates applied, summed over the hosted tensors
-  int64_t pushes = 0;        // Step pushes accepted
+  int64_t bytes_pushed = 0;          // gradient bytes received as sent (values, rows, indices)
+  int64_t bytes_pushed_decoded = 0;  // the same gradients decoded (float32 values, row indices)
+  int64_t bytes_pulled = 0;          // value bytes sent (Step replies and Pull)
+  int64_t version = 0;               // the lowest version among the hosted tensors
+  int64_t steps = 0;    // updates every hosted tensor has received: version - start_step
+  int64_t updates = 0;  // optimizer updates applied, summed over the hosted tensors
+  int64_t pushes = 0;   // Step pushes accepted
 };
 
 }  // namespace autodist::ps

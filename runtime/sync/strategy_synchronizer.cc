@@ -234,9 +234,18 @@ exec::WireTotals StrategySynchronizer::Wire() {
   exec::WireTotals wire;
   if (plan_.has_parameter_servers() && is_chief()) {
     int64_t bytes = 0;
-    for (const auto& [node, stats] : traffic.servers)
+    int64_t pushed = 0;
+    int64_t pushed_decoded = 0;
+    for (const auto& [node, stats] : traffic.servers) {
       bytes += stats.bytes_pushed + stats.bytes_pulled;
+      pushed += stats.bytes_pushed;
+      pushed_decoded += stats.bytes_pushed_decoded;
+    }
     wire.parameter_server_bytes = bytes;
+    if (pushed > 0) {
+      wire.parameter_server_compression_ratio =
+          static_cast<double>(pushed_decoded) / static_cast<double>(pushed);
+    }
   }
   if (plan_.has_all_reduce()) {
     wire.all_reduce_bytes = traffic.all_reduce.wire_bytes;

@@ -55,6 +55,11 @@ TEST(RunTensorBoardTest, ManifestPathGetsARunPerWorkerWithTheChiefsScalars) {
   // Every step pushes gradients and pulls values: the servers' byte count grows each step.
   const auto& bytes = chief.at("wire/parameter_server_bytes");
   for (size_t i = 1; i < bytes.size(); ++i) EXPECT_GT(bytes[i].second, bytes[i - 1].second);
+  // Uncompressed pushes: decoded as sent.
+  ASSERT_EQ(chief.count("wire/parameter_server_compression_ratio"), 1u);
+  for (const auto& [step, ratio] : chief.at("wire/parameter_server_compression_ratio")) {
+    EXPECT_EQ(ratio, 1.0) << step;
+  }
   EXPECT_EQ(chief.count("wire/all_reduce_bytes"), 0u);  // a PS strategy all-reduces nothing
   ASSERT_EQ(chief.count("eval/loss"), 1u);
   EXPECT_EQ(Steps(chief.at("eval/loss")), std::vector<int64_t>{4});

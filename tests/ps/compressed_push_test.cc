@@ -102,7 +102,8 @@ TEST_P(PsCompressedPushTest, Float16IsExactForHalvesAndHalvesTheBytes) {
   }
   // Plain float16 keeps no residual.
   EXPECT_FALSE(client_->PushResidual(0, "rounded").has_value());
-  EXPECT_EQ(client_->Stats().bytes_pushed, 2 * (6 + 500));  // float32 would be 4 * 506
+  EXPECT_EQ(client_->Stats().bytes_pushed, 2 * (6 + 500));          // float32 would be 4 * 506
+  EXPECT_EQ(client_->Stats().bytes_pushed_decoded, 4 * (6 + 500));  // what float16 halved
 }
 
 // Spacing of float16 in [1, 2) is 2^-10. Per element, the same gradient both steps:
@@ -158,6 +159,7 @@ TEST_P(PsCompressedPushTest, TopKSendsTheLargestAndTheResidualDrains) {
   got = Values(reply, "p");
   for (size_t i = 0; i < 20; ++i) EXPECT_EQ(got[i], -values[i]) << i;
   EXPECT_EQ(client_->Stats().bytes_pushed, 4 * 5 * 12);  // float32: 4 * 80
+  EXPECT_EQ(client_->Stats().bytes_pushed_decoded, 4 * 4 * 20);
 }
 
 TEST_P(PsCompressedPushTest, MixedCompressedUncompressedAndSparseInOnePush) {

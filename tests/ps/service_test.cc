@@ -109,6 +109,7 @@ TEST_P(PsServiceTest, TwoWorkersSynchronousSgdAndStats) {
   }
   const PsStats stats = Client()->Stats();
   EXPECT_EQ(stats.bytes_pushed, 2 * (24 + 8));
+  EXPECT_EQ(stats.bytes_pushed_decoded, stats.bytes_pushed);  // uncompressed: as sent
   EXPECT_EQ(stats.bytes_pulled, 2 * (24 + 8));
   EXPECT_EQ(stats.version, 1);
   EXPECT_EQ(stats.steps, 1);
