@@ -1,18 +1,14 @@
 // `autodist report`: the page `autodist run` writes at the end of a local run, built afterwards
 // from the files a job left on its volumes (a cluster job's spec.training.tensorboard.path and
 // spec.training.timeline.path) and the strategy summary of its ConfigMap.
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "launcher/commands.h"
 #include "launcher/member_order.h"
 #include "launcher/run_report.h"
-#include "launcher/timeline_view.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/observe/event_file.h"
@@ -33,9 +29,7 @@ void RunReportFromFiles(const ReportOptions& options, std::ostream& out) {
                         : fs::absolute(options.tensorboard).lexically_normal().filename().string();
   if (report.job_name.empty()) report.job_name = "job";
   report.outcome = "recorded";
-  report.generated_at = fmt::format(
-      "{:%Y-%m-%dT%H:%M:%SZ}",
-      fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+  report.generated_at = launcher::UtcNow();
   std::vector<std::string> workers;
   for (const auto& entry : fs::directory_iterator(options.tensorboard)) {
     if (!entry.is_directory() || observe::EventFilesIn(entry.path().string()).empty()) continue;
@@ -59,11 +53,10 @@ void RunReportFromFiles(const ReportOptions& options, std::ostream& out) {
     report.strategy_summary = ReadFileBytes(options.summary, "--summary");
   }
   if (!options.timeline.empty()) {
-    RunTimelineMerge({options.timeline, ""}, out);
-    report.timeline_file =
+    const std::string merged =
         (fs::path(options.timeline) / std::string(observe::kMergedTimelineName)).string();
-    report.timeline_svg = launcher::RenderTimelineView(
-        nlohmann::json::parse(ReadFileBytes(report.timeline_file, "the merged timeline")));
+    RunTimelineMerge({options.timeline, merged}, out);
+    launcher::AttachTimeline(report, merged);
   }
   WriteFileBytes(options.output, launcher::RenderRunReport(report));
   out << "report: " << options.output << std::endl;

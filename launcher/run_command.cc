@@ -1,6 +1,5 @@
 #include "launcher/run_command.h"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +8,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -18,7 +16,6 @@
 #include "launcher/progress_printer.h"
 #include "launcher/run_report.h"
 #include "launcher/run_summary.h"
-#include "launcher/timeline_view.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/coordinator/client.h"
@@ -118,7 +115,7 @@ class JobRun {
          << std::endl;
     started_ = Clock::now();
     ShowMetricsAddresses();
-    for (const coordinator::MemberInfo& member : members_) group.Start(Spec(member));
+    for (size_t i = 0; i < members_.size(); ++i) group.Start(Spec(i));
     coordinator_.emplace(coordinator_endpoint_);
     const int code = Watch(group, interrupt);
     MergeTimeline();
@@ -188,9 +185,7 @@ class JobRun {
     report.outcome = outcome_;
     report.succeeded = succeeded;
     report.wall_seconds = Seconds(Clock::now() - started_);
-    report.generated_at = fmt::format(
-        "{:%Y-%m-%dT%H:%M:%SZ}",
-        fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+    report.generated_at = launcher::UtcNow();
     const std::string path = (fs::path(log_dir_) / "report.html").string();
     try {
       for (const coordinator::MemberInfo& member : members_) {
@@ -207,9 +202,7 @@ class JobRun {
         report.members.push_back(std::move(entry));
       }
       if (!merged_timeline_.empty() && fs::is_regular_file(merged_timeline_)) {
-        report.timeline_file = merged_timeline_;
-        report.timeline_svg = launcher::RenderTimelineView(
-            nlohmann::json::parse(ReadFileBytes(merged_timeline_, "the merged timeline")));
+        launcher::AttachTimeline(report, merged_timeline_);
       }
       WriteFileBytes(path, launcher::RenderRunReport(report));
       out_ << "report: " << path << std::endl;
@@ -271,7 +264,9 @@ class JobRun {
     out_ << "metrics: " << list << std::endl;
   }
 
-  launcher::ProcessSpec Spec(const coordinator::MemberInfo& member) const {
+  // The process of members_[index].
+  launcher::ProcessSpec Spec(size_t index) const {
+    const coordinator::MemberInfo& member = members_[index];
     const bool worker = member.role == coordinator::MemberRole::kWorker;
     const int threads = worker ? (options_.threads > 0
                                       ? options_.threads
@@ -300,7 +295,6 @@ class JobRun {
       spec.argv.emplace_back("--tensorboard");
       spec.argv.push_back(board_dir_);
     }
-    const auto index = static_cast<size_t>(&member - members_.data());
     if (const std::string address = MetricsAddress(index); !address.empty()) {
       spec.argv.emplace_back("--metrics-bind-address");
       spec.argv.push_back(address);

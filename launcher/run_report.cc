@@ -1,12 +1,18 @@
 #include "launcher/run_report.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "launcher/svg_chart.h"
+#include "launcher/timeline_view.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
 #include "runtime/observe/event_file.h"
 #include "runtime/strategy/summary.h"
 
@@ -309,6 +315,21 @@ std::string RenderRunReport(const RunReport& report) {
   html += fmt::format("<footer>Written by autodist at {}.</footer>\n</body>\n</html>\n",
                       EscapeHtml(report.generated_at));
   return html;
+}
+
+std::string UtcNow() {
+  return fmt::format(
+      "{:%Y-%m-%dT%H:%M:%SZ}",
+      fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
+}
+
+void AttachTimeline(RunReport& report, const std::string& merged_trace) {
+  const nlohmann::json trace =
+      nlohmann::json::parse(ReadFileBytes(merged_trace, "the merged timeline"), nullptr, false);
+  AD_CHECK(!trace.is_discarded(), kInvalidArgument, "the merged timeline '{}' is not JSON",
+           merged_trace);
+  report.timeline_file = merged_trace;
+  report.timeline_svg = RenderTimelineView(trace);
 }
 
 }  // namespace autodist::launcher

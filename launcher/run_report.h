@@ -51,4 +51,11 @@ ScalarSeries ReadNewScalars(const std::string& dir, const std::vector<std::strin
 // The page, as one HTML document.
 std::string RenderRunReport(const RunReport& report);
 
+// Now, in UTC, ISO 8601 (RunReport::generated_at).
+std::string UtcNow();
+
+// Adds a job's merged trace (timeline_merge.h) to `report`: its file, and a few of its steps
+// drawn (timeline_view.h). Throws InvalidArgument naming the file when it is not a trace.
+void AttachTimeline(RunReport& report, const std::string& merged_trace);
+
 }  // namespace autodist::launcher

@@ -50,9 +50,9 @@ nlohmann::json SlimRuntimeStatus(const nlohmann::json& statuses) {
 std::string LastLine(const std::string& text) {
   const size_t end = text.find_last_not_of(" \t\r\n");
   if (end == std::string::npos) return "";
-  const size_t start = text.find_last_of('\n', end);
-  std::string line = text.substr(start == std::string::npos ? 0 : start + 1,
-                                 end + 1 - (start == std::string::npos ? 0 : start + 1));
+  const size_t newline = text.find_last_of('\n', end);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  std::string line = text.substr(begin, end + 1 - begin);
   if (line.size() > kLastLineBytes) line = line.substr(0, kLastLineBytes - 3) + "...";
   return line;
 }

@@ -37,6 +37,7 @@ std::string Describe(const std::vector<Failure>& failures) {
 
 std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembers& members) {
   const ObservedPod* first = nullptr;
+  const Member* first_member = nullptr;
   // Earlier is better; a cause (not exit code 3) beats a member stopped because of one; then the
   // time it ended (RFC 3339 in UTC, which sorts as text; unknown last), then member order.
   const auto rank = [](const ObservedPod& pod) {
@@ -49,16 +50,16 @@ std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembe
           pod.phase != MemberPhase::kPodFailed || !pod.exit_code.has_value()) {
         continue;
       }
-      if (first == nullptr || rank(pod) < rank(*first)) first = &pod;
+      if (first == nullptr || rank(pod) < rank(*first)) {
+        first = &pod;
+        first_member = &member;
+      }
     }
   }
   if (first == nullptr) return "";
-  const Member* member = nullptr;
-  for (const Member& candidate : members.members) {
-    if (candidate.role == first->role && candidate.index == first->index) member = &candidate;
-  }
   return fmt::format(
-      "{} (pod {}) failed first, with {}{}", member->node, member->pod, DescribeEnd(*first),
+      "{} (pod {}) failed first, with {}{}", first_member->node, first_member->pod,
+      DescribeEnd(*first),
       first->last_line.empty() ? std::string(" and no message") : ": " + first->last_line);
 }
 

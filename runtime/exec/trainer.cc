@@ -209,8 +209,8 @@ class Run {
           const observe::Span span("data", "data wait");
           return replicas_[r].loader->Next();
         }();
-        window_data += since(data_start);
         const auto compute_start = Clock::now();
+        window_data += std::chrono::duration<double>(compute_start - data_start).count();
         GradientReadyFn on_ready;
         if (r + 1 == replicas_.size() && synchronizer_.overlaps_backward()) {
           on_ready = [&, r](const std::string& name, const Gradient& gradient) {

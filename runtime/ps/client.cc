@@ -32,16 +32,6 @@ void ReadReplies(Reader& reader, rpc::PieceAssembler& assembler, PsValues& out) 
   }
 }
 
-// Moves the received values into `out` and counts their bytes as received.
-void CountReceived(rpc::PieceAssembler& assembler, PsValues& out) {
-  int64_t bytes = 0;
-  for (auto& [name, received] : assembler.Finish()) {
-    bytes += received.wire_bytes;
-    out.values.emplace(name, std::move(received.dense));
-  }
-  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
-}
-
 // Finishes a call whose replies were read (or failed to be read): the server's status wins over
 // a local failure, since it says why the stream ended.
 template <typename Stream>
@@ -189,7 +179,7 @@ PsValues PsClient::Step(const PsStepRequest& request) {
     failure = std::current_exception();
   }
   FinishCall(*stream, context, failure, what);
-  CountReceived(assembler, out);
+  TakeReplyValues(assembler, out);
   return out;
 }
 
@@ -212,7 +202,7 @@ PsValues PsClient::Pull(const std::vector<std::string>& names, bool optimizer_st
     failure = std::current_exception();
   }
   FinishCall(*reader, context, failure, what);
-  CountReceived(assembler, out);
+  TakeReplyValues(assembler, out);
   return out;
 }
 

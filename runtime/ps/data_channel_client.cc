@@ -120,13 +120,7 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, compress::PushE
         status.emplace(static_cast<grpc::StatusCode>(meta.code()), meta.message());
       }
     }
-    int64_t received_bytes = 0;
-    for (auto& [name, received] : assembler.Finish()) {
-      received_bytes += received.wire_bytes;
-      out.values.emplace(name, std::move(received.dense));
-    }
-    observe::ProcessMetrics().parameter_server_received_bytes.Inc(
-        static_cast<double>(received_bytes));
+    TakeReplyValues(assembler, out);
   } catch (const Error& error) {
     // The connection is in an unknown state: it closes with `socket`. Errors of the socket do
     // not name the call yet; the encoder's and the assembler's do.

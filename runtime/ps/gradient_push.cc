@@ -1,6 +1,7 @@
 #include "runtime/ps/gradient_push.h"
 
 #include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
 
 namespace autodist::ps {
 
@@ -53,6 +54,15 @@ void EmitGradient(const std::string& what, int first_replica, const std::string&
   }
   Fail(ErrorCode::kInternal, "{}: gradient '{}' was encoded in an unknown form {}", what, name,
        static_cast<int>(encoded.form));
+}
+
+void TakeReplyValues(rpc::PieceAssembler& assembler, PsValues& out) {
+  int64_t bytes = 0;
+  for (auto& [name, received] : assembler.Finish()) {
+    bytes += received.wire_bytes;
+    out.values.emplace(name, std::move(received.dense));
+  }
+  observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
 }
 
 }  // namespace autodist::ps

@@ -1,6 +1,7 @@
 // One gradient of a push on its way to the wire, the same for both transports (gRPC pieces and
 // the data channel): row-sparse gradients as rows, dense float32 ones as they are or compressed by
-// the push's compressor (runtime/compress/push_encoder.h), as tensor_wire.h pieces.
+// the push's compressor (runtime/compress/push_encoder.h), as tensor_wire.h pieces. And the
+// values a Step's reply brings back, taken the same way from either transport.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,9 @@ compress::CompressorOptions PushCompressorOptions(const GradientRef& gradient);
 void EmitGradient(const std::string& what, int first_replica, const std::string& name,
                   const GradientRef& gradient, int32_t replicas, int64_t piece_bytes,
                   compress::PushEncoder& encoder, const rpc::PieceSink& sink);
+
+// Moves the values `assembler` rebuilt into `out` and counts their bytes as the process's
+// parameter-server bytes received (runtime/observe/runtime_metrics.h).
+void TakeReplyValues(rpc::PieceAssembler& assembler, PsValues& out);
 
 }  // namespace autodist::ps

@@ -60,6 +60,7 @@ AllReducePart::AllReducePart(const StrategyPlan& plan, collective::Communicator*
                members.front()->name, member->name, group);
     }
     compressors_[group] = compress::MakeCompressor(members.front()->compressor);
+    durations_[group] = &observe::ProcessMetrics().all_reduce_duration.With({GroupName(group)});
     std::set<std::string> variables;
     for (const ShardPlan* member : members) variables.insert(member->variable);
     group_variables_[group] = static_cast<int>(variables.size());
@@ -250,7 +251,7 @@ AllReducePart::ReducedGroup AllReducePart::ReduceGroup(const GroupWork& work, in
   const observe::Span span("sync", [&] {
     return observe::SpanText{"reduce " + name, fmt::format(R"("step":{})", step + 1)};
   });
-  const observe::ScopedDuration timed(observe::ProcessMetrics().all_reduce_duration.With({name}));
+  const observe::ScopedDuration timed(*durations_.at(group));
   ReducedGroup reduced;
   std::vector<compress::NamedGradient> dense;
   for (const auto& [shard, sum_pointer] : work.members) {

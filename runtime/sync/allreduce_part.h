@@ -25,6 +25,7 @@
 #include "runtime/collective/communicator.h"
 #include "runtime/compress/compressor.h"
 #include "runtime/exec/session.h"
+#include "runtime/observe/metrics.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/sync/sharded_values.h"
 #include "runtime/sync/strategy_plan.h"
@@ -99,6 +100,8 @@ class AllReducePart {
   collective::Communicator* communicator_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::map<int, std::unique_ptr<compress::Compressor>> compressors_;  // by group
+  // autodist_runtime_all_reduce_duration_seconds{group}, looked up once: a lookup locks.
+  std::map<int, observe::Histogram*> durations_;
   float inverse_replicas_;
   int64_t sparse_bytes_ = 0;  // raw = wire bytes of the all-gathered sparse gradients
   int64_t sparse_sent_ = 0;

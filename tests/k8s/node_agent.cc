@@ -314,13 +314,13 @@ void NodeAgent::StartContainer(Run& run) {
 
 std::string NodeAgent::TerminationMessage(const Run& run, int exit_code) const {
   if (exit_code == 0 || run.log_path.empty()) return "";
-  nlohmann::json container;
+  const nlohmann::json* container = nullptr;
   try {
-    container = SelectContainer(run.pod);
+    container = &SelectContainer(run.pod);
   } catch (const Error&) {
     return "";
   }
-  if (container.value("terminationMessagePolicy", "File") != "FallbackToLogsOnError") return "";
+  if (container->value("terminationMessagePolicy", "File") != "FallbackToLogsOnError") return "";
   return TailForTerminationMessage(run.log_path);
 }
 
