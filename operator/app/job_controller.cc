@@ -81,10 +81,10 @@ struct JobController::Scope {
   }
 };
 
-JobController::JobController(kube::Client& client, const OperatorOptions& options,
+JobController::JobController(kube::Client& client, OperatorOptions options,
                              controller::OperatorMetrics& metrics)
     : client_(client),
-      options_(options),
+      options_(std::move(options)),
       metrics_(metrics),
       executor_(client),
       own_writes_([this](const std::string& key) { controller_->queue().Add(key); }) {
@@ -142,6 +142,7 @@ controller::EventHandler JobController::EnqueueJob() {
           },
           [this, on_delete = enqueue.on_delete](const nlohmann::json& object) {
             own_writes_.Forget(controller::ObjectKey(object));
+            NoteCreates(controller::ObjectKey(object), "", true, std::nullopt);
             on_delete(object);
           }};
 }
@@ -162,7 +163,7 @@ void JobController::Start() {
   }
   Log(spdlog::level::info, "caches synced; starting workers", {{"workers", options_.workers}});
   controller_->Start();
-  gauge_thread_ = std::jthread([this](std::stop_token stop) {
+  gauge_thread_ = std::jthread([this](const std::stop_token& stop) {
     while (!stop.stop_requested()) {
       UpdateStateGauge();
       std::mutex mutex;
@@ -217,6 +218,24 @@ void JobController::UpdateStateGauge() {
   for (const auto& [state, count] : states) metrics_.jobs.With({state}).Set(count);
 }
 
+std::optional<reconcile::Rejection> JobController::RejectionOf(const std::string& key,
+                                                               const std::string& uid) {
+  const std::lock_guard lock(rejections_mutex_);
+  const auto found = rejections_.find(key);
+  if (found == rejections_.end() || found->second.first != uid) return std::nullopt;
+  return found->second.second;
+}
+
+void JobController::NoteCreates(const std::string& key, const std::string& uid, bool attempted,
+                                const std::optional<reconcile::Rejection>& rejection) {
+  const std::lock_guard lock(rejections_mutex_);
+  if (rejection.has_value()) {
+    rejections_[key] = {uid, *rejection};
+  } else if (attempted) {
+    rejections_.erase(key);
+  }
+}
+
 controller::Result JobController::Reconcile(const std::string& key) {
   const auto [ns, name] = controller::SplitKey(key);
   const Scope& scope = ScopeOf(ns);
@@ -266,6 +285,7 @@ controller::Result JobController::Reconcile(const std::string& key) {
     observed.progress = progress_.Read(*coordinator, std::chrono::seconds(1));
   }
   observed.now = std::chrono::system_clock::now();
+  observed.rejection = RejectionOf(key, uid);
 
   ApiModelSource models(client_);
   const reconcile::Plan plan = reconcile::Reconcile(observed, options_.reconciler, models);
@@ -279,6 +299,7 @@ controller::Result JobController::Reconcile(const std::string& key) {
     Log(spdlog::level::debug, "status conflict; reconciling again", log_fields);
     return {.requeue = true};
   }
+  NoteCreates(key, uid, !plan.creates.empty(), executed.rejection);
 
   const reconcile::JobStatus before =
       reconcile::JobStatus::FromJson(job->value("status", nlohmann::json::object()));
@@ -311,6 +332,14 @@ controller::Result JobController::Reconcile(const std::string& key) {
         event.message, fields);
   }
 
+  if (executed.rejection.has_value()) {
+    // The next reconcile turns it into the status; when the refusal may clear (a used-up
+    // quota), the controller's back-off paces the attempts.
+    nlohmann::json fields = log_fields;
+    fields["error"] = reconcile::DescribeRejection(*executed.rejection);
+    Log(spdlog::level::warn, "create refused", fields);
+    return {.requeue = true};
+  }
   controller::Result result;
   std::optional<std::chrono::milliseconds> after;
   if (plan.requeue_after.has_value()) after = *plan.requeue_after;

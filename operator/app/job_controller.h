@@ -8,7 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +29,7 @@ namespace autodist::app {
 
 class JobController {
  public:
-  JobController(kube::Client& client, const OperatorOptions& options,
+  JobController(kube::Client& client, OperatorOptions options,
                 controller::OperatorMetrics& metrics);
   ~JobController();  // stops
   JobController(const JobController&) = delete;
@@ -49,6 +52,13 @@ class JobController {
   // writes (own_status_writes.h).
   controller::EventHandler EnqueueJob();
 
+  // The last refused create of each job (by key, for the job of that uid): the reconciler's
+  // input, since only the API server's answer tells it (reconcile/rejection.h). In memory: an
+  // operator that restarts tries the create again and hears the refusal anew.
+  std::optional<reconcile::Rejection> RejectionOf(const std::string& key, const std::string& uid);
+  void NoteCreates(const std::string& key, const std::string& uid, bool attempted,
+                   const std::optional<reconcile::Rejection>& rejection);
+
   kube::Client& client_;
   OperatorOptions options_;
   controller::OperatorMetrics& metrics_;
@@ -57,6 +67,8 @@ class JobController {
   ProgressReader progress_;
   std::vector<std::unique_ptr<Scope>> scopes_;
   std::unique_ptr<controller::Controller> controller_;
+  std::mutex rejections_mutex_;
+  std::map<std::string, std::pair<std::string, reconcile::Rejection>> rejections_;
   std::atomic<uint64_t> reconcile_ids_{0};
   std::atomic<bool> started_{false};
   std::jthread gauge_thread_;

@@ -73,8 +73,14 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
                                                          object.at("kind").get<std::string>());
     try {
       client_.Create(resource, object.at("metadata").value("namespace", ns), object);
-    } catch (const std::exception& e) {
-      if (!kube::IsAlreadyExists(e)) throw;  // a cache that has not seen it yet
+    } catch (const kube::ApiError& e) {
+      if (kube::IsAlreadyExists(e)) continue;  // a cache that has not seen it yet
+      if (!reconcile::IsRejectionCode(e.http_code())) throw;
+      // The gang needs every child: the rest would only be refused alike, or wait for this one.
+      result.rejection = reconcile::Rejection{
+          resource.kind, object.at("metadata").value("name", ""), e.http_code(), e.reason(),
+          e.status().message.empty() ? e.what() : e.status().message};
+      break;
     }
   }
   if (plan.delete_job) {

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "operator/kube/client.h"
 #include "operator/reconcile/plan.h"
+#include "operator/reconcile/rejection.h"
 
 namespace autodist::app {
 
@@ -23,14 +25,17 @@ struct ExecuteResult {
   ExecuteOutcome outcome = ExecuteOutcome::kDone;
   // The job's resourceVersion after the plan's status write; empty when there was none.
   std::string status_resource_version;
+  // The create the API server refused (rejection.h); the creates after it were not tried.
+  std::optional<reconcile::Rejection> rejection;
 };
 
 class PlanExecutor {
  public:
   explicit PlanExecutor(kube::Client& client) : client_(client) {}
 
-  // `job` is the object the plan was made from (with its resourceVersion). Throws what the API
-  // throws beyond the tolerated cases, so the controller retries with back-off.
+  // `job` is the object the plan was made from (with its resourceVersion). A create refused for
+  // the request's own sake ends the creates and comes back as the result's rejection. Throws what
+  // the API throws beyond that and the tolerated cases, so the controller retries with back-off.
   ExecuteResult Execute(const nlohmann::json& job, const reconcile::Plan& plan);
 
  private:

@@ -27,6 +27,9 @@ inline constexpr char kReasonJobSucceeded[] = "JobSucceeded";
 inline constexpr char kReasonPodFailed[] = "PodFailed";
 inline constexpr char kReasonBackoffLimitExceeded[] = "BackoffLimitExceeded";
 inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
+// The API server refused to create a child (as ReplicaSets say it): Failed, or Running False
+// while a used-up quota may still admit it (rejection.h).
+inline constexpr char kReasonFailedCreate[] = "FailedCreate";
 inline constexpr char kReasonJobSuspended[] = "JobSuspended";
 inline constexpr char kReasonJobResumed[] = "JobResumed";
 // Events without a condition of their own.

@@ -57,9 +57,11 @@ void Finish(Context& context, const job::JobSpec& job, const std::vector<Observe
 
 void TidyFinished(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods) {
   const Condition* failed = context.status.Find(kFailed);
-  // Past its deadline a job must stop using its resources, whatever cleanPodPolicy keeps.
+  // Past its deadline a job must stop using its resources, whatever cleanPodPolicy keeps; so
+  // must a gang that lacks a member the API server refused, whose pods could only wait for it.
   const bool stop_active =
-      failed != nullptr && failed->status == "True" && failed->reason == kReasonDeadlineExceeded;
+      failed != nullptr && failed->status == "True" &&
+      (failed->reason == kReasonDeadlineExceeded || failed->reason == kReasonFailedCreate);
   const job::CleanPodPolicy policy = job.run_policy.clean_pod_policy;
   for (const ObservedPod& pod : pods) {
     const bool clean = policy == job::CleanPodPolicy::kAll ||

@@ -42,8 +42,9 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
 // completion time, then tidies up as for every finished job.
 void Finish(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods,
             const std::string& reason, const std::string& message);
-// For a finished job: deletes pods as cleanPodPolicy says (and every active pod of a job past its
-// deadline), deletes the PodGroup, and deletes the job once ttlSecondsAfterFinished ran out.
+// For a finished job: deletes pods as cleanPodPolicy says (and every active pod of a job that
+// failed FailedCreate or past its deadline), deletes the PodGroup, and deletes the job once
+// ttlSecondsAfterFinished ran out.
 void TidyFinished(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods);
 
 // children_step.cc. Creates the missing children: ConfigMap (needs `compiled`), Service,

@@ -156,17 +156,23 @@ void CompleteProgress(JobStatus& status, const nlohmann::json& job, const std::s
 
 void MarkRunningOrPending(Context& context, const JobMembers& members,
                           const std::vector<ObservedPod>& current) {
-  const size_t started =
+  const auto started =
       static_cast<size_t>(std::count_if(current.begin(), current.end(), [](const ObservedPod& pod) {
         return !pod.terminating &&
                (pod.phase == MemberPhase::kPodRunning || pod.phase == MemberPhase::kPodSucceeded);
       }));
   const size_t total = members.members.size();
+  const std::optional<Rejection>& rejection = context.observed.rejection;
   if (started == total) {
     const int restarts = context.status.restart_count;
     context.record.Running(
         fmt::format("all {} pods are running{}", total,
                     restarts > 0 ? fmt::format(" (after restart {})", restarts) : std::string()));
+  } else if (rejection.has_value()) {
+    // Only a refusal that may clear gets here (others fail the job): say why the pods are
+    // missing while the controller keeps trying.
+    context.record.CreateRefused(DescribeRejection(*rejection) +
+                                 "; trying again until it is admitted");
   } else if (!context.status.IsTrue(kRunning) && !context.status.IsTrue(kRestarting)) {
     context.record.Pending(fmt::format("{} of {} pods are running", started, total));
   }
@@ -258,6 +264,12 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
     return;
   }
 
+  // A child the API server refuses for good: the job cannot start (or restart) as specified.
+  if (const std::optional<Rejection>& rejection = context.observed.rejection;
+      rejection.has_value() && !RejectionMayClear(*rejection)) {
+    detail::Finish(context, job, pods, kReasonFailedCreate, DescribeRejection(*rejection));
+    return;
+  }
   // Pods that start after a gang restart or a resume continue from the checkpoint.
   const bool continuing = generation > 0 || status.Find(kSuspended) != nullptr;
   detail::PlanChildren(context, job, members, compiled, pods, generation, continuing);

@@ -13,6 +13,7 @@
 #include "operator/reconcile/options.h"
 #include "operator/reconcile/plan.h"
 #include "operator/reconcile/progress.h"
+#include "operator/reconcile/rejection.h"
 #include "operator/reconcile/time_format.h"
 
 namespace autodist::reconcile {
@@ -25,6 +26,9 @@ struct Observed {
   std::optional<nlohmann::json> service;     // Service <job>, if it exists
   std::optional<nlohmann::json> pod_group;   // PodGroup <job>, if it exists
   std::optional<Progress> progress;          // from the chief's coordinator, when reachable
+  // The API server's refusal of the controller's last attempt to create one of the job's
+  // children; cleared by an attempt whose creates all succeed.
+  std::optional<Rejection> rejection;
   TimePoint now;
 };
 

@@ -74,6 +74,12 @@ void StatusRecorder::Pending(const std::string& message) {
   Set(kRunning, false, kReasonPodsPending, message);
 }
 
+void StatusRecorder::CreateRefused(const std::string& message) {
+  if (Set(kRunning, false, kReasonFailedCreate, message) != Change::kNone) {
+    Announce(kEventWarning, kReasonFailedCreate, message);
+  }
+}
+
 void StatusRecorder::Running(const std::string& message) {
   if (Set(kRunning, true, kReasonAllPodsRunning, message) == Change::kTransition) {
     Announce(kEventNormal, kReasonAllPodsRunning, message);

@@ -27,6 +27,8 @@ class StatusRecorder {
   // CompileFailed are announced by the Failed condition that follows.
   void NotCompiled(const std::string& reason, const std::string& message, bool announce);
   void Pending(const std::string& message);  // Running False, quietly
+  // Running False, FailedCreate: a child is refused for now (quota); announced when it changes.
+  void CreateRefused(const std::string& message);
   void Running(const std::string& message);
   void Restarting(const std::string& message);  // announced for every restart
   void Succeeded(const std::string& message);

@@ -63,6 +63,7 @@ Plan Cluster::Reconcile(TimePoint now, bool apply) {
   if (service_.has_value()) observed.service = SlimToMetadata(*service_);
   observed.pod_group = pod_group_;
   observed.progress = progress_;
+  observed.rejection = rejection_;
   observed.now = now;
   Plan plan = reconcile::Reconcile(observed, options_, models_);
   if (apply) Apply(plan);
@@ -97,9 +98,14 @@ void Cluster::Apply(const Plan& plan) {
       ADD_FAILURE() << "unexpected delete of a " << ref.kind;
     }
   }
+  if (!plan.creates.empty()) rejection_.reset();
   for (nlohmann::json object : plan.creates) {
     const std::string kind = object["kind"];
     const std::string name = object["metadata"]["name"];
+    if (refuse) {
+      rejection_ = refuse(object);
+      if (rejection_.has_value()) break;
+    }
     object["metadata"]["uid"] = "uid-" + std::to_string(++next_uid_);
     if (kind == "Pod") {
       ASSERT_EQ(pods_.count(name), 0U) << "creating pod " << name << " twice";

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,11 @@ class Cluster {
   void Exit(const std::string& pod, int exit_code, const std::string& reason = "",
             const std::string& message = "", const std::string& finished_at = "");
   void RemovePod(const std::string& pod);  // deleted behind the operator's back
+  // The API server refuses to create the objects `refuse` answers for, as the controller hears
+  // it: Apply stops at the first refused create and the next Reconcile observes the refusal,
+  // until a plan's creates all succeed.
+  std::function<std::optional<Rejection>(const nlohmann::json& object)> refuse;
+  const std::optional<Rejection>& rejection() const { return rejection_; }
 
   nlohmann::json& job() { return job_; }
   nlohmann::json& status() { return job_["status"]; }
@@ -90,6 +96,7 @@ class Cluster {
   std::map<std::string, nlohmann::json> pods_;
   std::optional<nlohmann::json> config_map_, service_, pod_group_;
   std::optional<Progress> progress_;
+  std::optional<Rejection> rejection_;
   bool graceful_deletion_ = false;
   bool job_deleted_ = false;
   int next_uid_ = 0;
