@@ -1,6 +1,5 @@
 // Creating what a running job lacks, in the order the pods need it: ConfigMap, Service,
 // PodGroup, then the pods of the current restart generation.
-#include "operator/reconcile/config_map.h"
 #include "operator/reconcile/pod.h"
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/reconcile_steps.h"
@@ -20,15 +19,13 @@ const nlohmann::json& PodTemplateOf(const nlohmann::json& job) {
 }  // namespace
 
 void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& members,
-                  const std::optional<CompiledJob>& compiled, const std::vector<ObservedPod>& pods,
-                  int generation, bool continuing) {
+                  const std::optional<nlohmann::json>& config_map,
+                  const std::vector<ObservedPod>& pods, int generation, bool continuing) {
   const Observed& observed = context.observed;
   const ReconcilerOptions& options = context.options;
   std::vector<nlohmann::json>& creates = context.plan.creates;
-  // EnsureCompiled compiles whenever the ConfigMap is missing, so `compiled` is set here.
-  if (!observed.config_map.has_value() && compiled.has_value()) {
-    creates.push_back(BuildConfigMap(context.ref, job, *compiled, members, options));
-  }
+  // EnsureCompiled builds it whenever the ConfigMap is missing.
+  if (config_map.has_value()) creates.push_back(*config_map);
   if (!observed.service.has_value()) creates.push_back(BuildService(context.ref, members));
   if (UsesPodGroup(job, options.gang_scheduler) && !observed.pod_group.has_value()) {
     creates.push_back(BuildPodGroup(context.ref, job, options.gang_scheduler));

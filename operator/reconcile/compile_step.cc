@@ -2,6 +2,7 @@
 // errors become conditions.
 #include <fmt/format.h>
 
+#include "operator/reconcile/config_map.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "runtime/common/error.h"
 
@@ -32,9 +33,9 @@ bool Attempt(Context& context, const job::JobSpec& job, const std::vector<Observ
 
 }  // namespace
 
-CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
+CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const JobMembers& members,
                               const std::vector<ObservedPod>& pods, ModelSource& models,
-                              std::optional<CompiledJob>& compiled) {
+                              std::optional<nlohmann::json>& config_map) {
   // The ConfigMap holds the compiled Strategy and the status its summary: with both in place
   // there is nothing to compile (and no model to fetch) on every later reconcile.
   if (context.observed.config_map.has_value() && !context.status.strategy.is_null()) {
@@ -61,8 +62,15 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
       })) {
     return CompileOutcome::kFailed;
   }
-  if (!Attempt(context, job, pods, kReasonCompileFailed,
-               [&] { compiled = CompileJob(job, variables); })) {
+  std::optional<CompiledJob> compiled;
+  if (!Attempt(context, job, pods, kReasonCompileFailed, [&] {
+        compiled = CompileJob(job, variables);
+        // Too large a Strategy for its ConfigMap fails here, with each key's size, rather than
+        // as the API server's 422 on the create.
+        if (!context.observed.config_map.has_value()) {
+          config_map = BuildConfigMap(context.ref, job, *compiled, members, context.options);
+        }
+      })) {
     return CompileOutcome::kFailed;
   }
   context.status.strategy = StrategyStatus(*compiled);

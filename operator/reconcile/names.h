@@ -28,7 +28,6 @@ inline constexpr char kMetricsPortName[] = "metrics";  // the runtime's Promethe
 
 // Keys of the job's ConfigMap.
 inline constexpr char kManifestKey[] = "job.yaml";
-inline constexpr char kRestartManifestKey[] = "job-restart.yaml";  // resume forced on
 inline constexpr char kStrategyKey[] = "strategy.pbtxt";
 inline constexpr char kResourceSpecKey[] = "resource_spec.yml";
 inline constexpr char kClusterKey[] = "cluster.json";

@@ -78,8 +78,7 @@ nlohmann::json TemplatePart(const nlohmann::json& pod_template, const char* part
 nlohmann::json RuntimeContainer(const PodRequest& request) {
   const Member& member = request.member;
   const ReconcilerOptions& options = request.options;
-  const std::string manifest =
-      options.config_mount_path + "/" + ManifestKey(request.job, request.continuing);
+  const std::string manifest = options.config_mount_path + "/" + kManifestKey;
   nlohmann::json container = {
       {"name", kRuntimeContainer},
       {"image", options.runtime_image},
@@ -106,6 +105,7 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
       // MemberFailed Event quotes (the runtime's error line is its last).
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
   };
+  if (ForcesResume(request.job, request.continuing)) container["args"].push_back("--resume");
   if (const int metrics_port = MetricsPort(options); metrics_port > 0) {
     container["args"].push_back("--metrics-bind-address");
     container["args"].push_back(fmt::format("{}:{}", options.addresses.listen_host, metrics_port));

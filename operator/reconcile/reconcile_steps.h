@@ -29,14 +29,14 @@ struct Context {
 // Deletes `pod` unless it is being deleted already.
 void DeletePod(Context& context, const ObservedPod& pod);
 
-// compile_step.cc. kReady: the Strategy is compiled (`compiled` is set when it was compiled
-// now, which it is whenever the job's ConfigMap does not exist yet). kWaiting: the model is not
-// there yet (Compiled False, ModelNotFound; requeued). kFailed: the model or the compile failed
-// for good and the job is Failed.
+// compile_step.cc. kReady: the Strategy is compiled, and `config_map` is the ConfigMap to
+// create whenever the job's does not exist yet. kWaiting: the model is not there yet (Compiled
+// False, ModelNotFound; requeued). kFailed: the model or the compile failed for good (or the
+// ConfigMap would be too large) and the job is Failed.
 enum class CompileOutcome { kReady, kWaiting, kFailed };
-CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
+CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const JobMembers& members,
                               const std::vector<ObservedPod>& pods, ModelSource& models,
-                              std::optional<CompiledJob>& compiled);
+                              std::optional<nlohmann::json>& config_map);
 
 // finish_step.cc. Marks the job Succeeded (empty `reason`) or Failed with `reason`, sets the
 // completion time, then tidies up as for every finished job.
@@ -47,11 +47,11 @@ void Finish(Context& context, const job::JobSpec& job, const std::vector<Observe
 // ttlSecondsAfterFinished ran out.
 void TidyFinished(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods);
 
-// children_step.cc. Creates the missing children: ConfigMap (needs `compiled`), Service,
+// children_step.cc. Creates the missing children: `config_map` (EnsureCompiled's), Service,
 // PodGroup and the pods of restart generation `generation`, once no pod of an earlier generation
 // is left (deleting those first).
 void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& members,
-                  const std::optional<CompiledJob>& compiled, const std::vector<ObservedPod>& pods,
-                  int generation, bool continuing);
+                  const std::optional<nlohmann::json>& config_map,
+                  const std::vector<ObservedPod>& pods, int generation, bool continuing);
 
 }  // namespace autodist::reconcile::detail

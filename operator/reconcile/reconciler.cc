@@ -7,7 +7,6 @@
 #include <iterator>
 #include <map>
 
-#include "operator/reconcile/config_map.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "operator/reconcile/verdict.h"
 #include "runtime/common/error.h"
@@ -41,14 +40,11 @@ void FailInvalidSpec(Context& context, const std::string& message,
   }
 }
 
-void Suspend(Context& context, const job::JobSpec& job, const JobMembers& members,
-             const std::optional<CompiledJob>& compiled, const std::vector<ObservedPod>& pods) {
+void Suspend(Context& context, const std::optional<nlohmann::json>& config_map,
+             const std::vector<ObservedPod>& pods) {
   for (const ObservedPod& pod : pods) detail::DeletePod(context, pod);
   // The ConfigMap costs nothing to keep and spares compiling on every reconcile until resumed.
-  if (!context.observed.config_map.has_value() && compiled.has_value()) {
-    context.plan.creates.push_back(
-        BuildConfigMap(context.ref, job, *compiled, members, context.options));
-  }
+  if (config_map.has_value()) context.plan.creates.push_back(*config_map);
   context.record.Suspended(
       "spec.runPolicy.suspend is true: the job's pods are deleted until it is resumed");
   // As Kubernetes Jobs do, the deadline counts active time only: it restarts on resume.
@@ -204,14 +200,14 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   const JobMembers members =
       ListMembers(context.ref.name, context.ref.namespace_name, job.resources.workers,
                   job.resources.parameter_servers, context.options.addresses);
-  std::optional<CompiledJob> compiled;
-  if (detail::EnsureCompiled(context, job, pods, models, compiled) !=
+  std::optional<nlohmann::json> config_map;
+  if (detail::EnsureCompiled(context, job, members, pods, models, config_map) !=
       detail::CompileOutcome::kReady) {
     return;
   }
 
   if (job.run_policy.suspend) {
-    Suspend(context, job, members, compiled, pods);
+    Suspend(context, config_map, pods);
     return;
   }
   if (status.IsTrue(kSuspended)) {
@@ -272,7 +268,7 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   }
   // Pods that start after a gang restart or a resume continue from the checkpoint.
   const bool continuing = generation > 0 || status.Find(kSuspended) != nullptr;
-  detail::PlanChildren(context, job, members, compiled, pods, generation, continuing);
+  detail::PlanChildren(context, job, members, config_map, pods, generation, continuing);
   MarkRunningOrPending(context, members, current);
 }
 

@@ -198,9 +198,19 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
 
 }  // namespace
 
+job::JobSpec LoadMemberJob(const MemberOptions& options) {
+  job::JobSpec job = job::LoadJobFile(options.job_file);
+  if (options.resume) {
+    AD_CHECK(job.training.checkpoint.has_value(), kInvalidArgument,
+             "--resume: {} has no spec.training.checkpoint to resume from", options.job_file);
+    job.training.checkpoint->resume = true;
+  }
+  return job;
+}
+
 void RunMember(const MemberOptions& options) {
   if (options.threads > 0) ops::SetNumThreads(options.threads);
-  const job::JobSpec job = job::LoadJobFile(options.job_file);
+  const job::JobSpec job = LoadMemberJob(options);
   const strategy::ResourceSpec resources =
       strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job));
   const coordinator::MemberInfo self =

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <string>
 
+#include "runtime/job/job_spec.h"
+
 namespace autodist::cli {
 
 struct MemberOptions {
@@ -23,10 +25,18 @@ struct MemberOptions {
   std::string timeline_path;           // this member's timeline (observe/timeline.h); empty: the
                                        // manifest's spec.training.timeline.path, or none
   bool ps_data_channel = true;         // serve PS Steps on the data channel too (ps_data_channel.h)
+  // Continue from the latest checkpoint even when the manifest's checkpoint.resume is false
+  // (which only keeps a first start from picking up older checkpoints): the operator starts the
+  // pods of a gang restart or a resume with it. Needs spec.training.checkpoint.
+  bool resume = false;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};  // a member silent this long fails the job
   std::chrono::milliseconds rendezvous_timeout{std::chrono::minutes(2)};
 };
+
+// The manifest of options.job_file, with options.resume applied. Throws autodist::Error
+// (kInvalidArgument) for a manifest that does not parse, or --resume without a checkpoint.
+job::JobSpec LoadMemberJob(const MemberOptions& options);
 
 // Runs the member to the end. Throws autodist::Error on bad input or failure (after telling the
 // coordinator, when it was reached). A job failure seen through the heartbeat ends the process

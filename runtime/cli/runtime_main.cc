@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
   app.add_option("--eval-every", options.eval_every, "Evaluate every N steps (0: every epoch)");
   app.add_option("--checkpoint-dir", options.checkpoint_dir, "Directory for checkpoints");
   app.add_option("--checkpoint-every", options.checkpoint_every, "Checkpoint every N steps");
-  app.add_flag("--resume", options.resume, "Continue from the latest checkpoint");
+  app.add_flag("--resume", options.resume,
+               "Continue from the latest checkpoint (with --job: even when the manifest's "
+               "spec.training.checkpoint.resume is false)");
   app.add_option("--checkpoint-keep", options.checkpoint_keep,
                  "Newest checkpoints kept, older ones deleted (0: all)")
       ->check(CLI::NonNegativeNumber);
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
       member.tensorboard_dir = tensorboard;
       member.timeline_path = timeline;
       member.ps_data_channel = !no_ps_data_channel;
+      member.resume = options.resume;
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
       member.rendezvous_timeout = std::chrono::seconds(rendezvous_timeout_s);

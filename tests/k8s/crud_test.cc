@@ -37,6 +37,40 @@ TEST(Crud, CreateSetsServerFieldsAndGetReturnsTheObject) {
   EXPECT_GT(std::stoull(second.body["metadata"]["resourceVersion"].get<std::string>()), rv);
 }
 
+TEST(Crud, ConfigMapsAndSecretsHoldAtMostOneMebibyte) {
+  ApiServer api;
+  constexpr size_t kLimit = 1024 * 1024;
+  nlohmann::json at_limit = ConfigMap("at-limit");
+  at_limit["data"] = {{"a", std::string(kLimit - 10, 'x')}, {"b", std::string(10, 'y')}};
+  ASSERT_EQ(Call(api, "POST", kConfigMaps, at_limit).status, 201);
+
+  nlohmann::json over = ConfigMap("over");
+  over["data"] = {{"a", std::string(kLimit - 10, 'x')}};
+  over["binaryData"] = {{"b", "AAAAAAAAAAAAAAAA"}};  // 12 bytes decoded: 2 past the limit
+  const auto refused = Call(api, "POST", kConfigMaps, over);
+  EXPECT_EQ(refused.status, 422) << refused.raw.substr(0, 300);
+  EXPECT_EQ(refused.body["reason"], "Invalid");
+  EXPECT_EQ(refused.body["message"],
+            "ConfigMap \"over\" is invalid: []: Too long: may not be more than 1048576 bytes");
+  EXPECT_EQ(refused.body["details"]["causes"][0]["reason"], "FieldValueTooLong");
+  EXPECT_EQ(Call(api, "GET", std::string(kConfigMaps) + "/over").status, 404);
+
+  // An update that grows past the limit is refused too, and leaves the object as it was.
+  nlohmann::json grown = Call(api, "GET", std::string(kConfigMaps) + "/at-limit").body;
+  grown["data"]["c"] = "z";
+  EXPECT_EQ(Call(api, "PUT", std::string(kConfigMaps) + "/at-limit", grown).status, 422);
+  EXPECT_FALSE(Call(api, "GET", std::string(kConfigMaps) + "/at-limit").body["data"].contains("c"));
+
+  // Secrets count their values decoded, stringData included.
+  const nlohmann::json secret = {{"apiVersion", "v1"},
+                                 {"kind", "Secret"},
+                                 {"metadata", {{"name", "big"}}},
+                                 {"stringData", {{"key", std::string(kLimit + 1, 's')}}}};
+  const auto secret_refused = Call(api, "POST", "/api/v1/namespaces/default/secrets", secret);
+  EXPECT_EQ(secret_refused.status, 422);
+  EXPECT_EQ(secret_refused.body["details"]["causes"][0]["field"], "data");
+}
+
 TEST(Crud, ErrorsAreStatusObjectsWithReasonAndCode) {
   ApiServer api;
   const auto missing = Call(api, "GET", std::string(kConfigMaps) + "/nope");

@@ -139,6 +139,37 @@ void CheckPodSpecUpdate(const ResourceInfo& r, const std::string& name, const nl
             {"field", "spec"}}});
 }
 
+// What ConfigMaps and Secrets hold at most (corevalidation.MaxSecretSize): the values' bytes,
+// summed (binaryData and a Secret's data counted decoded), as ValidateConfigMap and
+// ValidateSecret add them up. Past it, the real server answers 422.
+constexpr size_t kMaxDataBytes = 1024 * 1024;
+
+size_t ValueBytes(const nlohmann::json& values, bool base64) {
+  size_t total = 0;
+  if (!values.is_object()) return total;
+  for (const auto& [key, value] : values.items()) {
+    if (!value.is_string()) continue;
+    const std::string& text = value.get_ref<const std::string&>();
+    total += base64 ? Base64Decode(text).size() : text.size();
+  }
+  return total;
+}
+
+void CheckDataSize(const ResourceInfo& r, const nlohmann::json& object) {
+  if (r.is_custom || (r.plural != "configmaps" && r.plural != "secrets")) return;
+  const bool secret = r.plural == "secrets";
+  const size_t total = secret ? ValueBytes(object.value("data", nlohmann::json()), true)
+                              : ValueBytes(object.value("data", nlohmann::json()), false) +
+                                    ValueBytes(object.value("binaryData", nlohmann::json()), true);
+  if (total <= kMaxDataBytes) return;
+  const std::string field = secret ? "data" : "[]";
+  Invalid(r, object["metadata"].value("name", ""),
+          {{{"reason", "FieldValueTooLong"},
+            {"message",
+             fmt::format("{}: Too long: may not be more than {} bytes", field, kMaxDataBytes)},
+            {"field", secret ? "data" : ""}}});
+}
+
 // Custom resources and CRDs carry metadata.generation; the built-in kinds served here (pods,
 // configmaps, services, ...) do not in Kubernetes 1.32.
 bool TracksGeneration(const ResourceInfo& r) {
@@ -233,6 +264,7 @@ void PrepareForCreate(const ResourceInfo& r, nlohmann::json& object, FieldValida
   // With a status subresource, status is written only through it.
   if (r.is_custom && r.has_status) object.erase("status");
   DefaultBuiltin(r, object, true);
+  CheckDataSize(r, object);
   ApplyCustomSchema(r, object, validation, warnings);
   if (r.Key() == "customresourcedefinitions.apiextensions.k8s.io") {
     ResourcesFromCrd(object);
@@ -295,6 +327,7 @@ bool PrepareForUpdate(const ResourceInfo& r, const nlohmann::json& old, nlohmann
       object["spec"]["clusterIPs"] = {old["spec"]["clusterIP"]};
     }
     if (r.plural == "pods" && !r.is_custom) CheckPodSpecUpdate(r, name, old, object);
+    CheckDataSize(r, object);
   }
   ApplyCustomSchema(r, object, validation, warnings);
   if (r.Key() == "customresourcedefinitions.apiextensions.k8s.io") {

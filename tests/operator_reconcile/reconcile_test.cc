@@ -305,6 +305,24 @@ TEST(ReconcileTest, ACompilerRejectionFailsTheJob) {
               HasSubstr("no.such.variable"));
 }
 
+TEST(ReconcileTest, AConfigMapPastTheApiServersLimitFailsTheJobBeforeAnythingIsMade) {
+  // A training file list long enough that the manifest alone passes 1 MiB: the API server would
+  // answer the ConfigMap's create with a 422.
+  nlohmann::json train = nlohmann::json::object();
+  for (int i = 0; i < 9000; ++i) {
+    train["input_" + std::to_string(i)] = "/data/shards/" + std::string(100, 'x') + ".npy";
+  }
+  Cluster cluster(JobObject({{"data", {{"format", "files"}, {"train", train}}}}));
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonCompileFailed);
+  EXPECT_EQ(cluster.ConditionStatus(kCompiled), "False");
+  const std::string message = cluster.ConditionOf(kFailed)["message"];
+  EXPECT_THAT(message, HasSubstr("the job's ConfigMap fmnist-autodist would hold 1."));
+  EXPECT_THAT(message, HasSubstr("MiB (job.yaml 1."));  // the largest key first
+  EXPECT_THAT(message, HasSubstr("more than the 1048576 bytes the API server stores"));
+}
+
 TEST(ReconcileTest, AutoReportsTheBuilderItChose) {
   Cluster cluster(JobObject({{"strategy", nullptr}}));
   cluster.Reconcile(At(0));
