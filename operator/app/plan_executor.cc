@@ -1,11 +1,15 @@
 #include "operator/app/plan_executor.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <chrono>
 
 #include "operator/app/log.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
+#include "operator/reconcile/names.h"
+#include "operator/reconcile/object_meta.h"
 #include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/time_format.h"
 #include "runtime/common/error.h"
@@ -74,13 +78,21 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
     try {
       client_.Create(resource, object.at("metadata").value("namespace", ns), object);
     } catch (const kube::ApiError& e) {
-      if (kube::IsAlreadyExists(e)) continue;  // a cache that has not seen it yet
-      if (!reconcile::IsRejectionCode(e.http_code())) throw;
+      const std::string child = object.at("metadata").value("name", "");
+      if (kube::IsAlreadyExists(e)) {
+        // Ours, made by an earlier plan the cache has not caught up with; or a holder of the
+        // name that must not stand in for the job's child.
+        result.rejection = NameHolder(job, resource, ns, child, e);
+      } else if (reconcile::IsRejectionCode(e.http_code())) {
+        const std::string message = e.status().message.empty() ? e.what() : e.status().message;
+        result.rejection = reconcile::Rejection{
+            resource.kind, child,   e.http_code(),
+            e.reason(),    message, reconcile::RefusalMayClear(e.http_code(), message)};
+      } else {
+        throw;
+      }
       // The gang needs every child: the rest would only be refused alike, or wait for this one.
-      result.rejection = reconcile::Rejection{
-          resource.kind, object.at("metadata").value("name", ""), e.http_code(), e.reason(),
-          e.status().message.empty() ? e.what() : e.status().message};
-      break;
+      if (result.rejection.has_value()) break;
     }
   }
   if (plan.delete_job) {
@@ -95,6 +107,56 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
   }
   for (const reconcile::Event& event : plan.events) CreateEvent(job, event);
   return result;
+}
+
+std::optional<reconcile::Rejection> PlanExecutor::NameHolder(const nlohmann::json& job,
+                                                             const kube::Resource& resource,
+                                                             const std::string& ns,
+                                                             const std::string& name,
+                                                             const kube::ApiError& exists) {
+  nlohmann::json holder;
+  try {
+    holder = client_.Get(resource, ns, name);
+  } catch (const std::exception& e) {
+    // Gone since the create: the next attempt takes the name.
+    if (kube::IsNotFound(e)) throw exists;
+    throw;
+  }
+  const reconcile::JobRef ref = reconcile::ReadJobRef(job);
+  if (reconcile::IsControlledBy(holder, ref)) return std::nullopt;
+  reconcile::Rejection taken{resource.kind, name, exists.http_code(), exists.reason(), ""};
+  const nlohmann::json& metadata = holder.at("metadata");
+  nlohmann::json controller = nlohmann::json::object();
+  for (const nlohmann::json& owner : metadata.value("ownerReferences", nlohmann::json::array())) {
+    if (owner.is_object() && owner.value("controller", false)) controller = owner;
+  }
+  const std::string held_by =
+      controller.empty()
+          ? std::string("has no controller")
+          : fmt::format("is controlled by {} {} (uid {})", controller.value("kind", ""),
+                        controller.value("name", ""), controller.value("uid", ""));
+  if (!metadata.value("deletionTimestamp", nlohmann::json()).is_null()) {
+    taken.may_clear = true;
+    taken.message = fmt::format(
+        "{} {} already exists, {}, and is being deleted; waiting for it "
+        "to go",
+        resource.kind, name, held_by);
+  } else if (controller.value("kind", "") == reconcile::kJobKind &&
+             controller.value("name", "") == ref.name) {
+    // Names are unique in a namespace: a job of this name with another uid was deleted, and the
+    // garbage collector removes its children in its own time.
+    taken.may_clear = true;
+    taken.message = fmt::format(
+        "{} {} already exists and {}, an earlier job of this name that "
+        "was deleted; waiting for the garbage collector to remove it",
+        resource.kind, name, held_by);
+  } else {
+    taken.message = fmt::format(
+        "{} {} already exists and {}, not by this job (uid {}); delete "
+        "it or give the job another name",
+        resource.kind, name, held_by, ref.uid);
+  }
+  return taken;
 }
 
 void PlanExecutor::CreateEvent(const nlohmann::json& job, const reconcile::Event& event) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "operator/kube/api_error.h"
 #include "operator/kube/client.h"
 #include "operator/reconcile/plan.h"
 #include "operator/reconcile/rejection.h"
@@ -40,6 +41,13 @@ class PlanExecutor {
 
  private:
   void CreateEvent(const nlohmann::json& job, const reconcile::Event& event);
+  // After a create met AlreadyExists (`exists`): nullopt when `job` controls the object of that
+  // name (an earlier plan made it), else the refusal naming who holds it. Rethrows `exists` when
+  // the object is gone by now, so the create is tried again.
+  std::optional<reconcile::Rejection> NameHolder(const nlohmann::json& job,
+                                                 const kube::Resource& resource,
+                                                 const std::string& ns, const std::string& name,
+                                                 const kube::ApiError& exists);
 
   kube::Client& client_;
 };

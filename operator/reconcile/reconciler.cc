@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 
+#include "operator/reconcile/object_meta.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "operator/reconcile/verdict.h"
 #include "runtime/common/error.h"
@@ -262,7 +263,7 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
 
   // A child the API server refuses for good: the job cannot start (or restart) as specified.
   if (const std::optional<Rejection>& rejection = context.observed.rejection;
-      rejection.has_value() && !RejectionMayClear(*rejection)) {
+      rejection.has_value() && !rejection->may_clear) {
     detail::Finish(context, job, pods, kReasonFailedCreate, DescribeRejection(*rejection));
     return;
   }
@@ -272,12 +273,28 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   MarkRunningOrPending(context, members, current);
 }
 
+bool Foreign(const std::optional<nlohmann::json>& child, const JobRef& ref) {
+  return child.has_value() && !IsControlledBy(*child, ref);
+}
+
 }  // namespace
 
 Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, ModelSource& models) {
   const JobRef ref = ReadJobRef(observed.job);
   Plan plan;
   if (ref.deleting) return plan;  // garbage collection removes the children with the job
+  // A child found by name that the job does not control is not the job's: an earlier job's of the
+  // same name that garbage collection has not removed yet, or someone else's. Its contents (an
+  // older Strategy, other members) must never reach the job's pods, so it counts as missing: the
+  // create meets its name, and the controller reports the holder (rejection.h).
+  if (Foreign(observed.config_map, ref) || Foreign(observed.service, ref) ||
+      Foreign(observed.pod_group, ref)) {
+    Observed own = observed;
+    for (std::optional<nlohmann::json>* child : {&own.config_map, &own.service, &own.pod_group}) {
+      if (Foreign(*child, ref)) child->reset();
+    }
+    return Reconcile(own, options, models);
+  }
   JobStatus status = JobStatus::FromJson(observed.job.value("status", nlohmann::json()));
   const nlohmann::json before = status.ToJson();
   StatusRecorder record(status, FormatTime(observed.now), ref.generation, plan.events);

@@ -1,7 +1,9 @@
 // A child the API server refused to create: validation (422), admission (a webhook, Pod Security
-// Admission, a LimitRange), quota or authorization (403). Retrying the same request changes
-// nothing, so the controller hands the refusal to the next reconcile, which turns it into the
-// job's status instead of retrying in silence (docs/operator-reconcile.md, "Rejected children").
+// Admission, a LimitRange), quota or authorization (403), or its name held by an object the job
+// does not control (409 AlreadyExists: an earlier job's child the garbage collector has not
+// removed yet, or someone else's). Retrying the same request changes nothing, so the controller
+// hands the refusal to the next reconcile, which turns it into the job's status instead of
+// retrying in silence (docs/operator-reconcile.md, "Rejected children").
 #pragma once
 
 #include <string>
@@ -14,6 +16,9 @@ struct Rejection {
   int code = 0;         // the HTTP status
   std::string reason;   // metav1.StatusReason: Forbidden, Invalid, ...
   std::string message;  // the server's, verbatim
+  // The refusal can clear without anyone changing the job: the job waits (Running False,
+  // FailedCreate) instead of failing.
+  bool may_clear = false;
 
   bool operator==(const Rejection&) const = default;
 };
@@ -23,10 +28,11 @@ struct Rejection {
 // rotation fixes), 404, 408, 409 (handled as AlreadyExists or a conflict) or 429 (throttling).
 bool IsRejectionCode(int code);
 
-// True when the refusal can clear without anyone changing the job: a ResourceQuota that is
-// used up ("exceeded quota") admits the pods once others end. A quota that requires limits the
-// pods lack ("must specify"), or any other refusal, stays until the job is changed.
-bool RejectionMayClear(const Rejection& rejection);
+// True when an API server's refusal (`code`, `message`) can clear without anyone changing the
+// job: a ResourceQuota that is used up ("exceeded quota") admits the pods once others end. A
+// quota that requires limits the pods lack ("must specify"), or any other refusal, stays until
+// the job is changed.
+bool RefusalMayClear(int code, const std::string& message);
 
 // "the API server refused to create Pod x (403 Forbidden): <message>".
 std::string DescribeRejection(const Rejection& rejection);

@@ -49,6 +49,27 @@ class CascadeTest : public ::testing::Test {
   nlohmann::json job_;
 };
 
+TEST_F(CascadeTest, HeldCollectionLetsDependentsOutliveTheirOwnerUntilReleased) {
+  api_->store().HoldGarbageCollection(true);
+  ASSERT_EQ(Call(*api_, "DELETE", std::string(kJobs) + "/job").status, 200);
+  EXPECT_EQ(Status(std::string(kJobs) + "/job"), 404);
+  // A job of the same name again: the old children still hold their names and their old owner.
+  const nlohmann::json again = Call(*api_, "POST", kJobs, testing::Job("job")).body;
+  ASSERT_NE(again["metadata"]["uid"], job_["metadata"]["uid"]);
+  const auto old_pod = Call(*api_, "GET", std::string(kPods) + "/w0");
+  ASSERT_EQ(old_pod.status, 200);
+  EXPECT_EQ(old_pod.body["metadata"]["ownerReferences"][0]["uid"], job_["metadata"]["uid"]);
+  EXPECT_EQ(Call(*api_, "POST", kPods, Owned("w0", {OwnerRef(again)})).status, 409);
+  api_->store().CollectGarbage();  // the sweep waits too
+  EXPECT_EQ(Status(std::string(kConfigMaps) + "/job-autodist"), 200);
+
+  api_->store().HoldGarbageCollection(false);
+  EXPECT_EQ(Status(std::string(kPods) + "/w0"), 404);
+  EXPECT_EQ(Status(std::string(kPods) + "/w1"), 404);
+  EXPECT_EQ(Status(std::string(kConfigMaps) + "/job-autodist"), 404);
+  EXPECT_EQ(Call(*api_, "POST", kPods, Owned("w0", {OwnerRef(again)})).status, 201);
+}
+
 TEST_F(CascadeTest, BackgroundDeletesDependents) {
   const auto deleted =
       Call(*api_, "DELETE", std::string(kJobs) + "/job", {{"propagationPolicy", "Background"}});

@@ -105,6 +105,11 @@ class Store {
   // The garbage collector's sweep: objects whose owners (by uid) are all gone are deleted, and
   // references to missing owners are dropped from objects that still have a live owner.
   void CollectGarbage();
+  // Deferred garbage collection, as a real cluster's collector is asynchronous: while held, a
+  // Background (or default) deletion removes only the owner, and the sweep deletes nothing, so
+  // the dependents outlive it. Releasing runs the sweep at once. Foreground deletions still
+  // remove dependents first, and Orphan still drops the references.
+  void HoldGarbageCollection(bool held);
   // Ends every open watch now (clients see the stream end and re-watch).
   void CloseAllWatches();
   // Drops all event history: resuming a watch or a list from any older resourceVersion is 410.
@@ -147,6 +152,7 @@ class Store {
   StoreOptions options_;
   mutable std::shared_mutex mutex_;
   uint64_t rv_ = 0;
+  bool gc_held_ = false;
   uint64_t registry_generation_ = 0;
   std::map<std::tuple<std::string, std::string, std::string>, std::shared_ptr<const ResourceInfo>>
       registry_;

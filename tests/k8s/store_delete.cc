@@ -1,6 +1,7 @@
 // Deletion in the store: preconditions, finalizers, namespace and CRD teardown, and the
-// garbage collector's cascade over ownerReferences — done synchronously, under the store lock,
-// where the real cluster's garbage collector works asynchronously.
+// garbage collector's cascade over ownerReferences: synchronously, under the store lock, unless a
+// test holds it (HoldGarbageCollection) to see dependents outlive their owner, as the real
+// cluster's asynchronous collector lets them.
 #include <fmt/format.h>
 
 #include <mutex>
@@ -110,14 +111,24 @@ ObjectPtr Store::RemoveLocked(const ObjectRef& ref, Propagation propagation, int
     for (const auto& object : objects) RemoveLocked(object, Propagation::kBackground, depth + 1);
     UnregisterCrd(stored->object);
   }
-  if (propagation != Propagation::kForeground) {
+  if (propagation == Propagation::kOrphan ||
+      (propagation == Propagation::kBackground && !gc_held_)) {
     CascadeLocked(stored->object, propagation, depth);
   }
   return stored;
 }
 
+void Store::HoldGarbageCollection(bool held) {
+  {
+    std::unique_lock lock(mutex_);
+    gc_held_ = held;
+  }
+  if (!held) CollectGarbage();
+}
+
 void Store::CollectGarbage() {
   std::unique_lock lock(mutex_);
+  if (gc_held_) return;
   std::vector<std::string> missing;
   for (const auto& [uid, dependents] : dependents_) {
     if (!by_uid_.contains(uid)) missing.push_back(uid);

@@ -1,10 +1,13 @@
-// What a real API server's admission chain does to a job, end to end: a pod refused for good (a
-// Pod Security violation, as a namespace labelled restricted answers) fails the job FailedCreate
-// with the server's message, once, instead of being retried in silence; a used-up quota keeps
-// the job Pending with the reason until it admits the pods, and the job then succeeds.
+// What a real API server does to a job's children, end to end: a pod refused for good (a Pod
+// Security violation, as a namespace labelled restricted answers) fails the job FailedCreate with
+// the server's message, once, instead of being retried in silence; a used-up quota keeps the job
+// Pending with the reason until it admits the pods, and the job then succeeds. Children of a
+// deleted job of the same name that the (asynchronous) garbage collector has not removed yet are
+// waited for and never used; a name held by someone else's object fails the job.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -92,6 +95,74 @@ TEST_F(OperatorEndToEnd, AUsedUpQuotaKeepsTheJobPendingUntilItAdmitsThePods) {
   EXPECT_EQ(pending, 1) << Dump(name);
   EXPECT_TRUE(server_->faults().State().value("failures", nlohmann::json::array()).empty());
   EXPECT_TRUE(WaitForMembersSucceeded(name));
+}
+
+TEST_F(OperatorEndToEnd, ARecreatedJobWaitsForTheOldChildrenAndNeverUsesThem) {
+  const std::string name = "fmnist-recreate";
+  JobManifest first;
+  first.name = name;
+  first.steps = 5000;  // still running when it is deleted
+  Apply(first.ToYaml());
+  ASSERT_TRUE(WaitForCondition(name, "Running"));
+  std::set<std::string> old_uids;
+  for (const nlohmann::json& pod : Pods(name)) old_uids.insert(pod["metadata"].value("uid", ""));
+  ASSERT_EQ(old_uids.size(), 3u);
+
+  // The garbage collector falls behind: the deleted job's children keep their names.
+  server_->store().HoldGarbageCollection(true);
+  const CommandResult deleted = Kubectl("delete adj " + name);
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  ASSERT_EQ(CountObjects("configmaps", name), 1u);
+  JobManifest second;
+  second.name = name;
+  second.workers = 1;  // another gang: its cluster.json differs from the old one's
+  Apply(second.ToYaml());
+  ASSERT_TRUE(WaitFor(name, "the new job to wait for the old ConfigMap", seconds(60), [&] {
+    const nlohmann::json running = ConditionOf(Job(name), "Running");
+    return running.is_object() && running.value("reason", "") == "FailedCreate" &&
+           Contains(running.value("message", ""), "an earlier job of this name");
+  }));
+  const std::string uid = Job(name)["metadata"].value("uid", "");
+  for (const nlohmann::json& pod : Pods(name)) {
+    EXPECT_EQ(old_uids.count(pod["metadata"].value("uid", "")), 1u)
+        << "a pod of the new job started beside the old ConfigMap: " << pod.dump(2);
+  }
+  EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+
+  // Collected: the new job makes its own children and runs on them.
+  server_->store().HoldGarbageCollection(false);
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded"));
+  const std::vector<nlohmann::json> config_maps = Objects("configmaps", name);
+  ASSERT_EQ(config_maps.size(), 1u);
+  const nlohmann::json& config_map = config_maps[0];
+  EXPECT_EQ(config_map["metadata"]["ownerReferences"][0].value("uid", ""), uid);
+  const nlohmann::json cluster =
+      nlohmann::json::parse(config_map["data"].value("cluster.json", "{}"));
+  EXPECT_EQ(cluster["members"].size(), 2u) << cluster.dump(2);
+  for (const nlohmann::json& pod : Pods(name)) {
+    EXPECT_EQ(old_uids.count(pod["metadata"].value("uid", "")), 0u) << pod.dump(2);
+  }
+}
+
+TEST_F(OperatorEndToEnd, ANameHeldBySomeoneElsesObjectFailsTheJob) {
+  const std::string name = "fmnist-squatted";
+  const CommandResult made =
+      Kubectl("create configmap " + name + "-autodist --from-literal=note=not-the-operators");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  JobManifest manifest;
+  manifest.name = name;
+  const std::shared_ptr<PodEvents> events = RecordPods(name);
+  Apply(manifest.ToYaml());
+
+  ASSERT_TRUE(WaitForCondition(name, "Failed", seconds(60)));
+  const nlohmann::json failed = ConditionOf(Job(name), "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "FailedCreate");
+  EXPECT_TRUE(
+      Contains(failed.value("message", ""), "ConfigMap " + name +
+                                                "-autodist already exists and has no controller, "
+                                                "not by this job"))
+      << failed.dump(2);
+  EXPECT_TRUE(events->summary().added.empty());
 }
 
 }  // namespace

@@ -283,6 +283,11 @@ size_t OperatorEndToEnd::CountObjects(const std::string& plural, const std::stri
   return ListByJob(server_->store(), plural, job).size();
 }
 
+std::vector<nlohmann::json> OperatorEndToEnd::Objects(const std::string& plural,
+                                                      const std::string& job) {
+  return ListByJob(server_->store(), plural, job);
+}
+
 std::vector<std::pair<std::string, std::string>> OperatorEndToEnd::KubectlEvents(
     const std::string& job) {
   const CommandResult listed =

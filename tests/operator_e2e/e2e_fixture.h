@@ -105,7 +105,8 @@ class OperatorEndToEnd : public ::testing::Test {
   std::vector<nlohmann::json> Pods(const std::string& job);
   nlohmann::json Pod(const std::string& name);                             // null when absent
   size_t CountObjects(const std::string& plural, const std::string& job);  // by job label
-  std::vector<nlohmann::json> Events(const std::string& job);              // Events on the job
+  std::vector<nlohmann::json> Objects(const std::string& plural, const std::string& job);
+  std::vector<nlohmann::json> Events(const std::string& job);  // Events on the job
   // Records the events of `job`'s pods from now on (until the test ends).
   std::shared_ptr<PodEvents> RecordPods(const std::string& job);
 

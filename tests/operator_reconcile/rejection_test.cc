@@ -29,7 +29,8 @@ const std::string kPodSecurityMessage =
 
 Rejection Refusal(const nlohmann::json& object, int code, const std::string& reason,
                   const std::string& message) {
-  return Rejection{object["kind"], object["metadata"]["name"], code, reason, message};
+  return Rejection{object["kind"], object["metadata"]["name"],    code, reason,
+                   message,        RefusalMayClear(code, message)};
 }
 
 TEST(RejectionTest, CodesThatAreTheRequestsOwnFault) {
@@ -41,16 +42,14 @@ TEST(RejectionTest, CodesThatAreTheRequestsOwnFault) {
 }
 
 TEST(RejectionTest, OnlyAUsedUpQuotaMayClear) {
-  EXPECT_TRUE(RejectionMayClear(
-      {"Pod", "p", 403, "Forbidden",
-       "pods \"p\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=4, "
-       "limited: pods=4"}));
-  EXPECT_FALSE(RejectionMayClear(
-      {"Pod", "p", 403, "Forbidden",
-       "pods \"p\" is forbidden: failed quota: compute: must specify limits.cpu for: "
-       "autodist-runtime"}));
-  EXPECT_FALSE(RejectionMayClear({"Pod", "p", 403, "Forbidden", kPodSecurityMessage}));
-  EXPECT_FALSE(RejectionMayClear({"Pod", "p", 422, "Invalid", "exceeded quota"}));
+  EXPECT_TRUE(RefusalMayClear(403,
+                              "pods \"p\" is forbidden: exceeded quota: compute, requested: "
+                              "pods=1, used: pods=4, limited: pods=4"));
+  EXPECT_FALSE(RefusalMayClear(403,
+                               "pods \"p\" is forbidden: failed quota: compute: must specify "
+                               "limits.cpu for: autodist-runtime"));
+  EXPECT_FALSE(RefusalMayClear(403, kPodSecurityMessage));
+  EXPECT_FALSE(RefusalMayClear(422, "exceeded quota"));
   EXPECT_EQ(DescribeRejection({"ConfigMap", "c", 422, "Invalid", "data: Too long"}),
             "the API server refused to create ConfigMap c (422 Invalid): data: Too long");
 }
@@ -135,6 +134,57 @@ TEST(RejectionTest, AUsedUpQuotaKeepsTheJobPendingUntilItAdmitsThePods) {
   cluster.SetAllPhases("Running");
   cluster.Reconcile(At(5));
   EXPECT_EQ(cluster.status()["state"], "Running");
+}
+
+TEST(RejectionTest, AChildOfAnEarlierJobOfTheSameNameIsNeverUsed) {
+  Cluster cluster(JobObject());
+  // The ConfigMap of a deleted job of the same name, which the garbage collector has not removed.
+  cluster.config_map() =
+      nlohmann::json{{"apiVersion", "v1"},
+                     {"kind", "ConfigMap"},
+                     {"metadata",
+                      {{"name", "fmnist-autodist"},
+                       {"namespace", "ml"},
+                       {"uid", "old-config-map"},
+                       {"ownerReferences",
+                        {{{"apiVersion", "autodist.io/v1alpha1"},
+                          {"kind", "AutoDistJob"},
+                          {"name", "fmnist"},
+                          {"uid", "old-job-uid"},
+                          {"controller", true}}}}}},
+                     {"data", {{"job.yaml", "the old job"}, {"cluster.json", "{}"}}}};
+  cluster.refuse = [&](const nlohmann::json& object) -> std::optional<Rejection> {
+    if (object["kind"] != "ConfigMap" || !cluster.config_map().has_value()) return std::nullopt;
+    return Rejection{"ConfigMap",
+                     "fmnist-autodist",
+                     409,
+                     "AlreadyExists",
+                     "ConfigMap fmnist-autodist already exists and is controlled by AutoDistJob "
+                     "fmnist (uid old-job-uid), an earlier job of this name that was deleted; "
+                     "waiting for the garbage collector to remove it",
+                     true};
+  };
+  // The old ConfigMap counts as missing: the job's own is created first, and the pods after it
+  // are not tried once its name turns out to be taken.
+  const Plan first = cluster.Reconcile(At(0));
+  EXPECT_THAT(Created(first, "ConfigMap"), ElementsAre("fmnist-autodist"));
+  EXPECT_THAT(cluster.pods(), IsEmpty());
+  EXPECT_EQ((*cluster.config_map())["metadata"]["uid"], "old-config-map");
+
+  cluster.Reconcile(At(1));
+  EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonFailedCreate);
+  EXPECT_THAT(std::string(cluster.ConditionOf(kRunning)["message"]),
+              HasSubstr("an earlier job of this name that was deleted"));
+  EXPECT_THAT(cluster.pods(), IsEmpty());
+  EXPECT_TRUE(cluster.ConditionOf(kFailed).is_object() &&
+              !cluster.ConditionOf(kFailed).contains("status"));
+
+  // Collected: the job's own ConfigMap and its pods follow.
+  cluster.config_map().reset();
+  cluster.Reconcile(At(2));
+  ASSERT_TRUE(cluster.config_map().has_value());
+  EXPECT_EQ((*cluster.config_map())["metadata"]["ownerReferences"][0]["uid"], "job-uid");
+  EXPECT_EQ(cluster.pods().size(), 3U);
 }
 
 }  // namespace
