@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <chrono>
 
-#include "operator/app/log.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
 #include "operator/reconcile/names.h"
 #include "operator/reconcile/object_meta.h"
 #include "operator/reconcile/observed_fields.h"
-#include "operator/reconcile/time_format.h"
 #include "runtime/common/error.h"
 
 namespace autodist::app {
@@ -105,7 +102,7 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
       if (!kube::IsNotFound(e) && !kube::IsConflict(e)) throw;
     }
   }
-  for (const reconcile::Event& event : plan.events) CreateEvent(job, event);
+  for (const reconcile::Event& event : plan.events) events_.Record(job, event);
   return result;
 }
 
@@ -157,43 +154,6 @@ std::optional<reconcile::Rejection> PlanExecutor::NameHolder(const nlohmann::jso
         resource.kind, name, held_by, ref.uid);
   }
   return taken;
-}
-
-void PlanExecutor::CreateEvent(const nlohmann::json& job, const reconcile::Event& event) {
-  const nlohmann::json& metadata = job.at("metadata");
-  const std::string ns = metadata.value("namespace", "default");
-  const std::string now = reconcile::FormatTime(std::chrono::system_clock::now());
-  const nlohmann::json object = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata",
-       {{"generateName", metadata.at("name").get<std::string>() + "."}, {"namespace", ns}}},
-      {"involvedObject",
-       {{"apiVersion", job.value("apiVersion", "autodist.io/v1alpha1")},
-        {"kind", job.value("kind", "AutoDistJob")},
-        {"name", metadata.at("name")},
-        {"namespace", ns},
-        {"uid", metadata.value("uid", "")},
-        {"resourceVersion", metadata.value("resourceVersion", "")}}},
-      {"reason", event.reason},
-      {"message", event.message},
-      {"type", event.type},
-      {"source", {{"component", "autodist-operator"}}},
-      {"reportingComponent", "autodist-operator"},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1},
-  };
-  try {
-    client_.Create(kube::resources::kEvents, ns, object);
-  } catch (const std::exception& e) {
-    // Events are best effort, as in client-go's recorder: the status carries the truth, so a
-    // lost event is logged rather than retried (a retry would re-run the whole plan).
-    Log(spdlog::level::warn, "event not recorded",
-        {{"job", ns + "/" + metadata.at("name").get<std::string>()},
-         {"reason", event.reason},
-         {"error", e.what()}});
-  }
 }
 
 }  // namespace autodist::app

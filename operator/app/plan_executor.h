@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "operator/app/event_recorder.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/client.h"
 #include "operator/reconcile/plan.h"
@@ -32,7 +33,7 @@ struct ExecuteResult {
 
 class PlanExecutor {
  public:
-  explicit PlanExecutor(kube::Client& client) : client_(client) {}
+  explicit PlanExecutor(kube::Client& client) : client_(client), events_(client) {}
 
   // `job` is the object the plan was made from (with its resourceVersion). A create refused for
   // the request's own sake ends the creates and comes back as the result's rejection. Throws what
@@ -40,7 +41,6 @@ class PlanExecutor {
   ExecuteResult Execute(const nlohmann::json& job, const reconcile::Plan& plan);
 
  private:
-  void CreateEvent(const nlohmann::json& job, const reconcile::Event& event);
   // After a create met AlreadyExists (`exists`): nullopt when `job` controls the object of that
   // name (an earlier plan made it), else the refusal naming who holds it. Rethrows `exists` when
   // the object is gone by now, so the create is tried again.
@@ -50,6 +50,7 @@ class PlanExecutor {
                                                  const kube::ApiError& exists);
 
   kube::Client& client_;
+  EventRecorder events_;
 };
 
 // The resource of objects of `api_version` ("v1", "scheduling.x-k8s.io/v1alpha1") and `kind`

@@ -74,12 +74,15 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const J
     return CompileOutcome::kFailed;
   }
   context.status.strategy = StrategyStatus(*compiled);
-  context.record.Compiled(CompiledMessage(*compiled));
-  context.record.Announce(
-      kEventNormal, kReasonBuilderChosen,
-      fmt::format("{} ({} workers with {} GPU(s) each, {} parameter server(s))",
-                  compiled->builder_reason, job.resources.workers, job.resources.gpus_per_worker,
-                  job.resources.parameter_servers));
+  // With the transition only: a job that compiles again (its ConfigMap is missing while it waits
+  // for a name, or was deleted) has said why this builder already.
+  if (context.record.Compiled(CompiledMessage(*compiled))) {
+    context.record.Announce(
+        kEventNormal, kReasonBuilderChosen,
+        fmt::format("{} ({} workers with {} GPU(s) each, {} parameter server(s))",
+                    compiled->builder_reason, job.resources.workers,
+                    job.resources.gpus_per_worker, job.resources.parameter_servers));
+  }
   return CompileOutcome::kReady;
 }
 

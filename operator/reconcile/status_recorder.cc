@@ -57,10 +57,10 @@ void StatusRecorder::Created(const std::string& message) {
   }
 }
 
-void StatusRecorder::Compiled(const std::string& message) {
-  if (Set(kCompiled, true, kReasonStrategyCompiled, message) == Change::kTransition) {
-    Announce(kEventNormal, kReasonStrategyCompiled, message);
-  }
+bool StatusRecorder::Compiled(const std::string& message) {
+  if (Set(kCompiled, true, kReasonStrategyCompiled, message) != Change::kTransition) return false;
+  Announce(kEventNormal, kReasonStrategyCompiled, message);
+  return true;
 }
 
 void StatusRecorder::NotCompiled(const std::string& reason, const std::string& message,

@@ -22,7 +22,8 @@ class StatusRecorder {
   const std::string& now() const { return now_; }
 
   void Created(const std::string& message);
-  void Compiled(const std::string& message);
+  // True when Compiled became True now (and was announced).
+  bool Compiled(const std::string& message);
   // Compiled False with `reason`: ModelNotFound (waiting) announces itself; InvalidModel and
   // CompileFailed are announced by the Failed condition that follows.
   void NotCompiled(const std::string& reason, const std::string& message, bool announce);

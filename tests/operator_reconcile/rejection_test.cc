@@ -171,7 +171,9 @@ TEST(RejectionTest, AChildOfAnEarlierJobOfTheSameNameIsNeverUsed) {
   EXPECT_THAT(cluster.pods(), IsEmpty());
   EXPECT_EQ((*cluster.config_map())["metadata"]["uid"], "old-config-map");
 
-  cluster.Reconcile(At(1));
+  // Compiled again (its ConfigMap is still missing), without saying so again.
+  const Plan waiting = cluster.Reconcile(At(1));
+  EXPECT_THAT(EventReasons(waiting), ElementsAre(kReasonFailedCreate));
   EXPECT_EQ(cluster.ConditionReason(kRunning), kReasonFailedCreate);
   EXPECT_THAT(std::string(cluster.ConditionOf(kRunning)["message"]),
               HasSubstr("an earlier job of this name that was deleted"));
