@@ -27,12 +27,13 @@ NAMESPACE = "autodist-system"
 FULLNAME = "adj-autodist-operator"
 
 # (apiGroup, resource, verb) the operator may do on jobs and their objects; docs/operator.md
-# explains each one. Anything beyond this set fails the test.
+# explains each one. Anything beyond this set fails the test. check_operator_rbac.py holds the
+# default rules to the requests the operator makes in the end-to-end suite; this set checks that
+# every value set renders the same rules.
 JOB_RULES = {
-    ("autodist.io", "autodistjobs", verb)
-    for verb in ("get", "list", "watch", "update", "patch", "delete")
+    ("autodist.io", "autodistjobs", verb) for verb in ("list", "watch", "delete")
 } | {
-    ("autodist.io", "autodistjobs/status", verb) for verb in ("get", "update", "patch")
+    ("autodist.io", "autodistjobs/status", "update"),
 } | {
     ("autodist.io", "autodistjobs/finalizers", "update"),
 } | {
@@ -40,7 +41,7 @@ JOB_RULES = {
 } | {
     ("", resource, verb)
     for resource in ("services", "configmaps")
-    for verb in ("get", "list", "watch", "create", "delete")
+    for verb in ("get", "list", "watch", "create")
 } | {
     ("", "events", verb) for verb in ("create", "patch")
 }

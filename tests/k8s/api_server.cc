@@ -271,6 +271,8 @@ HttpResponse ApiServer::Resource(const HttpRequest& request, const Query& query,
   }
   RequestAttributes a;
   a.group = group;
+  const std::string agent = request.Header("user-agent");
+  a.client = agent.substr(0, agent.find_first_of("/ "));
   // namespaces/<ns>/<resource>... unless it is the namespace object itself (or its status).
   if (rest.size() >= 3 && rest[0] == "namespaces" &&
       store_.FindResource(group, version, rest[2]) != nullptr) {

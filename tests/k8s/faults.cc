@@ -99,17 +99,23 @@ std::chrono::milliseconds Faults::DelayFor(const RequestAttributes& request) con
 void Faults::Count(const RequestAttributes& request) {
   std::lock_guard lock(mutex_);
   ++counts_[request.verb][request.StatsKey()];
+  ++by_client_[request.client.empty() ? "unknown" : request.client][request.verb]
+              [request.StatsKey()];
   ++total_;
 }
 
 nlohmann::json Faults::Stats() const {
   std::lock_guard lock(mutex_);
-  return {{"requests", counts_}, {"total", total_}, {"faultsInjected", injected_}};
+  return {{"requests", counts_},
+          {"requestsByClient", by_client_},
+          {"total", total_},
+          {"faultsInjected", injected_}};
 }
 
 void Faults::ResetStats() {
   std::lock_guard lock(mutex_);
   counts_.clear();
+  by_client_.clear();
   total_ = 0;
   injected_ = 0;
 }

@@ -20,6 +20,9 @@ struct RequestAttributes {
   std::string subresource;  // "" or "status"
   std::string ns;
   std::string name;
+  // The client's product: the User-Agent up to its first '/' or space ("kubectl",
+  // "autodist-operator"), as audit logs tell clients apart.
+  std::string client;
 
   // "pods", "pods/status", "autodistjobs.autodist.io": the key statistics are kept under.
   std::string StatsKey() const;
@@ -65,6 +68,8 @@ class Faults {
   std::vector<FaultRule> rules_;
   Latency latency_;
   std::map<std::string, std::map<std::string, long>> counts_;  // verb -> resource -> count
+  // client -> verb -> resource -> count
+  std::map<std::string, std::map<std::string, std::map<std::string, long>>> by_client_;
   long total_ = 0;
   long injected_ = 0;
 };

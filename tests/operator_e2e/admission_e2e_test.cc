@@ -117,19 +117,29 @@ TEST_F(OperatorEndToEnd, ARecreatedJobWaitsForTheOldChildrenAndNeverUsesThem) {
   second.name = name;
   second.workers = 1;  // another gang: its cluster.json differs from the old one's
   Apply(second.ToYaml());
-  ASSERT_TRUE(WaitFor(name, "the new job to wait for the old ConfigMap", seconds(60), [&] {
-    const nlohmann::json running = ConditionOf(Job(name), "Running");
-    return running.is_object() && running.value("reason", "") == "FailedCreate" &&
-           Contains(running.value("message", ""), "an earlier job of this name");
-  }));
-  const std::string uid = Job(name)["metadata"].value("uid", "");
+  // It waits on each old child in turn, the ConfigMap first: no pod of it ever starts beside the
+  // old ConfigMap. The old ones go one by one, as a slow collector would remove them.
+  const auto waits_on = [&](const std::string& child) {
+    return WaitFor(name, "the new job to wait for the old " + child, seconds(60), [&] {
+      const nlohmann::json running = ConditionOf(Job(name), "Running");
+      return running.is_object() && running.value("reason", "") == "FailedCreate" &&
+             Contains(running.value("message", ""), child + " already exists") &&
+             Contains(running.value("message", ""), "an earlier job of this name");
+    });
+  };
+  ASSERT_TRUE(waits_on("ConfigMap " + name + "-autodist"));
   for (const nlohmann::json& pod : Pods(name)) {
     EXPECT_EQ(old_uids.count(pod["metadata"].value("uid", "")), 1u)
         << "a pod of the new job started beside the old ConfigMap: " << pod.dump(2);
   }
   EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+  ASSERT_EQ(Kubectl("delete configmap " + name + "-autodist").exit_code, 0);
+  ASSERT_TRUE(waits_on("Service " + name));
+  ASSERT_EQ(Kubectl("delete service " + name).exit_code, 0);
+  ASSERT_TRUE(waits_on("Pod " + name + "-worker-0"));
+  const std::string uid = Job(name)["metadata"].value("uid", "");
 
-  // Collected: the new job makes its own children and runs on them.
+  // Collected: the new job makes its own pods and runs on its own children.
   server_->store().HoldGarbageCollection(false);
   ASSERT_TRUE(WaitForCondition(name, "Succeeded"));
   const std::vector<nlohmann::json> config_maps = Objects("configmaps", name);
@@ -151,6 +161,7 @@ TEST_F(OperatorEndToEnd, ANameHeldBySomeoneElsesObjectFailsTheJob) {
   ASSERT_EQ(made.exit_code, 0) << made.output;
   JobManifest manifest;
   manifest.name = name;
+  manifest.ttl_seconds_after_finished = 1;
   const std::shared_ptr<PodEvents> events = RecordPods(name);
   Apply(manifest.ToYaml());
 
@@ -163,6 +174,49 @@ TEST_F(OperatorEndToEnd, ANameHeldBySomeoneElsesObjectFailsTheJob) {
                                                 "not by this job"))
       << failed.dump(2);
   EXPECT_TRUE(events->summary().added.empty());
+  // A failed job is deleted ttlSecondsAfterFinished after it finished, as a succeeded one.
+  EXPECT_TRUE(
+      WaitFor(name, "the TTL to delete the job", seconds(30), [&] { return Job(name).is_null(); }));
+}
+
+TEST_F(OperatorEndToEnd, ARefusalThatRecursAfterARestartIsOneEventCounted) {
+  const std::string name = "fmnist-recurring";
+  const nlohmann::json refusal = {
+      {"failures",
+       {{{"verb", "create"},
+         {"resource", "pods"},
+         {"code", 403},
+         {"count", 1},  // the gang's first pod: worker-0
+         {"message", "pods \"" + name +
+                         "-worker-0\" is forbidden: exceeded quota: team, requested: pods=1, "
+                         "used: pods=10, limited: pods=10"}}}}};
+  server_->faults().Configure(refusal);
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.steps = 400;
+  manifest.log_interval_steps = 5;
+  manifest.checkpoint_path = (root_ / "ckpt").string();
+  manifest.backoff_limit = 2;
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitForCondition(name, "Running"));
+
+  // The quota is used up again when the gang restarts: the same refusal, said again.
+  server_->faults().Configure(refusal);
+  ASSERT_TRUE(WaitFor(name, "a running worker-1 to kill", seconds(60),
+                      [&] { return KillRuntime(name + "-worker-1"); }));
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
+  EXPECT_EQ(Job(name)["status"].value("restartCount", -1), 1) << Dump(name);
+  EXPECT_TRUE(server_->faults().State().value("failures", nlohmann::json::array()).empty());
+  std::vector<nlohmann::json> refused;
+  for (const nlohmann::json& event : Events(name)) {
+    if (event.value("reason", "") == "FailedCreate") refused.push_back(event);
+  }
+  ASSERT_EQ(refused.size(), 1u) << Dump(name);
+  EXPECT_EQ(refused[0].value("count", 0), 2) << refused[0].dump(2);
+  EXPECT_NE(refused[0].value("firstTimestamp", ""), "");
+  int listed = 0;  // as kubectl lists them: one line
+  for (const auto& [reason, message] : KubectlEvents(name)) listed += reason == "FailedCreate";
+  EXPECT_EQ(listed, 1) << Dump(name);
 }
 
 }  // namespace

@@ -71,6 +71,9 @@ std::string JobManifest::ToYaml() const {
   if (!restart_policy.empty()) yaml << "    restartPolicy: " << restart_policy << "\n";
   if (backoff_limit.has_value()) yaml << "    backoffLimit: " << *backoff_limit << "\n";
   yaml << "    cleanPodPolicy: " << clean_pod_policy << "\n";
+  if (ttl_seconds_after_finished.has_value()) {
+    yaml << "    ttlSecondsAfterFinished: " << *ttl_seconds_after_finished << "\n";
+  }
   return yaml.str();
 }
 
@@ -232,9 +235,22 @@ void OperatorEndToEnd::TearDown() {
   for (const auto& recorder : recorders_) recorder->Stop();
   recorders_.clear();
   StopOperator();
+  RecordOperatorCalls();
   server_.reset();
   std::error_code ignored;
   fs::remove_all(root_, ignored);
+}
+
+void OperatorEndToEnd::RecordOperatorCalls() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = AUTODIST_OPERATOR_CALLS_DIR;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  ASSERT_FALSE(error) << dir << ": " << error.message();
+  const nlohmann::json by_client =
+      server_->faults().Stats().value("requestsByClient", nlohmann::json::object());
+  const fs::path file = dir / (std::string(test->test_suite_name()) + "." + test->name() + ".json");
+  std::ofstream(file) << by_client.value("autodist-operator", nlohmann::json::object()).dump(2);
 }
 
 void OperatorEndToEnd::StartOperator() {

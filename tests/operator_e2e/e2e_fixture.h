@@ -52,6 +52,7 @@ struct JobManifest {
   std::string restart_policy;  // "" = the default (OnFailure)
   std::optional<int> backoff_limit = 1;
   std::string clean_pod_policy = "None";
+  std::optional<int> ttl_seconds_after_finished;
   std::string data_dir;  // "" = the dataset's default directory
 
   std::string ToYaml() const;
@@ -135,6 +136,10 @@ class OperatorEndToEnd : public ::testing::Test {
   // every pod log: what a failed assertion needs to be understood.
   std::string Dump(const std::string& job);
   std::string PodLogs();
+  // Writes the requests the operator made (the double's count for its User-Agent) to
+  // AUTODIST_OPERATOR_CALLS_DIR/<suite>.<test>.json, where tests/deploy/check_operator_rbac.py
+  // compares the whole suite's with the chart's RBAC rules.
+  void RecordOperatorCalls();
 
   std::filesystem::path root_;
   std::unique_ptr<k8s::TestApiServer> server_;

@@ -63,30 +63,34 @@ The operator's rules on jobs and the objects it creates for them: the same in th
 docs/operator.md has the table, and tests/deploy/check_chart.py fails on any extra verb.
 */}}
 {{- define "autodist-operator.jobRules" -}}
-# Informers list and watch jobs; update/patch touch metadata only (the operator's finalizer and
-# annotations: the spec is the user's); delete is ttlSecondsAfterFinished removing a finished job.
+# Exactly the requests the operator makes (tests/deploy/check_operator_rbac.py compares these
+# rules with the requests of the whole end-to-end suite). Jobs: the informer lists and watches
+# them, and ttlSecondsAfterFinished deletes a finished one; the operator never writes a spec or
+# metadata (no finalizers: garbage collection removes the children).
 - apiGroups: ["autodist.io"]
   resources: ["autodistjobs"]
-  verbs: ["get", "list", "watch", "update", "patch", "delete"]
-# Conditions, replica counts and progress go through the status subresource only.
+  verbs: ["list", "watch", "delete"]
+# Conditions, replica counts and progress: one PUT of the status subresource per change.
 - apiGroups: ["autodist.io"]
   resources: ["autodistjobs/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["update"]
 # Pods, Services and ConfigMaps carry an ownerReference to their job with blockOwnerDeletion, so
 # a foreground delete of the job waits for them; the OwnerReferencesPermissionEnforcement
 # admission plugin allows setting that only with update on the owner's finalizers.
 - apiGroups: ["autodist.io"]
   resources: ["autodistjobs/finalizers"]
   verbs: ["update"]
-# PS and worker pods: created per job, deleted for gang restarts, suspend and cleanPodPolicy.
+# PS and worker pods: created per job, deleted for gang restarts, suspend and cleanPodPolicy; get
+# reads who holds a pod's name when a create meets AlreadyExists (an earlier job's pod).
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
-# The headless Service pods find each other through, the <job>-autodist ConfigMap holding the
-# compiled Strategy, and reading the ConfigMap that holds a job's model.
+# The headless Service pods find each other through and the <job>-autodist ConfigMap holding the
+# compiled Strategy: created once, removed by garbage collection with the job (never deleted by
+# the operator); get reads the ConfigMap that holds a job's model, and who holds a name.
 - apiGroups: [""]
   resources: ["services", "configmaps"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create"]
 # An Event for every transition (kubectl describe adj); patch aggregates repeated ones.
 - apiGroups: [""]
   resources: ["events"]
