@@ -87,7 +87,13 @@ JobController::JobController(kube::Client& client, OperatorOptions options,
       options_(std::move(options)),
       metrics_(metrics),
       executor_(client),
-      own_writes_([this](const std::string& key) { controller_->queue().Add(key); }) {
+      own_writes_([this](const std::string& key) { controller_->queue().Add(key); }),
+      progress_poller_(
+          [this](const std::string& coordinator, std::chrono::milliseconds timeout) {
+            return progress_.Read(coordinator, timeout);
+          },
+          [this](const std::string& key) { controller_->queue().Add(key); },
+          ProgressPollerOptions{options_.progress_interval, std::chrono::seconds(1), 4}) {
   controller::ControllerOptions controller_options;
   controller_options.name = "autodistjob";
   controller_options.workers = options_.workers;
@@ -142,6 +148,7 @@ controller::EventHandler JobController::EnqueueJob() {
           },
           [this, on_delete = enqueue.on_delete](const nlohmann::json& object) {
             own_writes_.Forget(controller::ObjectKey(object));
+            progress_poller_.Forget(controller::ObjectKey(object));
             NoteCreates(controller::ObjectKey(object), "", true, std::nullopt);
             on_delete(object);
           }};
@@ -282,7 +289,9 @@ controller::Result JobController::Reconcile(const std::string& key) {
   const std::optional<std::string> coordinator =
       observed.config_map.has_value() ? CoordinatorOf(*observed.config_map) : std::nullopt;
   if (chief_running && coordinator.has_value()) {
-    observed.progress = progress_.Read(*coordinator, std::chrono::seconds(1));
+    // Polled off this worker (progress_poller.h): a change queues the job again.
+    progress_poller_.Track(key, *coordinator);
+    observed.progress = progress_poller_.Latest(key);
   }
   observed.now = std::chrono::system_clock::now();
   observed.rejection = RejectionOf(key, uid);
@@ -323,7 +332,10 @@ controller::Result JobController::Reconcile(const std::string& key) {
       fields["to"] = after.state;
       Log(spdlog::level::info, "job state changed", fields);
     }
-    if (after.Finished() && coordinator.has_value()) progress_.Forget(*coordinator);
+    if (after.Finished()) {
+      progress_poller_.Forget(key);
+      if (coordinator.has_value()) progress_.Forget(*coordinator);
+    }
   }
   for (const reconcile::Event& event : plan.events) {
     nlohmann::json fields = log_fields;
@@ -340,14 +352,9 @@ controller::Result JobController::Reconcile(const std::string& key) {
     Log(spdlog::level::warn, "create refused", fields);
     return {.requeue = true};
   }
+  // New progress queues the job by itself (the poller's on_change).
   controller::Result result;
-  std::optional<std::chrono::milliseconds> after;
-  if (plan.requeue_after.has_value()) after = *plan.requeue_after;
-  // Progress is polled, not pushed: look again while the chief trains.
-  if (chief_running && (!after.has_value() || *after > options_.progress_interval)) {
-    after = options_.progress_interval;
-  }
-  if (after.has_value()) result.requeue_after = *after;
+  if (plan.requeue_after.has_value()) result.requeue_after = *plan.requeue_after;
   return result;
 }
 

@@ -19,6 +19,7 @@
 #include "operator/app/operator_options.h"
 #include "operator/app/own_status_writes.h"
 #include "operator/app/plan_executor.h"
+#include "operator/app/progress_poller.h"
 #include "operator/app/progress_reader.h"
 #include "operator/controller/controller.h"
 #include "operator/controller/informer.h"
@@ -64,9 +65,11 @@ class JobController {
   controller::OperatorMetrics& metrics_;
   PlanExecutor executor_;
   OwnStatusWrites own_writes_;
-  ProgressReader progress_;
+  ProgressReader progress_;  // the poller's reads, over gRPC
   std::vector<std::unique_ptr<Scope>> scopes_;
   std::unique_ptr<controller::Controller> controller_;
+  // After controller_: it queues jobs, so it stops first.
+  ProgressPoller progress_poller_;
   std::mutex rejections_mutex_;
   std::map<std::string, std::pair<std::string, reconcile::Rejection>> rejections_;
   std::atomic<uint64_t> reconcile_ids_{0};

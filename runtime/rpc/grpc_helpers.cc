@@ -78,6 +78,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const Rp
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // On a cluster a member's name resolves only once its pod is in the Service's EndpointSlice
+  // and DNS caught up: a lookup made earlier fails, and gRPC's DNS resolver would not look again
+  // for 30 s (its default), however often a caller retries (the coordinator's Register does,
+  // until the rendezvous deadline). A second keeps the retries meaningful.
+  arguments.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   SetFlowControl([&](const char* name, int value) { arguments.SetInt(name, value); });
   return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), arguments);
 }
