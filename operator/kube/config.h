@@ -4,7 +4,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+
+#include "operator/kube/exec_credential.h"
 
 namespace autodist::kube {
 
@@ -17,6 +20,9 @@ struct Config {
   // because projected service-account tokens are rotated while the pod runs.
   std::string token;
   std::string token_file;
+  // A kubeconfig `exec` credential plugin, run for a token when none is held or it expired, and
+  // again after a 401.
+  std::optional<ExecPlugin> exec;
   // Client-certificate authentication (both or neither).
   std::string client_cert_pem;
   std::string client_key_pem;

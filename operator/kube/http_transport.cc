@@ -118,6 +118,7 @@ struct HttpTransport::Impl {
   std::mutex token_mutex;
   std::string token;
   std::chrono::steady_clock::time_point token_read;
+  std::optional<std::chrono::system_clock::time_point> token_expiry;  // an exec plugin's
 
   Impl(const Config& c, std::chrono::milliseconds t, std::string agent)
       : config(c),
@@ -126,7 +127,30 @@ struct HttpTransport::Impl {
         client(c.server, ClientConfig(c, t)),
         token(c.token) {}
 
+  // True when a 401 may be cured by reading the token again: it comes from a file that is
+  // rotated, or from a plugin.
+  bool Refreshable() const { return !config.token_file.empty() || config.exec.has_value(); }
+
+  // The server refused the token (401): read it again before the next request.
+  void Invalidate() {
+    std::lock_guard lock(token_mutex);
+    if (Refreshable()) token.clear();
+  }
+
   std::string Token() {
+    if (config.exec.has_value() && config.token.empty() && config.token_file.empty()) {
+      std::lock_guard lock(token_mutex);
+      // A token that expires within the next ten seconds is as good as expired: a request made
+      // with it may arrive late.
+      if (token.empty() ||
+          (token_expiry.has_value() &&
+           std::chrono::system_clock::now() + std::chrono::seconds(10) >= *token_expiry)) {
+        ExecToken fresh = RunExecPlugin(*config.exec);
+        token = std::move(fresh.token);
+        token_expiry = fresh.expiry;
+      }
+      return token;
+    }
     if (config.token_file.empty()) return token;
     std::lock_guard lock(token_mutex);
     const auto now = std::chrono::steady_clock::now();
@@ -169,6 +193,18 @@ HttpTransport::~HttpTransport() = default;
 
 HttpResult HttpTransport::Send(const std::string& method, const std::string& path_and_query,
                                const std::string& body, const std::string& content_type) {
+  HttpResult result = SendOnce(method, path_and_query, body, content_type);
+  // A rotated token (a projected service-account token, a plugin's that the server no longer
+  // takes): read it again and try once more, as client-go does.
+  if (result.status == 401 && impl_->Refreshable()) {
+    impl_->Invalidate();
+    result = SendOnce(method, path_and_query, body, content_type);
+  }
+  return result;
+}
+
+HttpResult HttpTransport::SendOnce(const std::string& method, const std::string& path_and_query,
+                                   const std::string& body, const std::string& content_type) {
   http_request request = impl_->Request(method, path_and_query);
   if (!body.empty()) request.set_body(body, content_type);
   try {
@@ -261,7 +297,11 @@ HttpResult HttpTransport::Stream(const std::string& path_and_query,
     for (const auto& chunk : chunks) on_data(chunk);
     lock.lock();
     if (!ended || !state->chunks.empty()) continue;
-    if (state->rejected) return *state->rejected;
+    if (state->rejected) {
+      // The next watch (the informer opens one) reads a rotated token again.
+      if (state->rejected->status == 401) impl_->Invalidate();
+      return *state->rejected;
+    }
     if (state->error) {
       try {
         std::rethrow_exception(state->error);

@@ -28,7 +28,9 @@ class HttpTransport {
   HttpTransport& operator=(const HttpTransport&) = delete;
 
   // Sends one request and reads the whole response. Throws autodist::Error (kUnavailable) when
-  // the server cannot be reached or the request times out; any HTTP status is returned.
+  // the server cannot be reached or the request times out; any HTTP status is returned. A 401
+  // with a token that can be read again (a token file, an exec plugin) is sent once more with
+  // the token read afresh.
   HttpResult Send(const std::string& method, const std::string& path_and_query,
                   const std::string& body = "", const std::string& content_type = "");
 
@@ -43,6 +45,9 @@ class HttpTransport {
   const std::string& server() const { return server_; }
 
  private:
+  HttpResult SendOnce(const std::string& method, const std::string& path_and_query,
+                      const std::string& body, const std::string& content_type);
+
   struct Impl;
   std::string server_;
   std::unique_ptr<Impl> impl_;

@@ -123,15 +123,73 @@ void ReadCluster(const Kubeconfig& kc, const std::string& name, Config& config) 
   config.ca_pem = kc.FileOrData(cluster, "certificate-authority", where);
 }
 
+// users[].user.exec, as client-go reads it (k8s.io/client-go/tools/clientcmd/api ExecConfig).
+ExecPlugin ReadExec(const Kubeconfig& kc, const YAML::Node& exec, const std::string& user_where,
+                    const Config& cluster) {
+  const std::string where = user_where + ".exec";
+  if (!exec.IsMap()) kc.Bad(where, "expected a map");
+  ExecPlugin plugin;
+  plugin.where = "kubeconfig '" + kc.path() + "': " + where;
+  plugin.api_version = kc.Scalar(exec, "apiVersion", where);
+  if (plugin.api_version != "client.authentication.k8s.io/v1" &&
+      plugin.api_version != "client.authentication.k8s.io/v1beta1") {
+    kc.Bad(where + ".apiVersion", "expected client.authentication.k8s.io/v1 or /v1beta1, got '" +
+                                      plugin.api_version + "'");
+  }
+  plugin.command = kc.Scalar(exec, "command", where);
+  if (plugin.command.empty()) kc.Bad(where + ".command", "required (the plugin to run)");
+  // A command with a path resolves against the kubeconfig's directory; a bare name, on PATH.
+  if (plugin.command.find('/') != std::string::npos) plugin.command = kc.Resolve(plugin.command);
+  if (const YAML::Node args = exec["args"]) {
+    if (!args.IsSequence()) kc.Bad(where + ".args", "expected a list of strings");
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].IsScalar())
+        kc.Bad(where + ".args[" + std::to_string(i) + "]", "expected a string");
+      plugin.args.push_back(args[i].as<std::string>());
+    }
+  }
+  if (const YAML::Node env = exec["env"]) {
+    if (!env.IsSequence()) kc.Bad(where + ".env", "expected a list of {name, value}");
+    for (size_t i = 0; i < env.size(); ++i) {
+      const std::string entry = where + ".env[" + std::to_string(i) + "]";
+      if (!env[i].IsMap()) kc.Bad(entry, "expected {name, value}");
+      const std::string name = kc.Scalar(env[i], "name", entry);
+      if (name.empty()) kc.Bad(entry + ".name", "required");
+      plugin.env.emplace_back(name, kc.Scalar(env[i], "value", entry));
+    }
+  }
+  // The operator runs with no terminal: a plugin that must ask someone cannot work.
+  const std::string interactive = kc.Scalar(exec, "interactiveMode", where);
+  if (interactive == "Always") {
+    kc.Bad(where + ".interactiveMode",
+           "Always needs a terminal the operator does not have; use a plugin that works with "
+           "Never or IfAvailable");
+  }
+  if (!interactive.empty() && interactive != "Never" && interactive != "IfAvailable") {
+    kc.Bad(where + ".interactiveMode",
+           "expected Never, IfAvailable or Always, got '" + interactive + "'");
+  }
+  if (kc.Bool(exec, "provideClusterInfo", where)) {
+    plugin.cluster = {{"server", cluster.server},
+                      {"insecure-skip-tls-verify", cluster.insecure_skip_tls_verify}};
+    if (!cluster.ca_pem.empty()) {
+      plugin.cluster["certificate-authority-data"] = EncodeBase64(cluster.ca_pem);
+    }
+  }
+  return plugin;
+}
+
 void ReadUser(const Kubeconfig& kc, const std::string& name, Config& config) {
   const YAML::Node user = kc.Entry("users", "user", name);
   const std::string where = Kubeconfig::Field("users", name, "user");
-  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+  for (const char* unsupported : {"auth-provider", "username", "password"}) {
     if (user[unsupported]) {
       kc.Bad(where + "." + unsupported,
-             "not supported by autodist; use token, tokenFile or client-certificate/client-key");
+             "not supported by autodist; use token, tokenFile, exec or "
+             "client-certificate/client-key");
     }
   }
+  if (const YAML::Node exec = user["exec"]) config.exec = ReadExec(kc, exec, where, config);
   config.token = kc.Scalar(user, "token", where);
   const std::string token_file = kc.Scalar(user, "tokenFile", where);
   if (config.token.empty() && !token_file.empty()) {

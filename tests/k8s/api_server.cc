@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/discovery.h"
 
@@ -164,9 +167,19 @@ HttpResponse ApiServer::Handle(const HttpRequest& request) {
 
 HttpResponse ApiServer::Dispatch(const HttpRequest& request, const Query& query) {
   if (request.path.rfind("/_testdouble/", 0) == 0) return Control(request);
+  if (!options_.bearer_token_file.empty()) Authenticate(request);
   if (auto response = NonResource(request)) return *response;
   std::vector<std::string> segments = Split(request.path);
   return Resource(request, query, segments);
+}
+
+void ApiServer::Authenticate(const HttpRequest& request) const {
+  std::ifstream file(options_.bearer_token_file);
+  std::string token((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty() || request.Header("authorization") != "Bearer " + token) {
+    FailApi(401, "Unauthorized", "Unauthorized");
+  }
 }
 
 HttpResponse ApiServer::Control(const HttpRequest& request) {

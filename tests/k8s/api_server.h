@@ -57,6 +57,10 @@ struct ApiServerOptions {
   // Run the garbage collector's sweep (Store::CollectGarbage) with every tick, so objects created
   // with ownerReferences to missing owners disappear shortly after, as on a real cluster.
   bool collect_garbage = true;
+  // Authentication: when set, every request must carry "Authorization: Bearer <token>" with the
+  // token this file holds (read again for each request, so a test rotates it by rewriting the
+  // file); anything else is 401 Unauthorized, as the real server answers an unknown token.
+  std::string bearer_token_file;
 };
 
 // Serves GET .../pods/<name>/log: the text a container of a pod logged, or nullopt when it has
@@ -86,6 +90,8 @@ class ApiServer {
 
   HttpResponse Dispatch(const HttpRequest& request, const Query& query);
   HttpResponse Control(const HttpRequest& request);
+  // Throws ApiError 401 unless the request carries the bearer token (options_.bearer_token_file).
+  void Authenticate(const HttpRequest& request) const;
   std::optional<HttpResponse> NonResource(const HttpRequest& request);
   HttpResponse Resource(const HttpRequest& request, const Query& query,
                         const std::vector<std::string>& segments);

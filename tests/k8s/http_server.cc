@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
 
@@ -95,8 +96,18 @@ struct HttpServer::Impl {
   std::unique_ptr<web::http::experimental::listener::http_listener> listener;
 };
 
-HttpServer::HttpServer(ApiServer& api, const std::string& address, int port)
-    : api_(api), impl_(std::make_unique<Impl>()), address_(address) {
+HttpServer::HttpServer(ApiServer& api, const std::string& address, int port, TlsFiles tls)
+    : api_(api),
+      impl_(std::make_unique<Impl>()),
+      address_(address),
+      tls_(!tls.certificate_chain.empty()) {
+  web::http::experimental::listener::http_listener_config config;
+  if (tls_) {
+    config.set_ssl_context_callback([tls](boost::asio::ssl::context& context) {
+      context.use_certificate_chain_file(tls.certificate_chain);
+      context.use_private_key_file(tls.private_key, boost::asio::ssl::context::pem);
+    });
+  }
   const auto handler = [&api](http_request request) {
     request.extract_vector().then([&api, request](pplx::task<std::vector<unsigned char>> body) {
       HttpRequest in;
@@ -133,7 +144,8 @@ HttpServer::HttpServer(ApiServer& api, const std::string& address, int port)
   // A port picked here can be taken by another process before the listener binds it: retry.
   for (int attempt = 0;; ++attempt) {
     port_ = port != 0 ? port : FreePort(address);
-    impl_->listener = std::make_unique<web::http::experimental::listener::http_listener>(url());
+    impl_->listener =
+        std::make_unique<web::http::experimental::listener::http_listener>(url(), config);
     impl_->listener->support(handler);
     try {
       impl_->listener->open().wait();
@@ -157,6 +169,8 @@ HttpServer::~HttpServer() {
   }
 }
 
-std::string HttpServer::url() const { return "http://" + address_ + ":" + std::to_string(port_); }
+std::string HttpServer::url() const {
+  return (tls_ ? "https://" : "http://") + address_ + ":" + std::to_string(port_);
+}
 
 }  // namespace autodist::k8s

@@ -10,17 +10,24 @@
 
 namespace autodist::k8s {
 
+// HTTPS instead of plain HTTP: the server's certificate chain and key (PEM files), as a real
+// API server serves with the cluster CA's certificate.
+struct TlsFiles {
+  std::string certificate_chain;
+  std::string private_key;
+};
+
 class HttpServer {
  public:
   // Listens on `address`:`port`; port 0 picks a free one. Throws autodist::Error (kUnavailable)
   // when the address cannot be bound.
-  HttpServer(ApiServer& api, const std::string& address, int port);
+  HttpServer(ApiServer& api, const std::string& address, int port, TlsFiles tls = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
-  // "http://127.0.0.1:PORT".
+  // "http://127.0.0.1:PORT" ("https://" with TLS).
   std::string url() const;
 
  private:
@@ -29,6 +36,7 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
   std::string address_;
   int port_ = 0;
+  bool tls_ = false;
 };
 
 }  // namespace autodist::k8s

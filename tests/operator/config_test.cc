@@ -154,13 +154,52 @@ TEST(KubeconfigTest, BadFilesNameTheFileAndTheField) {
     }
   }
 
+  const auto exec_error = [](const std::string& exec) {
+    std::string with_exec = Kubeconfig();
+    with_exec.replace(with_exec.find("    token: abc123"), 17, "    exec: " + exec);
+    return LoadError(with_exec);
+  };
+  EXPECT_NE(exec_error("{apiVersion: client.authentication.k8s.io/v1}")
+                .find("users['dev-user'].user.exec.command: required"),
+            std::string::npos);
+  EXPECT_NE(exec_error("{apiVersion: client.authentication.k8s.io/v1alpha1, command: x}")
+                .find("exec.apiVersion: expected client.authentication.k8s.io/v1 or /v1beta1"),
+            std::string::npos);
+  EXPECT_NE(exec_error("{apiVersion: client.authentication.k8s.io/v1, command: x, "
+                       "interactiveMode: Always}")
+                .find("exec.interactiveMode: Always needs a terminal"),
+            std::string::npos);
+  EXPECT_NE(exec_error("{apiVersion: client.authentication.k8s.io/v1, command: x, env: [{value: "
+                       "v}]}")
+                .find("exec.env[0].name: required"),
+            std::string::npos);
   text = Kubeconfig();
-  text.replace(text.find("    token: abc123"), 17, "    exec: {command: gke-auth}");
-  EXPECT_NE(LoadError(text).find("users['dev-user'].user.exec: not supported"), std::string::npos);
+  text.replace(text.find("    token: abc123"), 17, "    auth-provider: {name: gcp}");
+  EXPECT_NE(LoadError(text).find("users['dev-user'].user.auth-provider: not supported"),
+            std::string::npos);
 
   text = Kubeconfig();
   text.replace(text.find("    user: dev-user"), 18, "    user: nobody");
   EXPECT_NE(LoadError(text).find("users: no entry named 'nobody'"), std::string::npos);
+}
+
+TEST(KubeconfigTest, ExecPluginAsKubectlRunsIt) {
+  TempDir dir;
+  std::string text = Kubeconfig();
+  text.replace(text.find("    token: abc123"), 17,
+               "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+               "      command: bin/get-token\n      args: [--region, eu]\n"
+               "      env: [{name: AWS_PROFILE, value: ml}]\n      provideClusterInfo: true");
+  WriteFile(dir.path() + "/config", text);
+  const Config config = LoadKubeconfig(dir.path() + "/config");
+  ASSERT_TRUE(config.exec.has_value());
+  EXPECT_EQ(config.exec->api_version, "client.authentication.k8s.io/v1beta1");
+  EXPECT_EQ(config.exec->command, dir.path() + "/bin/get-token");  // next to the kubeconfig
+  EXPECT_EQ(config.exec->args, (std::vector<std::string>{"--region", "eu"}));
+  ASSERT_EQ(config.exec->env.size(), 1U);
+  EXPECT_EQ(config.exec->env[0].second, "ml");
+  EXPECT_EQ(config.exec->cluster["server"], "https://dev.example.com:6443");
+  EXPECT_EQ(config.exec->cluster["certificate-authority-data"], kCaBase64);
 }
 
 TEST(KubeconfigTest, CertificateWithoutKeyIsRejected) {
