@@ -254,4 +254,12 @@ void WriteFile(const std::string& path, const std::string& content) {
   out << content;
 }
 
+bool MakeSelfSignedCertificate(const std::string& dir, const std::string& name) {
+  return Run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+              "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", dir + "/" + name + ".key",
+              "-out", dir + "/" + name + ".crt", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+              "subjectAltName=IP:127.0.0.1"})
+             .exit_code == 0;
+}
+
 }  // namespace autodist::k8s::testing

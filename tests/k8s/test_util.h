@@ -108,6 +108,10 @@ class TempDir {
   std::string path_;
 };
 
+// A self-signed certificate for 127.0.0.1 (its own CA) in `dir`/`name`.{crt,key}, made with the
+// openssl CLI; false where there is none.
+bool MakeSelfSignedCertificate(const std::string& dir, const std::string& name);
+
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
 

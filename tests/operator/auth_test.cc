@@ -28,15 +28,6 @@ using k8s::testing::ReadFile;
 using k8s::testing::TempDir;
 using k8s::testing::WriteFile;
 
-// A self-signed certificate for 127.0.0.1 (its own CA) in `dir`/server.{crt,key}.
-bool MakeCertificate(const std::string& dir) {
-  return k8s::testing::Run({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                            "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-                            dir + "/server.key", "-out", dir + "/server.crt", "-days", "1", "-subj",
-                            "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"})
-             .exit_code == 0;
-}
-
 // A shell script plugin in `dir`: prints an ExecCredential with the token in `dir`/plugin-token
 // (and `extra` inside status), counts its runs in `dir`/runs, and keeps KUBERNETES_EXEC_INFO and
 // PLUGIN_ENV for the test to read.
@@ -72,7 +63,8 @@ int Runs(const std::string& dir) {
 class AuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!MakeCertificate(dir_.path())) GTEST_SKIP() << "no openssl CLI to make certificates";
+    if (!k8s::testing::MakeSelfSignedCertificate(dir_.path(), "server"))
+      GTEST_SKIP() << "no openssl CLI to make certificates";
     WriteFile(token_file(), "token-1\n");
     k8s::ApiServerOptions options;
     options.bearer_token_file = token_file();

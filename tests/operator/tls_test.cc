@@ -37,15 +37,6 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-// A self-signed certificate for 127.0.0.1 (its own CA) in `dir`/`name`.{crt,key}.
-bool MakeCertificate(const std::string& dir, const std::string& name) {
-  const auto result = k8s::testing::Run(
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-       "-nodes", "-keyout", dir + "/" + name + ".key", "-out", dir + "/" + name + ".crt", "-days",
-       "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"});
-  return result.exit_code == 0;
-}
-
 // An HTTPS server answering every GET with a ConfigMap, recording the Authorization header.
 class TlsServer {
  public:
@@ -86,7 +77,8 @@ class TlsServer {
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!MakeCertificate(dir_.path(), "server") || !MakeCertificate(dir_.path(), "other")) {
+    if (!k8s::testing::MakeSelfSignedCertificate(dir_.path(), "server") ||
+        !k8s::testing::MakeSelfSignedCertificate(dir_.path(), "other")) {
       GTEST_SKIP() << "no openssl CLI to make certificates";
     }
     server_ = std::make_unique<TlsServer>(dir_.path() + "/server.crt", dir_.path() + "/server.key");
