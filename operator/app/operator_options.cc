@@ -71,6 +71,8 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
   AddDuration(app, "retry-period", options.retry_period, "Between lease attempts (e.g. 2s)");
   app.add_option("--metrics-bind-address", options.metrics_bind_address,
                  "Address of /metrics, /healthz and /readyz (e.g. :8080; 0 turns it off)");
+  AddDuration(app, "scheduling-timeout", options.reconciler.scheduling_timeout,
+              "A job's pod not scheduled this long sets Running False, Unschedulable (e.g. 5m)");
   AddDuration(app, "progress-interval", options.progress_interval,
               "How often a running job's progress is read from its coordinator (e.g. 5s)");
   app.add_option("--runtime-image", options.reconciler.runtime_image,

@@ -30,6 +30,9 @@ inline constexpr char kReasonDeadlineExceeded[] = "DeadlineExceeded";
 // The API server refused to create a child (as ReplicaSets say it): Failed, or Running False
 // while a used-up quota may still admit it (rejection.h).
 inline constexpr char kReasonFailedCreate[] = "FailedCreate";
+// Running False: a pod waited longer than the scheduling timeout for a node (the scheduler's
+// message), or for a scheduler that never acted on it (an unknown schedulerName).
+inline constexpr char kReasonUnschedulable[] = "Unschedulable";
 inline constexpr char kReasonJobSuspended[] = "JobSuspended";
 inline constexpr char kReasonJobResumed[] = "JobResumed";
 // Events without a condition of their own.

@@ -71,10 +71,25 @@ nlohmann::json SlimToMetadata(const nlohmann::json& object) {
 
 nlohmann::json SlimPod(const nlohmann::json& pod) {
   nlohmann::json slim = SlimToMetadata(pod);
+  if (const auto metadata = pod.find("metadata"); metadata != pod.end()) {
+    CopyKeys(*metadata, slim["metadata"], {"creationTimestamp"});
+  }
+  if (const auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    slim["spec"] = nlohmann::json::object();
+    CopyKeys(*spec, slim["spec"], {"schedulerName", "nodeName"});
+  }
   const auto status = pod.find("status");
   if (status == pod.end() || !status->is_object()) return slim;
   nlohmann::json& slim_status = slim["status"] = nlohmann::json::object();
   CopyKeys(*status, slim_status, {"phase", "reason"});
+  if (const auto conditions = status->find("conditions");
+      conditions != status->end() && conditions->is_array()) {
+    for (const nlohmann::json& condition : *conditions) {
+      if (condition.is_object() && condition.value("type", "") == "PodScheduled") {
+        slim_status["conditions"] = nlohmann::json::array({condition});
+      }
+    }
+  }
   if (const auto statuses = status->find("containerStatuses"); statuses != status->end()) {
     nlohmann::json runtime = SlimRuntimeStatus(*statuses);
     slim_status["containerStatuses"] = nlohmann::json::array();

@@ -63,6 +63,22 @@ void ReadPhase(const nlohmann::json& status, ObservedPod& pod) {
   }
 }
 
+void ReadScheduling(const nlohmann::json& object, ObservedPod& pod) {
+  const nlohmann::json& spec = Field(object, "spec");
+  if (const std::string scheduler = StringOf(Field(spec, "schedulerName")); !scheduler.empty()) {
+    pod.scheduler = scheduler;
+  }
+  pod.scheduled = !StringOf(Field(spec, "nodeName")).empty();
+  const nlohmann::json& conditions = Field(Field(object, "status"), "conditions");
+  if (!conditions.is_array()) return;
+  for (const nlohmann::json& condition : conditions) {
+    if (StringOf(Field(condition, "type")) != "PodScheduled") continue;
+    const std::string status = StringOf(Field(condition, "status"));
+    pod.scheduled = pod.scheduled || status == "True";
+    if (status == "False") pod.unschedulable = StringOf(Field(condition, "message"));
+  }
+}
+
 }  // namespace
 
 std::vector<ObservedPod> ObservePods(const std::vector<nlohmann::json>& pods, const JobRef& job) {
@@ -84,6 +100,8 @@ std::vector<ObservedPod> ObservePods(const std::vector<nlohmann::json>& pods, co
     pod.index = *index;
     pod.generation = IntOf(StringOf(Field(labels, kRestartGenerationLabel))).value_or(0);
     pod.terminating = !Field(metadata, "deletionTimestamp").is_null();
+    pod.created = StringOf(Field(metadata, "creationTimestamp"));
+    ReadScheduling(object, pod);
     ReadPhase(Field(object, "status"), pod);
     observed.push_back(std::move(pod));
   }

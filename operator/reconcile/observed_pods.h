@@ -28,6 +28,11 @@ struct ObservedPod {
   std::string finished_at;       // RFC 3339, when the runtime container terminated
   std::string last_line;         // of its termination message (the runtime's error), if any
   bool terminating = false;      // metadata.deletionTimestamp is set
+  std::string created;           // metadata.creationTimestamp (RFC 3339)
+  // Scheduling: bound to a node, else who should bind it and what it said (PodScheduled False).
+  bool scheduled = false;
+  std::string scheduler = "default-scheduler";
+  std::string unschedulable;  // PodScheduled False's message, "" when none was written
 
   bool Active() const {
     return phase == MemberPhase::kPodPending || phase == MemberPhase::kPodRunning;

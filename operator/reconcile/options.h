@@ -67,6 +67,9 @@ struct ReconcilerOptions {
   bool runtime_scrape_annotations = false;  // --runtime-scrape-annotations
   // How long to wait before looking for a missing model ConfigMap again.
   std::chrono::seconds model_retry_interval{30};
+  // A pod not scheduled this long after its creation sets Running False, Unschedulable, with
+  // the scheduler's reason (or the scheduler that never acted on it). --scheduling-timeout
+  std::chrono::milliseconds scheduling_timeout{std::chrono::minutes(5)};
 };
 
 // Throws InvalidArgument naming the option when the options cannot work (an empty image, a port

@@ -151,6 +151,43 @@ void CompleteProgress(JobStatus& status, const nlohmann::json& job, const std::s
   status.progress["lastUpdateTime"] = now;
 }
 
+// What the pod that has waited longest for a node waits for, once it is past the scheduling
+// timeout (the message names the timeout, not the time waited, so it changes only with the
+// cause); until then, a requeue for when it will be.
+std::optional<std::string> SchedulingWait(Context& context,
+                                          const std::vector<ObservedPod>& current) {
+  const ObservedPod* longest = nullptr;
+  TimePoint since;
+  for (const ObservedPod& pod : current) {
+    if (pod.scheduled || pod.terminating || pod.phase != MemberPhase::kPodPending) continue;
+    const std::optional<TimePoint> created = ParseTime(pod.created);
+    if (!created.has_value()) continue;
+    if (longest == nullptr || *created < since) {
+      longest = &pod;
+      since = *created;
+    }
+  }
+  if (longest == nullptr) return std::nullopt;
+  const std::chrono::milliseconds timeout = context.options.scheduling_timeout;
+  const TimePoint due = since + timeout;
+  if (context.observed.now < due) {
+    context.plan.RequeueAfter(SecondsUntil(context.observed.now, due));
+    return std::nullopt;
+  }
+  const std::string within =
+      fmt::format("within {} s (the operator's --scheduling-timeout)",
+                  std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+  if (!longest->unschedulable.empty()) {
+    return fmt::format("pod {} was not scheduled {}: {}", longest->name, within,
+                       longest->unschedulable);
+  }
+  return fmt::format(
+      "pod {} was not scheduled {}, and its scheduler '{}' never acted on it: is "
+      "'{}' running in the cluster? (spec.template.spec.schedulerName, or the "
+      "operator's gang scheduling)",
+      longest->name, within, longest->scheduler, longest->scheduler);
+}
+
 void MarkRunningOrPending(Context& context, const JobMembers& members,
                           const std::vector<ObservedPod>& current) {
   const auto started =
@@ -170,6 +207,8 @@ void MarkRunningOrPending(Context& context, const JobMembers& members,
     // missing while the controller keeps trying.
     context.record.CreateRefused(DescribeRejection(*rejection) +
                                  "; trying again until it is admitted");
+  } else if (const std::optional<std::string> wait = SchedulingWait(context, current)) {
+    context.record.Unschedulable(*wait);
   } else if (!context.status.IsTrue(kRunning) && !context.status.IsTrue(kRestarting)) {
     context.record.Pending(fmt::format("{} of {} pods are running", started, total));
   }

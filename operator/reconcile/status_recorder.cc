@@ -80,6 +80,12 @@ void StatusRecorder::CreateRefused(const std::string& message) {
   }
 }
 
+void StatusRecorder::Unschedulable(const std::string& message) {
+  if (Set(kRunning, false, kReasonUnschedulable, message) != Change::kNone) {
+    Announce(kEventWarning, kReasonUnschedulable, message);
+  }
+}
+
 void StatusRecorder::Running(const std::string& message) {
   if (Set(kRunning, true, kReasonAllPodsRunning, message) == Change::kTransition) {
     Announce(kEventNormal, kReasonAllPodsRunning, message);

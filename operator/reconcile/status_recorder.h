@@ -30,6 +30,8 @@ class StatusRecorder {
   void Pending(const std::string& message);  // Running False, quietly
   // Running False, FailedCreate: a child is refused for now (quota); announced when it changes.
   void CreateRefused(const std::string& message);
+  // Running False, Unschedulable: a pod waits past the scheduling timeout; announced on change.
+  void Unschedulable(const std::string& message);
   void Running(const std::string& message);
   void Restarting(const std::string& message);  // announced for every restart
   void Succeeded(const std::string& message);

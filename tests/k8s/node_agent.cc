@@ -205,6 +205,7 @@ void NodeAgent::Admit(const nlohmann::json& pod) {
   const std::string node = spec.value("nodeName", "");
   if (phase == "Succeeded" || phase == "Failed" || meta.contains("deletionTimestamp")) return;
   if (!node.empty() && node != options_.node_name) return;  // another node's pod
+  if (node.empty() && !options_.schedulers.contains(spec.value("schedulerName", ""))) return;
 
   auto run = std::make_unique<Run>();
   run->uid = meta.value("uid", "");

@@ -37,6 +37,10 @@ class WatchQueue;
 
 struct NodeAgentOptions {
   std::string node_name = "fake-node";
+  // The schedulers running in this cluster: the agent binds a pod only when its
+  // spec.schedulerName is one of them. Others stay Pending with no PodScheduled condition, as
+  // on a cluster where nothing serves that name.
+  std::set<std::string> schedulers = {"default-scheduler"};
   // Where containers' stdout+stderr go: <log_dir>/<namespace>_<pod>_<uid>/<container>.log.
   // "" = a fresh temporary directory, removed with the agent.
   std::string log_dir;

@@ -219,5 +219,39 @@ TEST_F(OperatorEndToEnd, ARefusalThatRecursAfterARestartIsOneEventCounted) {
   EXPECT_EQ(listed, 1) << Dump(name);
 }
 
+TEST_F(OperatorEndToEnd, PodsNoSchedulerServesAreReportedAfterTheSchedulingTimeout) {
+  StopOperator();
+  options_.reconciler.scheduling_timeout = std::chrono::seconds(1);
+  StartOperator();
+  const std::string name = "fmnist-unscheduled";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.scheduler_name = "no-such-scheduler";  // the double's cluster runs default-scheduler
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitFor(name, "the job to say its pods are not scheduled", seconds(60), [&] {
+    const nlohmann::json running = ConditionOf(Job(name), "Running");
+    return running.is_object() && running.value("reason", "") == "Unschedulable";
+  }));
+  const nlohmann::json running = ConditionOf(Job(name), "Running");
+  EXPECT_EQ(running.value("status", ""), "False");
+  EXPECT_TRUE(
+      Contains(running.value("message", ""), "its scheduler 'no-such-scheduler' never acted on it"))
+      << running.dump(2);
+  for (const nlohmann::json& pod : Pods(name)) {
+    EXPECT_EQ(pod["status"].value("phase", ""), "Pending") << pod.dump(2);
+    EXPECT_FALSE(pod["spec"].contains("nodeName")) << pod.dump(2);
+  }
+  // The Event follows the status write.
+  EXPECT_TRUE(WaitFor(name, "the Unschedulable Event", seconds(10), [&] {
+    for (const nlohmann::json& event : Events(name)) {
+      if (event.value("reason", "") == "Unschedulable" && event.value("type", "") == "Warning") {
+        return true;
+      }
+    }
+    return false;
+  }));
+  EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+}
+
 }  // namespace
 }  // namespace autodist::app::e2e

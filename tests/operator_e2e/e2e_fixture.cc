@@ -74,6 +74,9 @@ std::string JobManifest::ToYaml() const {
   if (ttl_seconds_after_finished.has_value()) {
     yaml << "    ttlSecondsAfterFinished: " << *ttl_seconds_after_finished << "\n";
   }
+  if (!scheduler_name.empty()) {
+    yaml << "  template:\n    spec:\n      schedulerName: " << scheduler_name << "\n";
+  }
   return yaml.str();
 }
 

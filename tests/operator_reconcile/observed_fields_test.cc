@@ -35,10 +35,13 @@ class ObservedFieldsTest : public ::testing::Test {
 TEST_F(ObservedFieldsTest, APodKeepsItsMetadataAndHowItsRuntimeRunsOrEnded) {
   nlohmann::json& full = pod("fmnist-worker-1");
   full["metadata"]["deletionTimestamp"] = "2025-01-01T10:01:00Z";
+  full["spec"]["nodeName"] = "node-7";
+  full["spec"]["schedulerName"] = "volcano";
   full["status"] = {
       {"phase", "Running"},
       {"podIP", "10.0.0.7"},
-      {"conditions", nlohmann::json::array({{{"type", "Ready"}, {"status", "True"}}})},
+      {"conditions", nlohmann::json::array({{{"type", "Ready"}, {"status", "True"}},
+                                            {{"type", "PodScheduled"}, {"status", "True"}}})},
       {"containerStatuses",
        nlohmann::json::array({{{"name", "sidecar"}, {"state", {{"running", {{"startedAt", "t"}}}}}},
                               {{"name", kRuntimeContainer},
@@ -56,29 +59,32 @@ TEST_F(ObservedFieldsTest, APodKeepsItsMetadataAndHowItsRuntimeRunsOrEnded) {
   EXPECT_EQ(slim["apiVersion"], "v1");
   EXPECT_EQ(slim["kind"], "Pod");
   const nlohmann::json& metadata = full["metadata"];
-  EXPECT_EQ(slim["metadata"], (nlohmann::json{{"name", "fmnist-worker-1"},
-                                              {"namespace", "ml"},
-                                              {"uid", metadata["uid"]},
-                                              {"resourceVersion", "7"},
-                                              {"labels", metadata["labels"]},
-                                              {"ownerReferences", metadata["ownerReferences"]},
-                                              {"deletionTimestamp", "2025-01-01T10:01:00Z"}}));
-  EXPECT_FALSE(slim.contains("spec"));
+  EXPECT_EQ(slim["metadata"],
+            (nlohmann::json{{"name", "fmnist-worker-1"},
+                            {"namespace", "ml"},
+                            {"uid", metadata["uid"]},
+                            {"resourceVersion", "7"},
+                            {"labels", metadata["labels"]},
+                            {"ownerReferences", metadata["ownerReferences"]},
+                            {"deletionTimestamp", "2025-01-01T10:01:00Z"},
+                            {"creationTimestamp", metadata["creationTimestamp"]}}));
+  // Of the spec, where scheduling stands: who binds the pod, and the node it is bound to.
+  EXPECT_EQ(slim["spec"], (nlohmann::json{{"nodeName", "node-7"}, {"schedulerName", "volcano"}}));
   EXPECT_EQ(
       slim["status"],
       (nlohmann::json{
           {"phase", "Running"},
+          {"conditions", nlohmann::json::array({{{"type", "PodScheduled"}, {"status", "True"}}})},
           {"containerStatuses",
-           nlohmann::json::array(
-               {{{"name", kRuntimeContainer},
-                 {"restartCount", 0},
-                 {"state",
-                  {{"terminated",
-                    {{"exitCode", 137},
-                     {"reason", "OOMKilled"},
-                     {"finishedAt", "t"},
-                     // Only the message's last line, cut to 512 bytes.
-                     {"message", std::string(509, 'x') + "..."}}}}}}})}}));
+           nlohmann::json::array({{{"name", kRuntimeContainer},
+                                   {"restartCount", 0},
+                                   {"state",
+                                    {{"terminated",
+                                      {{"exitCode", 137},
+                                       {"reason", "OOMKilled"},
+                                       {"finishedAt", "t"},
+                                       // Only the message's last line, cut to 512 bytes.
+                                       {"message", std::string(509, 'x') + "..."}}}}}}})}}));
   // A fraction of the full object.
   EXPECT_LT(slim.dump().size() * 4, full.dump().size());
 }

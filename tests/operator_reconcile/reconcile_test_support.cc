@@ -65,6 +65,7 @@ Plan Cluster::Reconcile(TimePoint now, bool apply) {
   observed.progress = progress_;
   observed.rejection = rejection_;
   observed.now = now;
+  now_ = now;
   Plan plan = reconcile::Reconcile(observed, options_, models_);
   if (apply) Apply(plan);
   return plan;
@@ -109,6 +110,7 @@ void Cluster::Apply(const Plan& plan) {
     object["metadata"]["uid"] = "uid-" + std::to_string(++next_uid_);
     if (kind == "Pod") {
       ASSERT_EQ(pods_.count(name), 0U) << "creating pod " << name << " twice";
+      object["metadata"]["creationTimestamp"] = FormatTime(now_);
       object["status"] = {{"phase", "Pending"}};
       pods_[name] = std::move(object);
     } else if (kind == "ConfigMap") {
@@ -136,6 +138,8 @@ void Cluster::FinishDeletions() {
 void Cluster::SetPhase(const std::string& pod, const std::string& phase) {
   nlohmann::json& status = pods_.at(pod)["status"];
   status["phase"] = phase;
+  // Past Pending, a scheduler bound it to a node.
+  if (phase != "Pending") pods_.at(pod)["spec"]["nodeName"] = "node-1";
   if (phase == "Running") {
     status["containerStatuses"] = nlohmann::json::array(
         {{{"name", kRuntimeContainer}, {"state", {{"running", {{"startedAt", "x"}}}}}}});

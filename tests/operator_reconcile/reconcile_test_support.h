@@ -97,6 +97,7 @@ class Cluster {
   std::optional<nlohmann::json> config_map_, service_, pod_group_;
   std::optional<Progress> progress_;
   std::optional<Rejection> rejection_;
+  TimePoint now_;  // of the last Reconcile: created pods' creationTimestamp
   bool graceful_deletion_ = false;
   bool job_deleted_ = false;
   int next_uid_ = 0;
