@@ -21,6 +21,8 @@ inline constexpr char kJobKind[] = "AutoDistJob";
 
 // The container the operator runs in every pod (injected as a sidecar into a pod template).
 inline constexpr char kRuntimeContainer[] = "autodist-runtime";
+// The user the runtime image runs as (docker/runtime.Dockerfile's USER), set on the pods.
+inline constexpr int kRuntimeUser = 65532;
 inline constexpr char kConfigVolume[] = "autodist-config";
 inline constexpr char kModelVolume[] = "autodist-model";
 inline constexpr char kPortName[] = "autodist";

@@ -104,6 +104,10 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
       // A failed runtime's last log lines become its terminated state's message, which the
       // MemberFailed Event quotes (the runtime's error line is its last).
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
+      // The Pod Security Standards' restricted level, with the pod's own securityContext
+      // (BuildPod): the runtime needs no privilege, capability or escalation.
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
   };
   if (ForcesResume(request.job, request.continuing)) container["args"].push_back("--resume");
   if (const int metrics_port = MetricsPort(options); metrics_port > 0) {
@@ -153,6 +157,18 @@ nlohmann::json BuildPod(const PodRequest& request) {
   // The operator restarts the whole gang; a kubelet restarting one container in place would
   // bring back a member the others no longer wait for.
   spec["restartPolicy"] = "Never";
+  // Restricted (Pod Security Standards) unless the user's template says otherwise, field by
+  // field: the runtime image's user (65532, docker/runtime.Dockerfile), who also owns the
+  // volumes it writes checkpoints to, and the container runtime's default seccomp profile.
+  nlohmann::json& security = spec["securityContext"];
+  if (!security.is_object()) security = nlohmann::json::object();
+  for (const auto& [field, value] : {std::pair<const char*, nlohmann::json>{"runAsNonRoot", true},
+                                     {"runAsUser", kRuntimeUser},
+                                     {"runAsGroup", kRuntimeUser},
+                                     {"fsGroup", kRuntimeUser},
+                                     {"seccompProfile", {{"type", "RuntimeDefault"}}}}) {
+    if (!security.contains(field)) security[field] = value;
+  }
   // <pod>.<service>.<namespace>.svc resolves only with hostname and subdomain set.
   spec["hostname"] = member.pod;
   spec["subdomain"] = ServiceName(request.ref.name);

@@ -55,6 +55,17 @@ nlohmann::json MergeContainer(nlohmann::json user, const nlohmann::json& runtime
     MergeList(user, "volumeMounts", runtime["volumeMounts"], "mountPath");
   }
   if (runtime.contains("ports")) MergeList(user, "ports", runtime["ports"], "containerPort");
+  // The user's security settings win where they set any; ours fill in the rest.
+  if (runtime.contains("securityContext")) {
+    nlohmann::json& security = user["securityContext"];
+    if (!security.is_object()) security = nlohmann::json::object();
+    for (const auto& [field, value] : runtime["securityContext"].items()) {
+      if (!security.contains(field)) security[field] = value;
+    }
+  }
+  if (runtime.contains("terminationMessagePolicy") && !user.contains("terminationMessagePolicy")) {
+    user["terminationMessagePolicy"] = runtime["terminationMessagePolicy"];
+  }
   if (runtime.contains("resources")) {
     for (const auto& [kind, quantities] : runtime["resources"].items()) {
       for (const auto& [resource, quantity] : quantities.items()) {

@@ -2,6 +2,7 @@
 
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/clock.h"
+#include "tests/k8s/pod_security.h"
 #include "tests/k8s/yaml_json.h"
 
 namespace autodist::k8s {
@@ -49,6 +50,14 @@ ObjectPtr Rest::Create(const ResourceInfo& r, const std::string& ns, nlohmann::j
   auto& meta = body["metadata"];
   const std::string generate = meta.value("generateName", "");
   const bool generated = meta.value("name", "").empty() && !generate.empty();
+  // Pod Security Admission reads the namespace's labels; read here, outside the store's lock.
+  const bool pod = !r.is_custom && r.plural == "pods";
+  ObjectPtr space;
+  if (pod) {
+    if (const auto namespaces = store_.FindResource("", "v1", "namespaces")) {
+      space = store_.Get(*namespaces, "", ns);
+    }
+  }
   // generateName collisions are retried, as the real server's random suffix makes them rare.
   for (int attempt = 0;; ++attempt) {
     if (generated) meta["name"] = generate + RandomSuffix(5);
@@ -65,6 +74,7 @@ ObjectPtr Rest::Create(const ResourceInfo& r, const std::string& ns, nlohmann::j
             }
             nlohmann::json object = body;
             PrepareForCreate(r, object, options.field_validation, Warnings(options));
+            if (pod) EnforcePodSecurity(space ? space->object : nlohmann::json(), object);
             return object;
           },
           options.dry_run);

@@ -219,6 +219,37 @@ TEST_F(OperatorEndToEnd, ARefusalThatRecursAfterARestartIsOneEventCounted) {
   EXPECT_EQ(listed, 1) << Dump(name);
 }
 
+TEST_F(OperatorEndToEnd, TheOperatorsPodsPassPodSecurityRestricted) {
+  const CommandResult labelled =
+      Kubectl("label namespace default pod-security.kubernetes.io/enforce=restricted");
+  ASSERT_EQ(labelled.exit_code, 0) << labelled.output;
+  const std::string name = "fmnist-restricted";
+  JobManifest manifest;
+  manifest.name = name;
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded"));
+  for (const nlohmann::json& pod : Pods(name)) {
+    const nlohmann::json& security = pod["spec"]["securityContext"];
+    EXPECT_EQ(security.value("runAsNonRoot", false), true) << pod.dump(2);
+    EXPECT_EQ(security["seccompProfile"].value("type", ""), "RuntimeDefault");
+  }
+
+  // A template that asks for the host's network is refused by the namespace's level, and the
+  // job says so with the admission plugin's words.
+  const std::string refused = "fmnist-host-network";
+  JobManifest host;
+  host.name = refused;
+  host.template_spec = {"hostNetwork: true"};
+  Apply(host.ToYaml());
+  ASSERT_TRUE(WaitForCondition(refused, "Failed", seconds(60)));
+  const nlohmann::json failed = ConditionOf(Job(refused), "Failed");
+  EXPECT_EQ(failed.value("reason", ""), "FailedCreate");
+  EXPECT_TRUE(Contains(failed.value("message", ""),
+                       "is forbidden: violates PodSecurity \"restricted:latest\": host "
+                       "namespaces (hostNetwork=true)"))
+      << failed.dump(2);
+}
+
 TEST_F(OperatorEndToEnd, PodsNoSchedulerServesAreReportedAfterTheSchedulingTimeout) {
   StopOperator();
   options_.reconciler.scheduling_timeout = std::chrono::seconds(1);

@@ -74,8 +74,10 @@ std::string JobManifest::ToYaml() const {
   if (ttl_seconds_after_finished.has_value()) {
     yaml << "    ttlSecondsAfterFinished: " << *ttl_seconds_after_finished << "\n";
   }
-  if (!scheduler_name.empty()) {
-    yaml << "  template:\n    spec:\n      schedulerName: " << scheduler_name << "\n";
+  if (!scheduler_name.empty() || !template_spec.empty()) {
+    yaml << "  template:\n    spec:\n";
+    if (!scheduler_name.empty()) yaml << "      schedulerName: " << scheduler_name << "\n";
+    for (const std::string& line : template_spec) yaml << "      " << line << "\n";
   }
   return yaml.str();
 }

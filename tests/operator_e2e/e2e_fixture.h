@@ -53,8 +53,9 @@ struct JobManifest {
   std::optional<int> backoff_limit = 1;
   std::string clean_pod_policy = "None";
   std::optional<int> ttl_seconds_after_finished;
-  std::string scheduler_name;  // "" = none: spec.template.spec.schedulerName
-  std::string data_dir;        // "" = the dataset's default directory
+  std::string scheduler_name;              // "" = none: spec.template.spec.schedulerName
+  std::vector<std::string> template_spec;  // more "key: value" lines under spec.template.spec
+  std::string data_dir;                    // "" = the dataset's default directory
 
   std::string ToYaml() const;
 };
