@@ -24,7 +24,8 @@ nlohmann::json SlimToMetadata(const nlohmann::json& object);
 // SlimToMetadata plus status.phase, status.reason and, of the autodist-runtime container's
 // status, its name, restartCount and state (each state's exitCode, reason and finishedAt, and
 // the last line of a terminated state's message): what decides a member's phase and exit
-// (observed_pods.h).
+// (observed_pods.h); and where scheduling stands: metadata.creationTimestamp,
+// spec.schedulerName, spec.nodeName and the PodScheduled condition.
 nlohmann::json SlimPod(const nlohmann::json& pod);
 
 // The job as stored, less what only its clients read: metadata.managedFields and kubectl's
