@@ -3,16 +3,6 @@
 #include <algorithm>
 
 namespace autodist::app {
-namespace {
-
-bool Same(const std::optional<reconcile::Progress>& a, const reconcile::Progress& b) {
-  return a.has_value() && a->step == b.step && a->total_steps == b.total_steps &&
-         a->epoch == b.epoch && a->loss == b.loss &&
-         a->samples_per_second == b.samples_per_second &&
-         a->resumed_from_step == b.resumed_from_step;
-}
-
-}  // namespace
 
 ProgressPoller::ProgressPoller(Read read, std::function<void(const std::string& key)> on_change,
                                ProgressPollerOptions options)
@@ -88,7 +78,7 @@ void ProgressPoller::Poll(const std::stop_token& stop) {
     if (entry == entries_.end() || entry->second.generation != generation) continue;
     entry->second.reading = false;
     entry->second.due = std::chrono::steady_clock::now() + options_.interval;
-    if (!read.has_value() || Same(entry->second.latest, *read)) continue;
+    if (!read.has_value() || entry->second.latest == read) continue;
     entry->second.latest = read;
     lock.unlock();
     on_change_(key);

@@ -17,6 +17,8 @@ struct Progress {
   std::optional<double> samples_per_second;
   // The checkpoint step the current pods resumed from (after a gang restart or a resume).
   std::optional<int64_t> resumed_from_step;
+
+  bool operator==(const Progress&) const = default;
 };
 
 // status.progress for `progress`. lastUpdateTime is `now` only when a reported value changed
