@@ -5,7 +5,7 @@
 #include "operator/app/log.h"
 #include "operator/kube/api_error.h"
 #include "operator/kube/resource.h"
-#include "operator/reconcile/time_format.h"
+#include "runtime/common/rfc3339.h"
 
 namespace autodist::app {
 namespace {
@@ -23,7 +23,7 @@ EventRecorder::EventRecorder(kube::Client& client, size_t capacity, Clock clock)
 
 void EventRecorder::Record(const nlohmann::json& job, const reconcile::Event& event) {
   const nlohmann::json& metadata = job.at("metadata");
-  const std::string now = reconcile::FormatTime(clock_());
+  const std::string now = FormatRfc3339(clock_());
   // The key of client-go's EventLogger: the involved object, the type, the reason, the message
   // (and the source, which is always this operator).
   const std::string key = metadata.value("uid", JobLabel(metadata)) + '\n' + event.type + '\n' +

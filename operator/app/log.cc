@@ -6,7 +6,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "operator/reconcile/time_format.h"
+#include "runtime/common/rfc3339.h"
 
 namespace autodist::app {
 namespace {
@@ -34,7 +34,7 @@ void Log(spdlog::level::level_enum level, const std::string& message,
          const nlohmann::json& fields) {
   const auto& logger = Logger();
   if (!logger->should_log(level)) return;
-  const std::string time = reconcile::FormatTime(std::chrono::system_clock::now());
+  const std::string time = FormatRfc3339(std::chrono::system_clock::now());
   const std::string level_name(spdlog::level::to_string_view(level).data(),
                                spdlog::level::to_string_view(level).size());
   if (json_format) {

@@ -9,12 +9,11 @@
 #include <array>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <map>
 
 #include "runtime/common/error.h"
+#include "runtime/common/rfc3339.h"
 
 namespace autodist::kube {
 namespace {
@@ -38,35 +37,6 @@ std::vector<std::string> Environment(
     out.push_back(std::move(entry));
   }
   return out;
-}
-
-// RFC 3339 ("2026-11-26T12:00:00Z", "...00.5+01:00"), as metav1.Time prints it.
-std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& text) {
-  std::tm parts{};
-  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &parts);
-  if (rest == nullptr) return std::nullopt;
-  if (*rest == '.') {
-    ++rest;
-    while (*rest >= '0' && *rest <= '9') ++rest;
-  }
-  int64_t offset = 0;
-  if (*rest == 'Z' || *rest == 'z') {
-    ++rest;
-  } else if (*rest == '+' || *rest == '-') {
-    const int sign = *rest == '-' ? -1 : 1;
-    int hours = 0;
-    int minutes = 0;
-    int used = 0;
-    if (std::sscanf(rest + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 || used != 5) {
-      return std::nullopt;
-    }
-    offset = sign * (int64_t{hours} * 3600 + int64_t{minutes} * 60);
-    rest += 1 + used;
-  } else {
-    return std::nullopt;
-  }
-  if (*rest != '\0') return std::nullopt;
-  return std::chrono::system_clock::from_time_t(timegm(&parts) - offset);
 }
 
 std::vector<char*> Pointers(std::vector<std::string>& strings) {

@@ -21,7 +21,7 @@ void DeletePodGroup(Context& context) {
 
 void ApplyTtl(Context& context, const job::JobSpec& job) {
   const std::optional<int32_t> ttl = job.run_policy.ttl_seconds_after_finished;
-  const std::optional<TimePoint> completed = ParseTime(context.status.completion_time);
+  const std::optional<TimePoint> completed = ParseRfc3339(context.status.completion_time);
   if (!ttl.has_value() || !completed.has_value()) return;
   const TimePoint expiry = *completed + std::chrono::seconds(*ttl);
   if (context.observed.now >= expiry) {

@@ -82,7 +82,7 @@ std::map<std::string, ReplicaStatus> CountReplicas(const std::vector<ObservedPod
 // True (and the job Failed) once activeDeadlineSeconds ran out; otherwise requeues for it.
 bool DeadlineExceeded(Context& context, const job::JobSpec& job, std::string& message) {
   const std::optional<int64_t> seconds = job.run_policy.active_deadline_seconds;
-  const std::optional<TimePoint> start = ParseTime(context.status.start_time);
+  const std::optional<TimePoint> start = ParseRfc3339(context.status.start_time);
   if (!seconds.has_value() || !start.has_value()) return false;
   const TimePoint deadline = *start + std::chrono::seconds(*seconds);
   if (context.observed.now < deadline) {
@@ -160,7 +160,7 @@ std::optional<std::string> SchedulingWait(Context& context,
   TimePoint since;
   for (const ObservedPod& pod : current) {
     if (pod.scheduled || pod.terminating || pod.phase != MemberPhase::kPodPending) continue;
-    const std::optional<TimePoint> created = ParseTime(pod.created);
+    const std::optional<TimePoint> created = ParseRfc3339(pod.created);
     if (!created.has_value()) continue;
     if (longest == nullptr || *created < since) {
       longest = &pod;
@@ -336,7 +336,7 @@ Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, Model
   }
   JobStatus status = JobStatus::FromJson(observed.job.value("status", nlohmann::json()));
   const nlohmann::json before = status.ToJson();
-  StatusRecorder record(status, FormatTime(observed.now), ref.generation, plan.events);
+  StatusRecorder record(status, FormatRfc3339(observed.now), ref.generation, plan.events);
   Context context{observed, options, ref, status, record, plan};
 
   ReconcileJob(context, ObservePods(observed.pods, ref), models);

@@ -100,7 +100,7 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
     std::optional<TimePoint> first_stop;
     for (const ObservedPod& pod : current) {
       if (pod.phase != MemberPhase::kPodFailed) continue;
-      const std::optional<TimePoint> stopped = ParseTime(pod.finished_at);
+      const std::optional<TimePoint> stopped = ParseRfc3339(pod.finished_at);
       if (stopped && (!first_stop || *stopped < *first_stop)) first_stop = stopped;
     }
     const bool others_run = std::any_of(current.begin(), current.end(),

@@ -7,7 +7,7 @@
 namespace autodist::reconcile::testing {
 
 TimePoint At(int64_t seconds) {
-  return *ParseTime("2025-01-01T10:00:00Z") + std::chrono::seconds(seconds);
+  return *ParseRfc3339("2025-01-01T10:00:00Z") + std::chrono::seconds(seconds);
 }
 
 nlohmann::json JobObject(const nlohmann::json& spec_patch) {
@@ -110,7 +110,7 @@ void Cluster::Apply(const Plan& plan) {
     object["metadata"]["uid"] = "uid-" + std::to_string(++next_uid_);
     if (kind == "Pod") {
       ASSERT_EQ(pods_.count(name), 0U) << "creating pod " << name << " twice";
-      object["metadata"]["creationTimestamp"] = FormatTime(now_);
+      object["metadata"]["creationTimestamp"] = FormatRfc3339(now_);
       object["status"] = {{"phase", "Pending"}};
       pods_[name] = std::move(object);
     } else if (kind == "ConfigMap") {
