@@ -53,7 +53,8 @@ PsClient::PsClient(std::string name, std::string endpoint, rpc::RpcOptions optio
     : name_(std::move(name)),
       endpoint_(std::move(endpoint)),
       call_deadline_(call_deadline),
-      stub_(autodist::proto::ParameterServer::NewStub(rpc::MakeChannel(endpoint_, options))) {}
+      grpc_channel_(rpc::MakeChannel(endpoint_, options)),
+      stub_(autodist::proto::ParameterServer::NewStub(grpc_channel_)) {}
 
 std::string PsClient::What(const char* call) const {
   return fmt::format("parameter server {} ({}): {}", name_, endpoint_, call);
@@ -61,6 +62,17 @@ std::string PsClient::What(const char* call) const {
 
 void PsClient::Prepare(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() + call_deadline_);
+  // Until the server is first reached, a call waits for the channel to connect instead of failing
+  // at the first refused connection or failed lookup: on a cluster a parameter server's name
+  // resolves only once its pod is in the Service's EndpointSlice and DNS caught up, which may
+  // be after the rendezvous the server joined by its address. The channel looks the name up
+  // again every second (MakeChannel) until the call's deadline.
+  if (reached_.load(std::memory_order_relaxed)) return;
+  if (grpc_channel_->GetState(false) == GRPC_CHANNEL_READY) {
+    reached_.store(true, std::memory_order_relaxed);
+  } else {
+    context.set_wait_for_ready(true);
+  }
 }
 
 void PsClient::Init(const PsInitRequest& request) {

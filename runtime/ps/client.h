@@ -8,6 +8,7 @@
 // per server for the whole run.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -84,7 +85,11 @@ class PsClient {
   std::string name_;
   std::string endpoint_;
   std::chrono::milliseconds call_deadline_;
+  std::shared_ptr<grpc::Channel> grpc_channel_;
   std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;
+  // The server was reached once (the channel was READY): from then on a call to a server that is
+  // gone fails at once rather than waiting out its deadline.
+  mutable std::atomic<bool> reached_{false};
   compress::PushEncoder encoder_;
   std::mutex channel_mutex_;  // guards the two below
   bool channel_known_ = false;

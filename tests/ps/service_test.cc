@@ -3,8 +3,12 @@
 // Init, big tensors in pieces, statistics, and bad input that leaves the server serving.
 #include "runtime/ps/service.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -454,6 +458,42 @@ TEST_P(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
 }
 
 }  // namespace
+// A port nothing listens on (yet): bound to 127.0.0.1:0, then released.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST(PsClientTest, TheFirstCallWaitsForTheServerAndOnceReachedCallsFailFast) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(FreePort());
+  PsClient client("ps-0", endpoint, {}, std::chrono::seconds(60));
+  // Not up yet (on a cluster: its name does not resolve yet); it comes a second later.
+  ParameterServerService service;
+  std::unique_ptr<rpc::RpcServer> server;
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    server = std::make_unique<rpc::RpcServer>(endpoint, std::vector<grpc::Service*>{&service});
+  });
+  const auto start = std::chrono::steady_clock::now();
+  client.Init(Request({{"b"}}, {{"b", Floats({2}, {1.0F, 2.0F})}}, 1, 1));
+  later.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+  EXPECT_EQ(client.Pull({"b"}, false).versions.at("b"), 0);
+  // Reached once: a server that goes away fails the next call at once, not at its deadline.
+  service.Shutdown();
+  server.reset();
+  const auto gone = std::chrono::steady_clock::now();
+  EXPECT_THROW(client.Pull({"b"}, false), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - gone, std::chrono::seconds(20));
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, PsServiceTest, ::testing::ValuesIn(testing::kPsTransports),
                          testing::PsTransportName);
 
