@@ -46,27 +46,6 @@ class ApiModelSource final : public reconcile::ModelSource {
   kube::Client& client_;
 };
 
-bool ChiefRunning(const std::vector<nlohmann::json>& pods) {
-  for (const nlohmann::json& pod : pods) {
-    const nlohmann::json labels = pod.at("metadata").value("labels", nlohmann::json::object());
-    if (labels.value(reconcile::kReplicaTypeLabel, "") == "worker" &&
-        labels.value(reconcile::kReplicaIndexLabel, "") == "0") {
-      return pod.value("status", nlohmann::json::object()).value("phase", "") == "Running";
-    }
-  }
-  return false;
-}
-
-// Where the job's members reach the coordinator, from the ConfigMap the reconciler wrote.
-std::optional<std::string> CoordinatorOf(const nlohmann::json& config_map) {
-  const nlohmann::json data = config_map.value("data", nlohmann::json::object());
-  const auto cluster = data.find(reconcile::kClusterKey);
-  if (cluster == data.end() || !cluster->is_string()) return std::nullopt;
-  const nlohmann::json parsed = nlohmann::json::parse(cluster->get<std::string>(), nullptr, false);
-  if (!parsed.is_object() || !parsed.contains("coordinator")) return std::nullopt;
-  return parsed.at("coordinator").get<std::string>();
-}
-
 }  // namespace
 
 struct JobController::Scope {
@@ -117,7 +96,7 @@ JobController::JobController(kube::Client& client, OperatorOptions options,
     InformerOptions pods = children;
     pods.transform = reconcile::SlimPod;
     InformerOptions config_maps = children;
-    config_maps.transform = reconcile::SlimConfigMap;
+    config_maps.transform = reconcile::SlimToMetadata;
     InformerOptions services = children;
     services.transform = reconcile::SlimToMetadata;
     scope->jobs = std::make_unique<Informer>(client_, kube::resources::kAutoDistJobs, jobs);
@@ -148,7 +127,9 @@ controller::EventHandler JobController::EnqueueJob() {
           },
           [this, on_delete = enqueue.on_delete](const nlohmann::json& object) {
             own_writes_.Forget(controller::ObjectKey(object));
-            progress_poller_.Forget(controller::ObjectKey(object));
+            if (const auto coordinator = progress_poller_.Forget(controller::ObjectKey(object))) {
+              progress_.Forget(*coordinator);
+            }
             NoteCreates(controller::ObjectKey(object), "", true, std::nullopt);
             on_delete(object);
           }};
@@ -285,14 +266,8 @@ controller::Result JobController::Reconcile(const std::string& key) {
       if (!kube::IsNotFound(e)) throw;
     }
   }
-  const bool chief_running = ChiefRunning(observed.pods);
-  const std::optional<std::string> coordinator =
-      observed.config_map.has_value() ? CoordinatorOf(*observed.config_map) : std::nullopt;
-  if (chief_running && coordinator.has_value()) {
-    // Polled off this worker (progress_poller.h): a change queues the job again.
-    progress_poller_.Track(key, *coordinator);
-    observed.progress = progress_poller_.Latest(key);
-  }
+  // Polled off this worker (progress_poller.h) at the coordinator the last plan named.
+  observed.progress = progress_poller_.Latest(key);
   observed.now = std::chrono::system_clock::now();
   observed.rejection = RejectionOf(key, uid);
 
@@ -309,6 +284,13 @@ controller::Result JobController::Reconcile(const std::string& key) {
     return {.requeue = true};
   }
   NoteCreates(key, uid, !plan.creates.empty(), executed.rejection);
+  // A change of progress queues the job again. A new gang's coordinator replaces the old one's
+  // (and what was read there).
+  if (plan.coordinator.has_value()) {
+    if (const auto replaced = progress_poller_.Track(key, *plan.coordinator)) {
+      progress_.Forget(*replaced);
+    }
+  }
 
   const reconcile::JobStatus before =
       reconcile::JobStatus::FromJson(job->value("status", nlohmann::json::object()));
@@ -333,8 +315,9 @@ controller::Result JobController::Reconcile(const std::string& key) {
       Log(spdlog::level::info, "job state changed", fields);
     }
     if (after.Finished()) {
-      progress_poller_.Forget(key);
-      if (coordinator.has_value()) progress_.Forget(*coordinator);
+      if (const std::optional<std::string> coordinator = progress_poller_.Forget(key)) {
+        progress_.Forget(*coordinator);
+      }
     }
   }
   for (const reconcile::Event& event : plan.events) {

@@ -85,6 +85,19 @@ ExecuteResult PlanExecutor::Execute(const nlohmann::json& job, const reconcile::
         result.rejection = reconcile::Rejection{
             resource.kind, child,   e.http_code(),
             e.reason(),    message, reconcile::RefusalMayClear(e.http_code(), message)};
+      } else if (kube::IsNotFound(e) && resource.kind == "PodGroup") {
+        // The gang scheduler's PodGroup kind is not served: its CRD is not installed (yet). The
+        // job waits, saying so, and is admitted once it is.
+        const std::string message = e.status().message.empty() ? e.what() : e.status().message;
+        result.rejection = reconcile::Rejection{
+            resource.kind,
+            child,
+            e.http_code(),
+            e.reason(),
+            fmt::format("{}: the API server serves no {} PodGroups; the operator's gang "
+                        "scheduling needs its scheduler and CRD installed",
+                        message, object.at("apiVersion").get<std::string>()),
+            true};
       } else {
         throw;
       }

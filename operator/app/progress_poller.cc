@@ -18,22 +18,32 @@ ProgressPoller::~ProgressPoller() {
   threads_.clear();  // joins
 }
 
-void ProgressPoller::Track(const std::string& key, const std::string& coordinator) {
+std::optional<std::string> ProgressPoller::Track(const std::string& key,
+                                                 const std::string& coordinator) {
+  std::optional<std::string> replaced;
   {
     const std::lock_guard lock(mutex_);
     const auto found = entries_.find(key);
-    if (found != entries_.end() && found->second.coordinator == coordinator) return;
+    if (found != entries_.end()) {
+      if (found->second.coordinator == coordinator) return std::nullopt;
+      replaced = found->second.coordinator;
+    }
     Entry& entry = entries_[key];
     entry = Entry{coordinator, std::nullopt, std::chrono::steady_clock::now(), false,
                   ++next_generation_};
     ++wakes_;
   }
   wake_.notify_all();
+  return replaced;
 }
 
-void ProgressPoller::Forget(const std::string& key) {
+std::optional<std::string> ProgressPoller::Forget(const std::string& key) {
   const std::lock_guard lock(mutex_);
-  entries_.erase(key);
+  const auto found = entries_.find(key);
+  if (found == entries_.end()) return std::nullopt;
+  std::string coordinator = std::move(found->second.coordinator);
+  entries_.erase(found);
+  return coordinator;
 }
 
 std::optional<reconcile::Progress> ProgressPoller::Latest(const std::string& key) const {

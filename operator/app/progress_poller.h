@@ -40,10 +40,12 @@ class ProgressPoller {
   ProgressPoller& operator=(const ProgressPoller&) = delete;
 
   // Polls `coordinator` for the job `key` from now on, the first read at once; a call for a job
-  // already tracked at that coordinator changes nothing.
-  void Track(const std::string& key, const std::string& coordinator);
-  // Stops polling the job (finished, or deleted) and drops what was read.
-  void Forget(const std::string& key);
+  // already tracked at that coordinator changes nothing. Returns the coordinator the job was
+  // polled at before, when this replaces it (a new gang's), whose reading is dropped.
+  std::optional<std::string> Track(const std::string& key, const std::string& coordinator);
+  // Stops polling the job (finished, or deleted) and drops what was read. Returns the
+  // coordinator it was polled at, if it was.
+  std::optional<std::string> Forget(const std::string& key);
   // The job's progress as last read; nullopt before the first successful read. Never blocks on
   // the network.
   std::optional<reconcile::Progress> Latest(const std::string& key) const;

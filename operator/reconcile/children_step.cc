@@ -31,19 +31,18 @@ void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& m
     creates.push_back(BuildPodGroup(context.ref, job, options.gang_scheduler));
   }
 
-  // The pods of an earlier generation hold the names the new ones take: they go first, and the
-  // new pods follow once the deletions are observed (a pod deletion requeues the job).
-  bool earlier_generation = false;
+  // The pods of earlier generations go (DeletePod skips those already Terminating); the new
+  // gang's names are its own (names.h: PodName), so it starts at once, however long the old
+  // pods take to stop.
   for (const ObservedPod& pod : pods) {
-    if (pod.generation == generation) continue;
-    earlier_generation = true;
-    DeletePod(context, pod);
+    if (pod.generation != generation) DeletePod(context, pod);
   }
-  if (earlier_generation) return;
 
   const nlohmann::json& pod_template = PodTemplateOf(observed.job);
   for (const Member& member : members.members) {
     bool exists = false;
+    // A pod of this generation still Terminating (the leftovers of a suspension) holds its
+    // name: its replacement follows once it is gone (its deletion requeues the job).
     for (const ObservedPod& pod : pods) exists = exists || pod.name == member.pod;
     if (exists) continue;
     creates.push_back(BuildPod(PodRequest{context.ref, job, pod_template, members, member,

@@ -33,7 +33,7 @@ bool Attempt(Context& context, const job::JobSpec& job, const std::vector<Observ
 
 }  // namespace
 
-CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const JobMembers& members,
+CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
                               const std::vector<ObservedPod>& pods, ModelSource& models,
                               std::optional<nlohmann::json>& config_map) {
   // The ConfigMap holds the compiled Strategy and the status its summary: with both in place
@@ -68,7 +68,7 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const J
         // Too large a Strategy for its ConfigMap fails here, with each key's size, rather than
         // as the API server's 422 on the create.
         if (!context.observed.config_map.has_value()) {
-          config_map = BuildConfigMap(context.ref, job, *compiled, members, context.options);
+          config_map = BuildConfigMap(context.ref, job, *compiled, context.options);
         }
       })) {
     return CompileOutcome::kFailed;
@@ -80,8 +80,8 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const J
     context.record.Announce(
         kEventNormal, kReasonBuilderChosen,
         fmt::format("{} ({} workers with {} GPU(s) each, {} parameter server(s))",
-                    compiled->builder_reason, job.resources.workers,
-                    job.resources.gpus_per_worker, job.resources.parameter_servers));
+                    compiled->builder_reason, job.resources.workers, job.resources.gpus_per_worker,
+                    job.resources.parameter_servers));
   }
   return CompileOutcome::kReady;
 }

@@ -15,18 +15,6 @@
 namespace autodist::reconcile {
 namespace {
 
-nlohmann::json ClusterJson(const JobMembers& members) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const Member& member : members.members) {
-    list.push_back({{"node", member.node},
-                    {"pod", member.pod},
-                    {"role", RoleLabel(member.role)},
-                    {"rank", member.index},
-                    {"address", member.Endpoint()}});
-  }
-  return {{"coordinator", members.Coordinator()}, {"members", std::move(list)}};
-}
-
 // The API server's rule (ValidateConfigMap): the values' lengths, summed, at most 1 MiB.
 void CheckSize(const std::string& name, const nlohmann::json& data) {
   size_t total = 0;
@@ -68,13 +56,11 @@ bool ForcesResume(const job::JobSpec& job, bool continuing) {
 }
 
 nlohmann::json BuildConfigMap(const JobRef& ref, const job::JobSpec& job,
-                              const CompiledJob& compiled, const JobMembers& members,
-                              const ReconcilerOptions& options) {
+                              const CompiledJob& compiled, const ReconcilerOptions& options) {
   nlohmann::json data = {
       {kManifestKey, PodManifest(job, options)},
       {kStrategyKey, compiled.strategy_text},
       {kResourceSpecKey, compiled.resource_spec_yaml},
-      {kClusterKey, ClusterJson(members).dump(2) + "\n"},
       {kSummaryKey, strategy::FormatSummary(compiled.summary, compiled.builder)},
   };
   CheckSize(ConfigMapName(ref.name), data);

@@ -1,6 +1,7 @@
 // The job's ConfigMap <job>-autodist, mounted in every pod: the manifest the runtime reads
-// (job.yaml), the compiled Strategy, the ResourceSpec it was compiled against, the members'
-// addresses and a human summary.
+// (job.yaml), the compiled Strategy, the ResourceSpec it was compiled against and a human
+// summary. Nothing in it depends on the restart generation: each pod's arguments carry the
+// addresses of its own gang (pod.h), so one ConfigMap serves every gang.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +9,6 @@
 
 #include "operator/reconcile/compile.h"
 #include "operator/reconcile/job_object.h"
-#include "operator/reconcile/members.h"
 #include "operator/reconcile/options.h"
 #include "runtime/job/job_spec.h"
 
@@ -33,7 +33,6 @@ inline constexpr size_t kMaxConfigMapBytes = 1024 * 1024;
 // key when its values would pass kMaxConfigMapBytes, so the job fails before the API server
 // refuses it.
 nlohmann::json BuildConfigMap(const JobRef& ref, const job::JobSpec& job,
-                              const CompiledJob& compiled, const JobMembers& members,
-                              const ReconcilerOptions& options);
+                              const CompiledJob& compiled, const ReconcilerOptions& options);
 
 }  // namespace autodist::reconcile

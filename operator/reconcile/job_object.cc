@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "operator/reconcile/members.h"
@@ -13,6 +14,10 @@ namespace autodist::reconcile {
 namespace {
 
 constexpr size_t kMaxHostname = 63;
+// The restart whose pod names are checked when the run policy sets no backoffLimit: a job that
+// restarts more often gets longer names, which the API server refuses once they pass 63
+// characters (the job then fails FailedCreate, quoting it).
+constexpr int kCheckedRestartsWithoutLimit = 999;
 
 std::string StringField(const nlohmann::json& object, const char* key) {
   const auto it = object.find(key);
@@ -34,15 +39,18 @@ std::string WithoutSource(const std::string& message, const std::string& source)
   return message.substr(at + 2);
 }
 
-// A pod's hostname is its name, and a hostname is a DNS label of at most 63 characters.
+// A pod's hostname is its name, and a hostname is a DNS label of at most 63 characters: that
+// of the last gang restart the run policy allows too (names.h: PodName).
 void CheckPodNames(const job::JobSpec& job) {
+  const int last_restart =
+      std::max(0, job.run_policy.backoff_limit.value_or(kCheckedRestartsWithoutLimit));
   const auto check = [&](Role role, int count) {
     if (count == 0) return;
-    const std::string longest = PodName(job.metadata.name, role, count - 1);
+    const std::string longest = PodName(job.metadata.name, role, count - 1, last_restart);
     AD_CHECK(longest.size() <= kMaxHostname, kInvalidArgument,
-             "metadata.name: \"{}\" is too long for its pods: pod {} would have {} characters, "
-             "more than a hostname's {}",
-             job.metadata.name, longest, longest.size(), kMaxHostname);
+             "metadata.name: \"{}\" is too long for its pods: pod {} (restart {}) would have {} "
+             "characters, more than a hostname's {}",
+             job.metadata.name, longest, last_restart, longest.size(), kMaxHostname);
   };
   check(Role::kWorker, job.resources.workers);
   check(Role::kParameterServer, job.resources.parameter_servers);

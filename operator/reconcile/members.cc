@@ -44,24 +44,31 @@ int PortBase(const std::string& name, const std::string& namespace_name, int mem
 std::string Member::Endpoint() const { return fmt::format("{}:{}", host, port); }
 
 JobMembers ListMembers(const std::string& name, const std::string& namespace_name, int workers,
-                       int parameter_servers, const AddressPolicy& policy) {
+                       int parameter_servers, const AddressPolicy& policy, int generation) {
   JobMembers out;
   out.workers = workers;
   out.parameter_servers = parameter_servers;
   const std::string name_space = namespace_name.empty() ? "default" : namespace_name;
-  const int base = PortBase(name, name_space, workers + parameter_servers, policy);
+  const int count = workers + parameter_servers;
+  const int base = PortBase(name, name_space, count, policy);
   const auto add = [&](Role role, int index) {
     Member member;
     member.role = role;
     member.index = index;
     member.node = NodeName(role, index);
-    member.pod = PodName(name, role, index);
+    member.pod = PodName(name, role, index, generation);
     std::string host = ReplaceAll(policy.host_template, "{pod}", member.pod);
     host = ReplaceAll(host, "{service}", ServiceName(name));
     host = ReplaceAll(host, "{namespace}", name_space);
     member.host = ReplaceAll(host, "{job}", name);
     const int ordinal = static_cast<int>(out.members.size());
-    member.port = policy.ports == AddressPolicy::Ports::kFixed ? base : base + ordinal;
+    // Members sharing a host: each gang takes the next `count` ports of the job's slot (round
+    // and round), so a new gang never waits for the old one's listeners to close; two gangs in
+    // a row overlap only when the job has more members than half a slot.
+    const int64_t offset =
+        (ordinal + static_cast<int64_t>(generation) * count) % policy.port_slot_size;
+    member.port =
+        policy.ports == AddressPolicy::Ports::kFixed ? base : base + static_cast<int>(offset);
     out.members.push_back(std::move(member));
   };
   for (int i = 0; i < workers; ++i) add(Role::kWorker, i);

@@ -1,6 +1,7 @@
 // The members of a job (worker 0 = the chief, which hosts the coordinator; then the other
 // workers; then the parameter servers) with the pod each runs in and the address the others
-// reach it at, as the reconciler's AddressPolicy decides.
+// reach it at, as the reconciler's AddressPolicy decides, for one restart generation: every
+// gang has pods, hosts (and, where members share a host, ports) of its own.
 #pragma once
 
 #include <string>
@@ -32,9 +33,10 @@ struct JobMembers {
   std::string Coordinator() const { return chief().Endpoint(); }
 };
 
-// The members of job `name` in `namespace_name`. Throws InvalidArgument (naming
-// spec.resources) when a per-member port policy has fewer ports per job than members.
+// The members of job `name` in `namespace_name` in restart generation `generation`. Throws
+// InvalidArgument (naming spec.resources) when a per-member port policy has fewer ports per job
+// than members.
 JobMembers ListMembers(const std::string& name, const std::string& namespace_name, int workers,
-                       int parameter_servers, const AddressPolicy& policy);
+                       int parameter_servers, const AddressPolicy& policy, int generation = 0);
 
 }  // namespace autodist::reconcile

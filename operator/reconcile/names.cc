@@ -16,8 +16,9 @@ std::string PodGroupName(const std::string& job) { return job; }
 
 std::string NodeName(Role role, int index) { return fmt::format("{}-{}", RoleLabel(role), index); }
 
-std::string PodName(const std::string& job, Role role, int index) {
-  return fmt::format("{}-{}", job, NodeName(role, index));
+std::string PodName(const std::string& job, Role role, int index, int generation) {
+  if (generation == 0) return fmt::format("{}-{}", job, NodeName(role, index));
+  return fmt::format("{}-{}-r{}", job, NodeName(role, index), generation);
 }
 
 }  // namespace autodist::reconcile

@@ -1,6 +1,6 @@
 // The deterministic names and labels of a job's children. Every name derives from the job's name
-// alone, so any reconcile (after an operator restart too) finds what an earlier one created
-// instead of creating it twice.
+// (and a pod's from its restart generation) alone, so any reconcile (after an operator restart
+// too) finds what an earlier one created instead of creating it twice.
 #pragma once
 
 #include <string>
@@ -32,7 +32,6 @@ inline constexpr char kMetricsPortName[] = "metrics";  // the runtime's Promethe
 inline constexpr char kManifestKey[] = "job.yaml";
 inline constexpr char kStrategyKey[] = "strategy.pbtxt";
 inline constexpr char kResourceSpecKey[] = "resource_spec.yml";
-inline constexpr char kClusterKey[] = "cluster.json";
 inline constexpr char kSummaryKey[] = "summary.txt";
 
 enum class Role { kWorker, kParameterServer };
@@ -46,6 +45,10 @@ std::string ConfigMapName(const std::string& job);  // <job>-autodist
 std::string ServiceName(const std::string& job);    // <job>
 std::string PodGroupName(const std::string& job);   // <job>
 std::string NodeName(Role role, int index);         // worker-<i> | ps-<i> (the runtime's --node)
-std::string PodName(const std::string& job, Role role, int index);  // <job>-worker-<i>
+// <job>-worker-<i>; from the first gang restart on, <job>-worker-<i>-r<generation>. Each gang's
+// pods have names (and so hostnames and DNS names) of their own: a new gang starts while the
+// last one's pods are still Terminating, which they may stay for their grace period, or for
+// good on a node that is gone, and a member of the old gang never reaches one of the new.
+std::string PodName(const std::string& job, Role role, int index, int generation = 0);
 
 }  // namespace autodist::reconcile

@@ -98,15 +98,6 @@ nlohmann::json SlimPod(const nlohmann::json& pod) {
   return slim;
 }
 
-nlohmann::json SlimConfigMap(const nlohmann::json& config_map) {
-  nlohmann::json slim = SlimToMetadata(config_map);
-  const auto data = config_map.find("data");
-  if (data == config_map.end() || !data->is_object()) return slim;
-  slim["data"] = nlohmann::json::object();
-  CopyKeys(*data, slim["data"], {kClusterKey});
-  return slim;
-}
-
 nlohmann::json SlimJob(const nlohmann::json& job) {
   nlohmann::json slim = job;
   const auto metadata = slim.find("metadata");

@@ -33,8 +33,4 @@ nlohmann::json SlimPod(const nlohmann::json& pod);
 // the spec of a job made with `kubectl apply`). Everything the reconciler reads stays.
 nlohmann::json SlimJob(const nlohmann::json& job);
 
-// SlimToMetadata plus data["cluster.json"] (where the controller finds the coordinator); the
-// reconciler only asks whether the ConfigMap exists.
-nlohmann::json SlimConfigMap(const nlohmann::json& config_map);
-
 }  // namespace autodist::reconcile

@@ -46,6 +46,9 @@ struct Plan {
   bool delete_job = false;              // ttlSecondsAfterFinished ran out
   std::vector<Event> events;
   std::optional<std::chrono::seconds> requeue_after;  // the nearest deadline, TTL or retry
+  // Where the running gang's coordinator listens (host:port), while its chief pod runs: the
+  // controller polls the job's progress there (progress_poller.h). Not an action.
+  std::optional<std::string> coordinator;
 
   // True when the plan changes anything (a requeue alone changes nothing).
   bool HasActions() const;

@@ -34,7 +34,7 @@ void DeletePod(Context& context, const ObservedPod& pod);
 // False, ModelNotFound; requeued). kFailed: the model or the compile failed for good (or the
 // ConfigMap would be too large) and the job is Failed.
 enum class CompileOutcome { kReady, kWaiting, kFailed };
-CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job, const JobMembers& members,
+CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
                               const std::vector<ObservedPod>& pods, ModelSource& models,
                               std::optional<nlohmann::json>& config_map);
 
@@ -48,8 +48,8 @@ void Finish(Context& context, const job::JobSpec& job, const std::vector<Observe
 void TidyFinished(Context& context, const job::JobSpec& job, const std::vector<ObservedPod>& pods);
 
 // children_step.cc. Creates the missing children: `config_map` (EnsureCompiled's), Service,
-// PodGroup and the pods of restart generation `generation`, once no pod of an earlier generation
-// is left (deleting those first).
+// PodGroup and the pods of restart generation `generation` (`members`), and deletes the pods of
+// earlier generations, without waiting for them to go: their names are not the new pods'.
 void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& members,
                   const std::optional<nlohmann::json>& config_map,
                   const std::vector<ObservedPod>& pods, int generation, bool continuing);

@@ -65,12 +65,15 @@ void AdoptGeneration(Context& context, const std::vector<ObservedPod>& pods) {
       fmt::format("found the pods of restart {}; continuing with them", newest));
 }
 
+// Terminating pods are on their way out (a deletion by someone else, which the verdict judges,
+// or the leftovers of a suspension): they count in no column.
 std::map<std::string, ReplicaStatus> CountReplicas(const std::vector<ObservedPod>& current,
                                                    const JobMembers& members) {
   std::map<std::string, ReplicaStatus> counts;
   counts[RoleStatusKey(Role::kWorker)] = ReplicaStatus{};
   if (members.parameter_servers > 0) counts[RoleStatusKey(Role::kParameterServer)] = {};
   for (const ObservedPod& pod : current) {
+    if (pod.terminating) continue;
     ReplicaStatus& role = counts[RoleStatusKey(pod.role)];
     if (pod.Active()) ++role.active;
     if (pod.phase == MemberPhase::kPodSucceeded) ++role.succeeded;
@@ -113,19 +116,31 @@ void GangRestart(Context& context, const job::JobSpec& job, const JobMembers& me
 
 // A finished job's counts follow its pods as long as none of them has gone: a member that
 // completes just after the chief (whose success finished the job) is still counted, while
-// clean-up, which deletes pods, never erases the record.
+// clean-up, which deletes pods, never erases the record. Once training succeeded, a member
+// that clean-up stops (Terminating, then Failed by the signal) or that went with it counts as
+// succeeded, not as a failure of the job (as Kubeflow's operators count it).
 void RecountFinished(JobStatus& status, const std::vector<ObservedPod>& pods) {
+  const bool succeeded = status.IsTrue(kSucceeded);
   for (auto& [role, counts] : status.replica_statuses) {
     ReplicaStatus now;
     for (const ObservedPod& pod : pods) {
       if (pod.generation != status.restart_count || RoleStatusKey(pod.role) != role) continue;
-      if (pod.Active()) ++now.active;
-      if (pod.phase == MemberPhase::kPodSucceeded) ++now.succeeded;
-      if (pod.phase == MemberPhase::kPodFailed) ++now.failed;
+      if (succeeded && pod.terminating) {
+        ++now.succeeded;
+      } else if (pod.Active()) {
+        ++now.active;
+      } else if (pod.phase == MemberPhase::kPodSucceeded) {
+        ++now.succeeded;
+      } else if (pod.phase == MemberPhase::kPodFailed) {
+        ++now.failed;
+      }
     }
     if (now.active + now.succeeded + now.failed ==
         counts.active + counts.succeeded + counts.failed) {
       counts = now;
+    } else if (succeeded) {
+      counts.succeeded += counts.active;
+      counts.active = 0;
     }
   }
 }
@@ -237,11 +252,8 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   context.record.Created(fmt::format("{} worker(s) and {} parameter server(s), builder {}",
                                      job.resources.workers, job.resources.parameter_servers,
                                      job.strategy.builder));
-  const JobMembers members =
-      ListMembers(context.ref.name, context.ref.namespace_name, job.resources.workers,
-                  job.resources.parameter_servers, context.options.addresses);
   std::optional<nlohmann::json> config_map;
-  if (detail::EnsureCompiled(context, job, members, pods, models, config_map) !=
+  if (detail::EnsureCompiled(context, job, pods, models, config_map) !=
       detail::CompileOutcome::kReady) {
     return;
   }
@@ -259,6 +271,9 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
 
   AdoptGeneration(context, pods);
   const int generation = status.restart_count;
+  const JobMembers members =
+      ListMembers(context.ref.name, context.ref.namespace_name, job.resources.workers,
+                  job.resources.parameter_servers, context.options.addresses, generation);
   std::vector<ObservedPod> current;
   std::copy_if(pods.begin(), pods.end(), std::back_inserter(current),
                [&](const ObservedPod& pod) { return pod.generation == generation; });
@@ -310,6 +325,13 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   const bool continuing = generation > 0 || status.Find(kSuspended) != nullptr;
   detail::PlanChildren(context, job, members, config_map, pods, generation, continuing);
   MarkRunningOrPending(context, members, current);
+  // The chief hosts the coordinator, whose progress the controller reads while it runs.
+  for (const ObservedPod& pod : current) {
+    if (pod.role == Role::kWorker && pod.index == 0 && !pod.terminating &&
+        pod.phase == MemberPhase::kPodRunning) {
+      context.plan.coordinator = members.Coordinator();
+    }
+  }
 }
 
 bool Foreign(const std::optional<nlohmann::json>& child, const JobRef& ref) {

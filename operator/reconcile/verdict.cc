@@ -46,7 +46,7 @@ std::string FirstFailure(const std::vector<ObservedPod>& current, const JobMembe
   };
   for (const Member& member : members.members) {
     for (const ObservedPod& pod : current) {
-      if (pod.role != member.role || pod.index != member.index ||
+      if (pod.role != member.role || pod.index != member.index || pod.terminating ||
           pod.phase != MemberPhase::kPodFailed || !pod.exit_code.has_value()) {
         continue;
       }
@@ -81,7 +81,14 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
   std::vector<Failure> failures;
   for (const Member& member : members.members) {
     const ObservedPod* pod = pod_of(member);
-    if (pod != nullptr && pod->phase == MemberPhase::kPodFailed) {
+    // A Terminating pod was deleted by someone else (the operator's own deletions are of
+    // earlier gangs, or end the job): a member lost. Before the gang ran, it is what a
+    // suspension left behind, and its replacement waits for its name.
+    if (pod != nullptr && pod->terminating) {
+      if (was_running) {
+        failures.push_back({&member, "was deleted while the job was running", std::nullopt});
+      }
+    } else if (pod != nullptr && pod->phase == MemberPhase::kPodFailed) {
       failures.push_back({&member, "failed with " + DescribeEnd(*pod), pod->exit_code});
     } else if (pod == nullptr && was_running) {
       failures.push_back({&member, "disappeared while the job was running", std::nullopt});
@@ -99,7 +106,7 @@ Verdict JudgeMembers(const std::vector<ObservedPod>& current, const JobMembers& 
     // own exit, which decides under the restart policy, as long as it may take.
     std::optional<TimePoint> first_stop;
     for (const ObservedPod& pod : current) {
-      if (pod.phase != MemberPhase::kPodFailed) continue;
+      if (pod.phase != MemberPhase::kPodFailed || pod.terminating) continue;
       const std::optional<TimePoint> stopped = ParseRfc3339(pod.finished_at);
       if (stopped && (!first_stop || *stopped < *first_stop)) first_stop = stopped;
     }

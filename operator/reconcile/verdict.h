@@ -30,7 +30,9 @@ inline constexpr std::chrono::seconds kCauseGrace{30};
 // `current`: the job's pods of the current restart generation. `was_running`: every member ran
 // in this generation, so a member without a pod has disappeared (deleted, or its node drained)
 // rather than not being created yet; a lone replacement could not rejoin a synchronous job, so
-// it counts as a failure without an exit code.
+// it counts as a failure without an exit code, as does a member whose pod is Terminating (deleted
+// by someone else: a user, a drain, an eviction). Before every member ran, a Terminating pod is
+// not judged (a suspension's leftover).
 //
 // Success wins: the chief's success means training finished. Otherwise every failed member is
 // classified by the restart policy; exit code 3 (the runtime stopped because another member

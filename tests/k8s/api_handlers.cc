@@ -37,6 +37,16 @@ long ParseNonNegative(const std::string& text, const char* name) {
   return value;
 }
 
+// gracePeriodSeconds, in the query: any integer (a negative one counts as 1 s, store_delete.cc).
+int64_t ParseGracePeriod(const std::string& text) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (*end != '\0') {
+    FailApi(400, "BadRequest", "gracePeriodSeconds: expected an integer, got \"{}\"", text);
+  }
+  return value;
+}
+
 Propagation ParsePropagation(const std::string& text) {
   if (text.empty() || text == "Background") return Propagation::kBackground;
   if (text == "Foreground") return Propagation::kForeground;
@@ -236,12 +246,22 @@ HttpResponse ApiServer::DeleteObjects(const HttpRequest& request, const Query& q
   std::string policy = Param(query, "propagationPolicy");
   options.dry_run = Param(query, "dryRun") == "All";
   if (Param(query, "orphanDependents") == "true") policy = "Orphan";
+  if (const std::string grace = Param(query, "gracePeriodSeconds"); !grace.empty()) {
+    options.grace_period_seconds = ParseGracePeriod(grace);
+  }
   if (!request.body.empty()) {
     const nlohmann::json body = ParseBody(request.body);
     if (body.contains("propagationPolicy") && body["propagationPolicy"].is_string()) {
       policy = body["propagationPolicy"].get<std::string>();
     }
     if (body.value("orphanDependents", false)) policy = "Orphan";
+    if (body.contains("gracePeriodSeconds") && !body["gracePeriodSeconds"].is_null()) {
+      if (!body["gracePeriodSeconds"].is_number_integer()) {
+        FailApi(400, "BadRequest", "gracePeriodSeconds: expected an integer, got {}",
+                body["gracePeriodSeconds"].dump());
+      }
+      options.grace_period_seconds = body["gracePeriodSeconds"].get<int64_t>();
+    }
     if (body.contains("preconditions") && body["preconditions"].is_object()) {
       const auto& pre = body["preconditions"];
       if (pre.contains("uid") && pre["uid"].is_string()) options.uid_precondition = pre["uid"];

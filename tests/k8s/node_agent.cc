@@ -24,8 +24,9 @@ struct NodeAgent::Run {
   PodView view;
   std::optional<ChildProcess> process;
   bool ever_started = false;
-  bool done = false;     // terminal phase reported; nothing more to do until deletion
-  bool deleted = false;  // the pod is gone: kill, then forget
+  bool done = false;         // terminal phase reported; nothing more to do until deletion
+  bool terminating = false;  // deletionTimestamp seen: stop, report, delete
+  bool deleted = false;      // the pod is gone: kill, then forget
   std::optional<Clock::time_point> restart_at;
   std::optional<Clock::time_point> retry_at;  // after a CreateContainerConfigError
   std::optional<Clock::time_point> kill_at;
@@ -140,6 +141,12 @@ void NodeAgent::Loop() {
       WatchQueue::Batch batch = queue_->Take(std::chrono::milliseconds(10));
       if (batch.stopping) break;
       for (const auto& event : batch.events) HandleEvent(event);
+      // A gang completes with a pod's event; its PodGroup may come later, hence the second.
+      if (!waiting_for_gang_.empty() &&
+          (!batch.events.empty() || Clock::now() >= next_gang_check_)) {
+        AdmitWaitingGangs();
+        next_gang_check_ = Clock::now() + std::chrono::seconds(1);
+      }
       if (batch.closed) Watch();  // dropped (fault injection, slow watcher): watch again
       PollProcesses();
     }
@@ -194,8 +201,7 @@ void NodeAgent::HandleEvent(const nlohmann::json& event) {
   }
   Run& run = *it->second;
   if (!run.deleted) run.pod = object;
-  // Only with finalizers does a deleted pod linger here; its containers stop all the same.
-  if (Meta(object).contains("deletionTimestamp")) Terminate(run);
+  if (Meta(object).contains("deletionTimestamp")) BeginDeletion(run);
 }
 
 void NodeAgent::Admit(const nlohmann::json& pod) {
@@ -205,7 +211,16 @@ void NodeAgent::Admit(const nlohmann::json& pod) {
   const std::string node = spec.value("nodeName", "");
   if (phase == "Succeeded" || phase == "Failed" || meta.contains("deletionTimestamp")) return;
   if (!node.empty() && node != options_.node_name) return;  // another node's pod
-  if (node.empty() && !options_.schedulers.contains(spec.value("schedulerName", ""))) return;
+  const std::string scheduler = spec.value("schedulerName", "");
+  if (node.empty() && !options_.schedulers.contains(scheduler) &&
+      !options_.gang_schedulers.contains(scheduler)) {
+    return;
+  }
+  if (node.empty() && !GangComplete(pod)) {
+    waiting_for_gang_[meta.value("uid", "")] = {meta.value("namespace", ""),
+                                                meta.value("name", "")};
+    return;
+  }
 
   auto run = std::make_unique<Run>();
   run->uid = meta.value("uid", "");
@@ -226,6 +241,78 @@ void NodeAgent::Admit(const nlohmann::json& pod) {
   Run& added = *run;
   runs_[added.uid] = std::move(run);
   StartContainer(added);
+}
+
+GangScheduler GangScheduler::Volcano() {
+  return {"scheduling.volcano.sh", "v1beta1", "", "scheduling.k8s.io/group-name"};
+}
+
+GangScheduler GangScheduler::SchedulerPlugins() {
+  return {"scheduling.x-k8s.io", "v1alpha1", "scheduling.x-k8s.io/pod-group", ""};
+}
+
+namespace {
+
+// The gang `pod` belongs to under `gang` ("" when it names none).
+std::string GroupOf(const nlohmann::json& pod, const GangScheduler& gang) {
+  const nlohmann::json& meta = Meta(pod);
+  const auto value = [&](const char* field, const std::string& key) -> std::string {
+    if (key.empty() || !meta.contains(field) || !meta[field].is_object()) return "";
+    const auto found = meta[field].find(key);
+    return found != meta[field].end() && found->is_string() ? found->get<std::string>() : "";
+  };
+  const std::string labelled = value("labels", gang.group_label);
+  return labelled.empty() ? value("annotations", gang.group_annotation) : labelled;
+}
+
+}  // namespace
+
+bool NodeAgent::GangComplete(const nlohmann::json& pod) const {
+  const std::string scheduler =
+      pod.value("spec", nlohmann::json::object()).value("schedulerName", "");
+  const auto gang = options_.gang_schedulers.find(scheduler);
+  if (gang == options_.gang_schedulers.end()) return true;
+  const std::string group = GroupOf(pod, gang->second);
+  if (group.empty()) return true;
+  const std::string ns = Meta(pod).value("namespace", "");
+  const auto pod_groups =
+      store_.FindResource(gang->second.group, gang->second.version, "podgroups");
+  const ObjectPtr pod_group = pod_groups ? store_.Get(*pod_groups, ns, group) : nullptr;
+  if (pod_group == nullptr) return false;  // the scheduler waits for its PodGroup
+  const int64_t min_member =
+      pod_group->object.value("spec", nlohmann::json::object()).value("minMember", int64_t{1});
+  int64_t members = 0;
+  const ListResult pods =
+      store_.List(pods_, ns, LabelSelector::Parse(""), FieldSelector::Parse("", pods_), 0, "");
+  for (const ObjectPtr& other : pods.items) {
+    const std::string phase =
+        other->object.value("status", nlohmann::json::object()).value("phase", "");
+    if (Meta(other->object).contains("deletionTimestamp") || phase == "Succeeded" ||
+        phase == "Failed" || GroupOf(other->object, gang->second) != group) {
+      continue;
+    }
+    ++members;
+  }
+  return members >= min_member;
+}
+
+void NodeAgent::AdmitWaitingGangs() {
+  std::vector<nlohmann::json> ready;
+  for (auto it = waiting_for_gang_.begin(); it != waiting_for_gang_.end();) {
+    const ObjectPtr pod = store_.Get(pods_, it->second.first, it->second.second);
+    const bool same = pod != nullptr && Meta(pod->object).value("uid", "") == it->first;
+    if (!same ||
+        !pod->object.value("spec", nlohmann::json::object()).value("nodeName", "").empty() ||
+        Meta(pod->object).contains("deletionTimestamp")) {
+      it = waiting_for_gang_.erase(it);  // gone, bound elsewhere, or going
+    } else if (GangComplete(pod->object)) {
+      ready.push_back(pod->object);
+      it = waiting_for_gang_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const nlohmann::json& pod : ready) Admit(pod);
 }
 
 bool NodeAgent::UpdatePod(Run& run, const std::function<void(nlohmann::json& pod)>& change) {
@@ -334,7 +421,9 @@ void NodeAgent::OnExit(Run& run, int exit_code, int signal, const std::string& r
       TerminatedState(exit_code, signal, started, c.container_id, reason, message);
   const std::string policy =
       run.pod.value("spec", nlohmann::json::object()).value("restartPolicy", "Always");
-  const bool restart = policy == "Always" || (policy == "OnFailure" && exit_code != 0);
+  // A Terminating pod's container is not restarted: it was asked to stop.
+  const bool restart =
+      !run.terminating && (policy == "Always" || (policy == "OnFailure" && exit_code != 0));
   if (restart) {
     const auto delay = Backoff(c.restart_count);
     c.last_state = terminated;
@@ -351,6 +440,43 @@ void NodeAgent::OnExit(Run& run, int exit_code, int signal, const std::string& r
     run.done = true;
   }
   WriteStatus(run);
+}
+
+void NodeAgent::BeginDeletion(Run& run) {
+  if (run.deleted || run.terminating) return;
+  run.terminating = true;
+  run.restart_at.reset();
+  run.retry_at.reset();
+  if (!run.process || !run.process->running()) {
+    FinishDeletion(run);
+    return;
+  }
+  run.process->Signal(SIGTERM);
+  const nlohmann::json& meta = Meta(run.pod);
+  const long seconds = meta.value(
+      "deletionGracePeriodSeconds",
+      run.pod.value("spec", nlohmann::json::object()).value("terminationGracePeriodSeconds", 30L));
+  run.kill_at = Clock::now() + std::min<std::chrono::milliseconds>(std::chrono::seconds(seconds),
+                                                                   options_.max_grace);
+}
+
+void NodeAgent::FinishDeletion(Run& run) {
+  // A container that never ended on its own (a restart pending, or waiting for its config)
+  // reports the state it was left in; the pod's phase ends either way.
+  if (!run.done) {
+    if (run.view.phase != "Succeeded") run.view.phase = "Failed";
+    WriteStatus(run);
+  }
+  DeleteOptions last;
+  last.uid_precondition = run.uid;
+  last.grace_period_seconds = 0;
+  try {
+    store_.Delete(pods_, run.ns, run.name, last);
+  } catch (const ApiError& e) {
+    // Gone already (404), or the name holds another pod now (409): this one is gone either way.
+    if (e.http_code() != 404 && e.http_code() != 409) throw;
+  }
+  Terminate(run);
 }
 
 void NodeAgent::Terminate(Run& run) {
@@ -379,6 +505,7 @@ void NodeAgent::PollProcesses() {
         if (!run.deleted) {
           OnExit(run, exit->exit_code, exit->signal, "", TerminationMessage(run, exit->exit_code));
         }
+        if (run.terminating && !run.deleted) FinishDeletion(run);
       } else if (run.kill_at && now >= *run.kill_at) {
         run.process->Signal(SIGKILL);  // the grace period is over
         run.kill_at.reset();

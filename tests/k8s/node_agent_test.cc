@@ -150,7 +150,9 @@ TEST_F(NodeAgentTest, ZeroExitSucceedsAndReportsRunningFirst) {
   watch->Stop();
 }
 
-TEST_F(NodeAgentTest, DeletingARunningPodKillsItsProcess) {
+TEST_F(NodeAgentTest, DeletingARunningPodStopsItReportsTheEndThenRemovesIt) {
+  auto sink = std::make_shared<testing::MemorySink>();
+  auto watch = testing::StartWatch(server_.api(), "/api/v1/namespaces/default/pods?watch=1", sink);
   server_.Create(Pod("sleeper", {"sleep", "30"}));
   const auto pod = WaitForPhase("sleeper", "Running");
   EXPECT_TRUE(Container(pod)["state"].contains("running"));
@@ -160,15 +162,51 @@ TEST_F(NodeAgentTest, DeletingARunningPodKillsItsProcess) {
   EXPECT_EQ(server_.node_agent()->running_containers(), 1u);
 
   const auto start = Clock::now();
-  ASSERT_EQ(Call(server_.api(), "DELETE", "/api/v1/namespaces/default/pods/sleeper").status, 200);
-  while (server_.node_agent()->running_containers() > 0 &&
-         Clock::now() - start < std::chrono::seconds(20)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  // Graceful: the pod stays, Terminating, until the node has stopped it.
+  const testing::Reply deleted =
+      Call(server_.api(), "DELETE", "/api/v1/namespaces/default/pods/sleeper");
+  ASSERT_EQ(deleted.status, 202) << deleted.body.dump(2);
+  EXPECT_EQ(deleted.body["metadata"]["deletionGracePeriodSeconds"], 30);
+  WaitFor("sleeper", [](const nlohmann::json& p) { return p.is_null(); });
   // SIGTERM, not the 30 s grace period's SIGKILL, ended it (the bound leaves room for a busy
   // machine while staying well under the grace period).
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(15));
   EXPECT_NE(::kill(pid, 0), 0);  // reaped: the pid is gone
+  EXPECT_EQ(server_.node_agent()->running_containers(), 0u);
+  // What a watcher saw: Running, Terminating, the container's end (SIGTERM: Failed, 143), gone.
+  const std::vector<nlohmann::json> events = sink->Events();  // delivered as written
+  ASSERT_GE(events.size(), 3u);
+  const nlohmann::json& last = events.back();
+  EXPECT_EQ(last["type"], "DELETED");
+  EXPECT_EQ(last["object"]["status"]["phase"], "Failed");
+  EXPECT_EQ(Container(last["object"])["state"]["terminated"]["exitCode"], 143);
+  const nlohmann::json& before = events[events.size() - 2]["object"];
+  EXPECT_TRUE(before["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(before["status"]["phase"], "Failed");
+  watch->Stop();
+}
+
+TEST_F(NodeAgentTest, ALostNodesPodsStayAsLastReportedAndADeletionNeverEnds) {
+  server_.Create(Pod("lost", {"sleep", "30"}));
+  const pid_t pid = Pid(WaitForPhase("lost", "Running"));
+  server_.LoseNode("node-2");
+  EXPECT_NE(::kill(pid, 0), 0);  // the node's containers ended with it
+  ASSERT_EQ(Call(server_.api(), "DELETE", "/api/v1/namespaces/default/pods/lost").status, 202);
+  // No kubelet finishes the deletion: Terminating, and Running as last reported.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const nlohmann::json pod = Get("lost");
+  ASSERT_TRUE(pod.is_object());
+  EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(pod["status"]["phase"], "Running");
+  EXPECT_EQ(pod["spec"]["nodeName"], "fake-node");
+  // The new node runs what is created now; a forced deletion ends the old pod.
+  server_.Create(Pod("fresh", {"/bin/true"}));
+  EXPECT_EQ(WaitForPhase("fresh", "Succeeded")["spec"]["nodeName"], "node-2");
+  EXPECT_EQ(
+      Call(server_.api(), "DELETE", "/api/v1/namespaces/default/pods/lost?gracePeriodSeconds=0")
+          .status,
+      200);
+  EXPECT_TRUE(Get("lost").is_null());
 }
 
 TEST_F(NodeAgentTest, ProcessIgnoringSigtermIsKilledAfterTheGracePeriod) {
@@ -445,6 +483,44 @@ TEST_F(NodeAgentTest, EnvFromConfigMapsAndSecrets) {
   EXPECT_NE(
       ConfigErrorOf("env-missing").find("couldn't find key nope in ConfigMap default/settings"),
       std::string::npos);
+}
+
+TEST(NodeAgentGangTest, AVolcanoGangIsBoundOnlyOnceAllOfItExists) {
+  TestApiServerOptions options;
+  options.node_agent = true;
+  options.agent.image_entrypoints["busybox"] = {"/bin/sh", "-c"};
+  options.agent.gang_schedulers["volcano"] = GangScheduler::Volcano();
+  TestApiServer server(options);
+  server.CreateFromFile(VolcanoPodGroupCrdPath());
+  const auto member = [](const std::string& name) {
+    nlohmann::json pod = Pod(name, {"sleep", "30"});
+    pod["metadata"]["annotations"] = {{"scheduling.k8s.io/group-name", "gang"}};
+    pod["spec"]["schedulerName"] = "volcano";
+    return pod;
+  };
+  const auto node_of = [&](const std::string& name) {
+    const ObjectPtr pod =
+        server.store().Get(*server.store().FindResource("", "v1", "pods"), "default", name);
+    return pod == nullptr ? std::string("?") : pod->object["spec"].value("nodeName", std::string());
+  };
+  server.Create(member("a"));
+  // No PodGroup yet, then a PodGroup of two with one member: nobody is bound.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(node_of("a"), "");
+  server.Create({{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                 {"kind", "PodGroup"},
+                 {"metadata", {{"name", "gang"}}},
+                 {"spec", {{"minMember", 2}}}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // past the agent's re-check
+  EXPECT_EQ(node_of("a"), "");
+  server.Create(member("b"));
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while ((node_of("a").empty() || node_of("b").empty()) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(node_of("a"), "fake-node");
+  EXPECT_EQ(node_of("b"), "fake-node");
+  server.node_agent()->CheckHealthy();
 }
 
 TEST(TestApiServer, ServesHttpWithAKubeconfigAndCreatesFromFiles) {

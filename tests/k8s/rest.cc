@@ -148,8 +148,7 @@ ObjectPtr Rest::Patch(const ResourceInfo& r, const std::string& ns, const std::s
 
 ObjectPtr Rest::Delete(const ResourceInfo& r, const std::string& ns, const std::string& name,
                        const DeleteOptions& options) {
-  return store_.Delete(r, ns, name, options.propagation, options.uid_precondition,
-                       options.rv_precondition, options.dry_run);
+  return store_.Delete(r, ns, name, options);
 }
 
 }  // namespace autodist::k8s

@@ -20,13 +20,6 @@ struct WriteOptions {
   std::vector<std::string>* warnings = nullptr;
 };
 
-struct DeleteOptions {
-  Propagation propagation = Propagation::kBackground;
-  std::optional<std::string> uid_precondition;
-  std::optional<std::string> rv_precondition;
-  bool dry_run = false;
-};
-
 class Rest {
  public:
   explicit Rest(Store& store) : store_(store) {}

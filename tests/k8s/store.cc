@@ -155,7 +155,10 @@ ObjectPtr Store::Mutate(const ResourceInfo& r, const std::string& ns, const std:
   const uint64_t rv = NextRv();
   auto& meta = (*next)["metadata"];
   meta["resourceVersion"] = std::to_string(rv);
+  // An object marked for deletion goes once its last finalizer does; a pod within its grace
+  // period (deletionGracePeriodSeconds above 0) stays until deleted again with none.
   const bool finalized = current != nullptr && meta.contains("deletionTimestamp") &&
+                         meta.value("deletionGracePeriodSeconds", int64_t{0}) == 0 &&
                          meta.value("finalizers", nlohmann::json::array()).empty();
   ObjectPtr stored = MakeStored(std::move(*next), rv);
   Commit(r.Key(), ns, name, current, stored, current == nullptr ? "ADDED" : "MODIFIED");

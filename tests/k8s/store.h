@@ -38,6 +38,16 @@ struct StoreOptions {
 
 enum class Propagation { kBackground, kForeground, kOrphan };
 
+struct DeleteOptions {
+  Propagation propagation = Propagation::kBackground;
+  std::optional<std::string> uid_precondition;
+  std::optional<std::string> rv_precondition;
+  bool dry_run = false;
+  // DeleteOptions.gracePeriodSeconds: for pods, instead of spec.terminationGracePeriodSeconds;
+  // 0 deletes at once (kubectl delete --force --grace-period=0, or the kubelet's last delete).
+  std::optional<int64_t> grace_period_seconds;
+};
+
 struct ListResult {
   std::vector<ObjectPtr> items;
   uint64_t rv = 0;
@@ -89,12 +99,15 @@ class Store {
 
   // Deletes one object (404 when absent; 409 when a precondition fails) and, unless orphaning,
   // its dependents (ownerReferences to its uid) transitively. Objects with finalizers get
-  // metadata.deletionTimestamp and stay until their finalizers are removed. Deleting a
-  // namespace deletes its contents; deleting a CRD deletes its objects and unregisters it.
-  // Returns the object as deleted (or as marked).
+  // metadata.deletionTimestamp and stay until their finalizers are removed. A pod bound to a
+  // node and not yet ended is deleted gracefully: it gets deletionTimestamp (now + its grace
+  // period) and deletionGracePeriodSeconds and stays, Terminating, until the node's kubelet (the
+  // node agent) reports its containers stopped and deletes it with a grace period of 0; a
+  // second deletion may only shorten the grace period. Deleting a namespace deletes its
+  // contents; deleting a CRD deletes its objects and unregisters it. Returns the object as
+  // deleted (or as marked).
   ObjectPtr Delete(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                   Propagation propagation, const std::optional<std::string>& uid_precondition,
-                   const std::optional<std::string>& rv_precondition, bool dry_run = false);
+                   const DeleteOptions& options);
 
   // --- watches ---
   std::shared_ptr<Watcher> Watch(const ResourceInfo& r, const WatchStart& start,
@@ -140,8 +153,12 @@ class Store {
   void Index(const ObjectPtr& object, const ObjectRef& ref, bool add);
   void RegisterCrd(const nlohmann::json& crd);
   void UnregisterCrd(const nlohmann::json& crd);
-  // Deletes (or, with finalizers, marks) one object; lock held.
-  ObjectPtr DeleteLocked(const ObjectRef& ref, Propagation propagation, int depth);
+  // Deletes (or, gracefully or with finalizers, marks) one object; lock held.
+  ObjectPtr DeleteLocked(const ObjectRef& ref, Propagation propagation, int depth,
+                         std::optional<int64_t> grace_period_seconds = std::nullopt);
+  // Sets deletionTimestamp `grace_seconds` from now (or shortens an earlier one); lock held.
+  ObjectPtr MarkTerminatingLocked(const ObjectRef& ref, const ObjectPtr& current,
+                                  int64_t grace_seconds);
   // Removes the object now, cascading per `propagation`; lock held.
   ObjectPtr RemoveLocked(const ObjectRef& ref, Propagation propagation, int depth);
   // Deletes or orphans the dependents of a removed owner; lock held.

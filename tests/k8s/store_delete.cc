@@ -1,10 +1,12 @@
-// Deletion in the store: preconditions, finalizers, namespace and CRD teardown, and the
-// garbage collector's cascade over ownerReferences: synchronously, under the store lock, unless a
-// test holds it (HoldGarbageCollection) to see dependents outlive their owner, as the real
-// cluster's asynchronous collector lets them.
+// Deletion in the store: preconditions, graceful deletion of pods, finalizers, namespace and CRD
+// teardown, and the garbage collector's cascade over ownerReferences: synchronously, under the
+// store lock, unless a test holds it (HoldGarbageCollection) to see dependents outlive their
+// owner, as the real cluster's asynchronous collector lets them.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <mutex>
+#include <optional>
 
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/clock.h"
@@ -17,6 +19,21 @@ constexpr int kMaxCascadeDepth = 64;  // ownerReference cycles are invalid; this
 
 std::string QualifiedResource(const ResourceInfo& r) { return r.Key(); }
 
+// The grace period a deletion gives an object, as the API server's pod strategy decides it
+// (CheckGracefulDelete): pods only; the request's, else spec.terminationGracePeriodSeconds
+// (defaulted to 30 at creation); none for a pod that no node runs (unbound) or that has ended,
+// since no kubelet would ever finish its deletion. A negative request counts as 1 s.
+int64_t GracePeriod(const std::string& key, const nlohmann::json& object,
+                    std::optional<int64_t> requested) {
+  if (key != "pods") return 0;
+  const nlohmann::json spec = object.value("spec", nlohmann::json::object());
+  const std::string phase = object.value("status", nlohmann::json::object()).value("phase", "");
+  if (spec.value("nodeName", "").empty() || phase == "Succeeded" || phase == "Failed") return 0;
+  const int64_t grace =
+      requested.value_or(spec.value("terminationGracePeriodSeconds", int64_t{30}));
+  return grace < 0 ? 1 : grace;
+}
+
 }  // namespace
 
 ObjectPtr Store::Find(const ObjectRef& ref) const {
@@ -27,8 +44,9 @@ ObjectPtr Store::Find(const ObjectRef& ref) const {
 }
 
 ObjectPtr Store::Delete(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                        Propagation propagation, const std::optional<std::string>& uid_precondition,
-                        const std::optional<std::string>& rv_precondition, bool dry_run) {
+                        const DeleteOptions& options) {
+  const std::optional<std::string>& uid_precondition = options.uid_precondition;
+  const std::optional<std::string>& rv_precondition = options.rv_precondition;
   std::unique_lock lock(mutex_);
   const ObjectRef ref{r.Key(), ns, name};
   const ObjectPtr current = Find(ref);
@@ -52,22 +70,46 @@ ObjectPtr Store::Delete(const ResourceInfo& r, const std::string& ns, const std:
                                *rv_precondition, meta.value("resourceVersion", "")),
                    details);
   }
-  if (dry_run) return current;
-  return DeleteLocked(ref, propagation, 0);
+  if (options.dry_run) return current;
+  return DeleteLocked(ref, options.propagation, 0, options.grace_period_seconds);
 }
 
-ObjectPtr Store::DeleteLocked(const ObjectRef& ref, Propagation propagation, int depth) {
+ObjectPtr Store::DeleteLocked(const ObjectRef& ref, Propagation propagation, int depth,
+                              std::optional<int64_t> grace_period_seconds) {
   const ObjectPtr current = Find(ref);
   if (current == nullptr) return nullptr;
+  const int64_t grace = GracePeriod(ref.key, current->object, grace_period_seconds);
+  if (grace > 0) return MarkTerminatingLocked(ref, current, grace);
   const auto& meta = current->object["metadata"];
   if (meta.value("finalizers", nlohmann::json::array()).empty()) {
     return RemoveLocked(ref, propagation, depth);
   }
   // Finalizers hold the object: mark it and let whoever owns the finalizer finish the job.
-  if (meta.contains("deletionTimestamp")) return current;
+  if (meta.contains("deletionTimestamp") && meta.value("deletionGracePeriodSeconds", 0) == 0) {
+    return current;
+  }
   nlohmann::json marked = current->object;
   marked["metadata"]["deletionTimestamp"] = NowRfc3339();
   marked["metadata"]["deletionGracePeriodSeconds"] = 0;
+  const uint64_t rv = NextRv();
+  marked["metadata"]["resourceVersion"] = std::to_string(rv);
+  ObjectPtr stored = MakeStored(std::move(marked), rv);
+  Commit(ref.key, ref.ns, ref.name, current, stored, "MODIFIED");
+  return stored;
+}
+
+ObjectPtr Store::MarkTerminatingLocked(const ObjectRef& ref, const ObjectPtr& current,
+                                       int64_t grace_seconds) {
+  const auto& meta = current->object["metadata"];
+  // Already going within that time: a deletion only ever brings the end closer.
+  if (meta.contains("deletionTimestamp") &&
+      meta.value("deletionGracePeriodSeconds", int64_t{0}) <= grace_seconds) {
+    return current;
+  }
+  nlohmann::json marked = current->object;
+  marked["metadata"]["deletionTimestamp"] =
+      FormatRfc3339(std::chrono::system_clock::now() + std::chrono::seconds(grace_seconds));
+  marked["metadata"]["deletionGracePeriodSeconds"] = grace_seconds;
   const uint64_t rv = NextRv();
   marked["metadata"]["resourceVersion"] = std::to_string(rv);
   ObjectPtr stored = MakeStored(std::move(marked), rv);

@@ -52,6 +52,10 @@ std::string PodGroupCrdPath() {
   return AUTODIST_SOURCE_DIR "/tests/k8s/fixtures/podgroups.scheduling.x-k8s.io.yaml";
 }
 
+std::string VolcanoPodGroupCrdPath() {
+  return AUTODIST_SOURCE_DIR "/tests/k8s/fixtures/podgroups.scheduling.volcano.sh.yaml";
+}
+
 TestApiServer::TestApiServer(TestApiServerOptions options) {
   std::string pattern = (std::filesystem::temp_directory_path() / "k8s-double-XXXXXX").string();
   AD_CHECK(::mkdtemp(pattern.data()) != nullptr, kFailedPrecondition,
@@ -64,6 +68,7 @@ TestApiServer::TestApiServer(TestApiServerOptions options) {
   std::ofstream(kubeconfig_path_) << KubeconfigFor(url());
   if (options.node_agent) {
     options.agent.api_port = port();
+    agent_options_ = options.agent;
     agent_ = std::make_unique<NodeAgent>(*api_, options.agent);
   }
 }
@@ -74,6 +79,13 @@ TestApiServer::~TestApiServer() {
   api_.reset();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+void TestApiServer::LoseNode(const std::string& replacement) {
+  AD_CHECK(agent_ != nullptr, kFailedPrecondition, "LoseNode: the server runs no node agent");
+  agent_.reset();
+  agent_options_.node_name = replacement;
+  agent_ = std::make_unique<NodeAgent>(*api_, agent_options_);
 }
 
 nlohmann::json TestApiServer::Create(const nlohmann::json& object) {

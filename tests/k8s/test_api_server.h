@@ -50,6 +50,11 @@ class TestApiServer {
   Faults& faults() { return api_->faults(); }
   // Null unless options.node_agent.
   NodeAgent* node_agent() { return agent_.get(); }
+  // The node agent's node is lost: the agent stops (its containers end) without a word to the
+  // API, so its pods stay as last reported, and deleting one leaves it Terminating for good, as
+  // on an unreachable node. A new node agent, node `replacement` with the same options, takes
+  // the pods created from now on.
+  void LoseNode(const std::string& replacement);
 
   // Creates an object (any served kind, by apiVersion and kind) as POST would, in-process and
   // never subject to injected faults. Returns the stored object; throws ApiError (an
@@ -62,6 +67,7 @@ class TestApiServer {
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<NodeAgent> agent_;
+  NodeAgentOptions agent_options_;
   std::string dir_;
   std::string kubeconfig_path_;
 };
@@ -73,5 +79,7 @@ std::string KubeconfigFor(const std::string& url);
 std::string AutoDistJobCrdPath();
 // The scheduler-plugins PodGroup CRD (scheduling.x-k8s.io/v1alpha1) for gang-scheduling tests.
 std::string PodGroupCrdPath();
+// Volcano's PodGroup CRD (scheduling.volcano.sh/v1beta1).
+std::string VolcanoPodGroupCrdPath();
 
 }  // namespace autodist::k8s

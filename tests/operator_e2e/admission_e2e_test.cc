@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/job/job_parser.h"
 #include "tests/operator_e2e/e2e_fixture.h"
 
 namespace autodist::app::e2e {
@@ -115,7 +116,7 @@ TEST_F(OperatorEndToEnd, ARecreatedJobWaitsForTheOldChildrenAndNeverUsesThem) {
   ASSERT_EQ(CountObjects("configmaps", name), 1u);
   JobManifest second;
   second.name = name;
-  second.workers = 1;  // another gang: its cluster.json differs from the old one's
+  second.workers = 1;  // another gang: its manifest differs from the old one's
   Apply(second.ToYaml());
   // It waits on each old child in turn, the ConfigMap first: no pod of it ever starts beside the
   // old ConfigMap. The old ones go one by one, as a slow collector would remove them.
@@ -146,9 +147,9 @@ TEST_F(OperatorEndToEnd, ARecreatedJobWaitsForTheOldChildrenAndNeverUsesThem) {
   ASSERT_EQ(config_maps.size(), 1u);
   const nlohmann::json& config_map = config_maps[0];
   EXPECT_EQ(config_map["metadata"]["ownerReferences"][0].value("uid", ""), uid);
-  const nlohmann::json cluster =
-      nlohmann::json::parse(config_map["data"].value("cluster.json", "{}"));
-  EXPECT_EQ(cluster["members"].size(), 2u) << cluster.dump(2);
+  EXPECT_EQ(
+      job::ParseJob(config_map["data"].value("job.yaml", ""), "job.yaml", "").resources.workers, 1)
+      << config_map.dump(2);
   for (const nlohmann::json& pod : Pods(name)) {
     EXPECT_EQ(old_uids.count(pod["metadata"].value("uid", "")), 0u) << pod.dump(2);
   }
@@ -179,7 +180,7 @@ TEST_F(OperatorEndToEnd, ANameHeldBySomeoneElsesObjectFailsTheJob) {
       WaitFor(name, "the TTL to delete the job", seconds(30), [&] { return Job(name).is_null(); }));
 }
 
-TEST_F(OperatorEndToEnd, ARefusalThatRecursAfterARestartIsOneEventCounted) {
+TEST_F(OperatorEndToEnd, ARefusalThatRecursIsOneEventCounted) {
   const std::string name = "fmnist-recurring";
   const nlohmann::json refusal = {
       {"failures",
@@ -193,30 +194,33 @@ TEST_F(OperatorEndToEnd, ARefusalThatRecursAfterARestartIsOneEventCounted) {
   server_->faults().Configure(refusal);
   JobManifest manifest;
   manifest.name = name;
-  manifest.steps = 400;
-  manifest.log_interval_steps = 5;
-  manifest.checkpoint_path = (root_ / "ckpt").string();
-  manifest.backoff_limit = 2;
+  // Nothing schedules the pods: the gang never runs, so a pod deleted is made again in it.
+  manifest.scheduler_name = "no-such-scheduler";
   Apply(manifest.ToYaml());
-  ASSERT_TRUE(WaitForCondition(name, "Running"));
+  ASSERT_TRUE(WaitFor(name, "the refused pods to be admitted", seconds(60),
+                      [&] { return Pods(name).size() == 3; }));
 
-  // The quota is used up again when the gang restarts: the same refusal, said again.
+  // The quota is used up again, and worker-0 is deleted: its re-creation is refused alike, the
+  // same refusal said again.
   server_->faults().Configure(refusal);
-  ASSERT_TRUE(WaitFor(name, "a running worker-1 to kill", seconds(60),
-                      [&] { return KillRuntime(name + "-worker-1"); }));
-  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
-  EXPECT_EQ(Job(name)["status"].value("restartCount", -1), 1) << Dump(name);
-  EXPECT_TRUE(server_->faults().State().value("failures", nlohmann::json::array()).empty());
+  ASSERT_EQ(Kubectl("delete pod " + name + "-worker-0").exit_code, 0);
   std::vector<nlohmann::json> refused;
-  for (const nlohmann::json& event : Events(name)) {
-    if (event.value("reason", "") == "FailedCreate") refused.push_back(event);
-  }
-  ASSERT_EQ(refused.size(), 1u) << Dump(name);
-  EXPECT_EQ(refused[0].value("count", 0), 2) << refused[0].dump(2);
+  ASSERT_TRUE(WaitFor(name, "the refusal's Event to be counted twice", seconds(60), [&] {
+    refused.clear();
+    for (const nlohmann::json& event : Events(name)) {
+      if (event.value("reason", "") == "FailedCreate") refused.push_back(event);
+    }
+    return refused.size() == 1 && refused[0].value("count", 0) == 2;
+  }));
   EXPECT_NE(refused[0].value("firstTimestamp", ""), "");
+  EXPECT_TRUE(Contains(refused[0].value("message", ""), "create Pod " + name + "-worker-0 (403"))
+      << refused[0].dump(2);
   int listed = 0;  // as kubectl lists them: one line
   for (const auto& [reason, message] : KubectlEvents(name)) listed += reason == "FailedCreate";
   EXPECT_EQ(listed, 1) << Dump(name);
+  ASSERT_TRUE(WaitFor(name, "the pod to be admitted again", seconds(60),
+                      [&] { return Pods(name).size() == 3; }));
+  ASSERT_EQ(Kubectl("delete adj " + name).exit_code, 0);
 }
 
 TEST_F(OperatorEndToEnd, TheOperatorsPodsPassPodSecurityRestricted) {
@@ -251,9 +255,8 @@ TEST_F(OperatorEndToEnd, TheOperatorsPodsPassPodSecurityRestricted) {
 }
 
 TEST_F(OperatorEndToEnd, PodsNoSchedulerServesAreReportedAfterTheSchedulingTimeout) {
-  StopOperator();
-  options_.reconciler.scheduling_timeout = std::chrono::seconds(1);
-  StartOperator();
+  RestartOperatorWith(
+      [](OperatorOptions& options) { options.reconciler.scheduling_timeout = seconds(1); });
   const std::string name = "fmnist-unscheduled";
   JobManifest manifest;
   manifest.name = name;
@@ -282,6 +285,64 @@ TEST_F(OperatorEndToEnd, PodsNoSchedulerServesAreReportedAfterTheSchedulingTimeo
     return false;
   }));
   EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+}
+
+TEST_F(OperatorEndToEnd, TheVolcanoPathRunsAGangEndToEnd) {
+  server_->CreateFromFile(k8s::VolcanoPodGroupCrdPath());
+  RestartOperatorWith([](OperatorOptions& options) {
+    options.reconciler.gang_scheduler = reconcile::GangScheduler::kVolcano;
+  });
+  const std::string name = "fmnist-volcano";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.steps = 200;
+  manifest.scheduling_policy = {"schedulerName: volcano", "queue: research"};
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitForCondition(name, "Running"));
+  // The PodGroup holds the whole gang, in the job's queue; each pod joined it and runs under
+  // Volcano, which (the node agent playing it) bound none before all three existed.
+  k8s::Store& store = server_->store();
+  const auto pod_groups = store.FindResource("scheduling.volcano.sh", "v1beta1", "podgroups");
+  ASSERT_NE(pod_groups, nullptr);
+  const k8s::ObjectPtr group = store.Get(*pod_groups, "default", name);
+  ASSERT_NE(group, nullptr) << Dump(name);
+  EXPECT_EQ(group->object["spec"].value("minMember", 0), 3) << group->object.dump(2);
+  EXPECT_EQ(group->object["spec"].value("queue", ""), "research") << group->object.dump(2);
+  for (const nlohmann::json& pod : Pods(name)) {
+    EXPECT_EQ(pod["spec"].value("schedulerName", ""), "volcano") << pod.dump(2);
+    EXPECT_EQ(pod["metadata"]["annotations"].value("scheduling.k8s.io/group-name", ""), name)
+        << pod.dump(2);
+    EXPECT_EQ(pod["spec"].value("nodeName", ""), "fake-node") << pod.dump(2);
+  }
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded"));
+  // The PodGroup goes when the job finishes (the Service and ConfigMap stay with the job).
+  EXPECT_TRUE(WaitFor(name, "the PodGroup to be deleted", seconds(30),
+                      [&] { return store.Get(*pod_groups, "default", name) == nullptr; }));
+}
+
+TEST_F(OperatorEndToEnd, AJobWaitsSayingSoUntilItsGangSchedulersCrdIsInstalled) {
+  RestartOperatorWith([](OperatorOptions& options) {
+    options.reconciler.gang_scheduler = reconcile::GangScheduler::kVolcano;
+  });
+  const std::string name = "fmnist-no-volcano";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.scheduling_policy = {"schedulerName: volcano"};
+  Apply(manifest.ToYaml());
+  // Volcano's CRD is not installed: the PodGroup's create is answered 404, and the job says so
+  // instead of retrying in silence; no pod starts without its gang's PodGroup.
+  ASSERT_TRUE(WaitFor(name, "the job to say its PodGroup is refused", seconds(60), [&] {
+    const nlohmann::json running = ConditionOf(Job(name), "Running");
+    return running.is_object() && running.value("reason", "") == "FailedCreate";
+  }));
+  const std::string message = ConditionOf(Job(name), "Running").value("message", "");
+  EXPECT_TRUE(Contains(message, "PodGroup " + name)) << message;
+  EXPECT_TRUE(Contains(message, "serves no scheduling.volcano.sh/v1beta1 PodGroups")) << message;
+  EXPECT_TRUE(Pods(name).empty()) << Dump(name);
+  EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+  // Installed: the next attempt goes through, and the job runs to the end.
+  server_->CreateFromFile(k8s::VolcanoPodGroupCrdPath());
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
 }
 
 }  // namespace

@@ -74,6 +74,10 @@ std::string JobManifest::ToYaml() const {
   if (ttl_seconds_after_finished.has_value()) {
     yaml << "    ttlSecondsAfterFinished: " << *ttl_seconds_after_finished << "\n";
   }
+  if (!scheduling_policy.empty()) {
+    yaml << "    schedulingPolicy:\n";
+    for (const std::string& line : scheduling_policy) yaml << "      " << line << "\n";
+  }
   if (!scheduler_name.empty() || !template_spec.empty()) {
     yaml << "  template:\n    spec:\n";
     if (!scheduler_name.empty()) yaml << "      schedulerName: " << scheduler_name << "\n";
@@ -216,6 +220,9 @@ void OperatorEndToEnd::SetUp() {
   server_options.agent.host_volume_root = root_.string();
   server_options.agent.log_dir = (root_ / "pod-logs").string();
   server_options.agent.max_grace = std::chrono::milliseconds(2000);
+  // The cluster runs Volcano beside the default scheduler (its CRD is installed by the tests that
+  // use it): its pods are bound as gangs.
+  server_options.agent.gang_schedulers["volcano"] = k8s::GangScheduler::Volcano();
   server_ = std::make_unique<k8s::TestApiServer>(server_options);
   server_->CreateFromFile(k8s::AutoDistJobCrdPath());
   kubectl_ = "HOME=" + root_.string() + " /usr/bin/kubectl --kubeconfig " +
@@ -271,6 +278,12 @@ void OperatorEndToEnd::StopOperator() {
   client_.reset();
   metrics_.reset();
   registry_.reset();
+}
+
+void OperatorEndToEnd::RestartOperatorWith(const std::function<void(OperatorOptions&)>& change) {
+  StopOperator();
+  change(options_);
+  StartOperator();
 }
 
 CommandResult OperatorEndToEnd::Kubectl(const std::string& args) {
@@ -402,7 +415,7 @@ bool OperatorEndToEnd::WaitForCount(const std::string& job, const std::string& w
                  [&] { return counter() == value; });
 }
 
-bool OperatorEndToEnd::KillRuntime(const std::string& pod) {
+bool OperatorEndToEnd::SignalRuntime(const std::string& pod, int signal) {
   const nlohmann::json container = RuntimeContainer(Pod(pod));
   if (!container.is_object() || !container.contains("state") ||
       !container.at("state").contains("running")) {
@@ -412,7 +425,7 @@ bool OperatorEndToEnd::KillRuntime(const std::string& pod) {
   const std::string prefix = "fake-kubelet://";
   if (id.rfind(prefix, 0) != 0) return false;
   const pid_t pid = static_cast<pid_t>(std::stol(id.substr(prefix.size())));
-  return pid > 1 && ::kill(pid, SIGKILL) == 0;
+  return pid > 1 && ::kill(pid, signal) == 0;
 }
 
 std::string OperatorEndToEnd::Dump(const std::string& job) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -53,7 +54,9 @@ struct JobManifest {
   std::optional<int> backoff_limit = 1;
   std::string clean_pod_policy = "None";
   std::optional<int> ttl_seconds_after_finished;
-  std::string scheduler_name;              // "" = none: spec.template.spec.schedulerName
+  std::string scheduler_name;  // "" = none: spec.template.spec.schedulerName
+  // "key: value" lines under spec.runPolicy.schedulingPolicy (none: no such block).
+  std::vector<std::string> scheduling_policy;
   std::vector<std::string> template_spec;  // more "key: value" lines under spec.template.spec
   std::string data_dir;                    // "" = the dataset's default directory
 
@@ -94,6 +97,8 @@ class OperatorEndToEnd : public ::testing::Test {
   void StartOperator();
   // Destroys the controller: its workers and informers stop, the pods run on.
   void StopOperator();
+  // Stops the operator, applies `change` to its options, and starts it again.
+  void RestartOperatorWith(const std::function<void(OperatorOptions&)>& change);
 
   // `kubectl <args>` against the double, with its own cache directory.
   CommandResult Kubectl(const std::string& args);
@@ -130,9 +135,10 @@ class OperatorEndToEnd : public ::testing::Test {
   bool WaitForCount(const std::string& job, const std::string& what,
                     const std::function<double()>& counter, double value);
 
-  // SIGKILL to the runtime process of `pod` (found through its container's containerID,
+  // `signal` to the runtime process of `pod` (found through its container's containerID,
   // fake-kubelet://<pid>); false when the pod has no running runtime container.
-  bool KillRuntime(const std::string& pod);
+  bool SignalRuntime(const std::string& pod, int signal);
+  bool KillRuntime(const std::string& pod) { return SignalRuntime(pod, SIGKILL); }
 
   // The job as stored, its pods with phases, uids and exit codes, its Events, and the tail of
   // every pod log: what a failed assertion needs to be understood.

@@ -23,28 +23,37 @@ class RunPolicyEndToEnd : public OperatorEndToEnd {
     return WaitFor(name, "a running worker-1 to kill", seconds(60),
                    [&] { return KillRuntime(name + "-worker-1"); });
   }
+  // 200 steps under OnFailure with backoffLimit 2, a checkpoint every 10 steps in `checkpoints`.
+  static JobManifest RestartableJob(const std::string& name, const std::string& checkpoints) {
+    JobManifest manifest;
+    manifest.name = name;
+    manifest.steps = 200;
+    manifest.log_interval_steps = 5;
+    manifest.checkpoint_path = checkpoints;
+    manifest.checkpoint_interval_steps = 10;
+    manifest.restart_policy = "OnFailure";
+    manifest.backoff_limit = 2;
+    return manifest;
+  }
+  // Waits until the job runs and a checkpoint exists (the slowest worker is past step 10, where
+  // the chief wrote one), so that an interruption has something to resume from.
+  bool WaitPastTheFirstCheckpoint(const std::string& name) {
+    return WaitForCondition(name, "Running") &&
+           WaitFor(name, "training past the first checkpoint", seconds(60), [&] {
+             const nlohmann::json job = Job(name);
+             EXPECT_FALSE(ConditionTrue(job, "Succeeded"))
+                 << "the job is too short to be interrupted";
+             return StepOf(job) > 10 || ConditionTrue(job, "Succeeded");
+           });
+  }
 };
 
 TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoint) {
   const std::string name = "fmnist-restart";
-  JobManifest manifest;
-  manifest.name = name;
-  manifest.steps = 200;
-  manifest.log_interval_steps = 5;
-  manifest.checkpoint_path = (root_ / "ckpt").string();
-  manifest.checkpoint_interval_steps = 10;
-  manifest.restart_policy = "OnFailure";
-  manifest.backoff_limit = 2;
   const std::shared_ptr<PodEvents> events = RecordPods(name);
-  Apply(manifest.ToYaml());
-
-  // Kill once a checkpoint exists: the slowest worker is past step 10, where the chief wrote one.
-  ASSERT_TRUE(WaitForCondition(name, "Running"));
-  ASSERT_TRUE(WaitFor(name, "training past the first checkpoint", seconds(60), [&] {
-    const nlohmann::json job = Job(name);
-    EXPECT_FALSE(ConditionTrue(job, "Succeeded")) << "the job is too short to be interrupted";
-    return StepOf(job) > 10 || ConditionTrue(job, "Succeeded");
-  }));
+  Apply(RestartableJob(name, (root_ / "ckpt").string()).ToYaml());
+  // Kill once a checkpoint exists.
+  ASSERT_TRUE(WaitPastTheFirstCheckpoint(name));
   std::set<std::string> first_uids;
   for (const nlohmann::json& pod : Pods(name)) {
     EXPECT_EQ(Label(pod, "autodist.io/restart-generation"), "0");
@@ -72,20 +81,25 @@ TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoi
   ASSERT_TRUE(WaitForMembersSucceeded(name));
   EXPECT_EQ(Job(name)["status"]["progress"].value("step", 0), 200) << Dump(name);
 
-  // The whole gang was replaced: the same three names, new uids, the next restart generation.
+  // The whole gang was replaced: new pods of the next restart generation, under names of their
+  // own (the old ones may still have been Terminating when they started).
   const std::vector<nlohmann::json> pods = Pods(name);
   ASSERT_EQ(pods.size(), 3u) << Dump(name);
+  std::set<std::string> names;
   for (const nlohmann::json& pod : pods) {
     EXPECT_EQ(Label(pod, "autodist.io/restart-generation"), "1") << pod.dump(2);
     EXPECT_EQ(first_uids.count(pod["metadata"].value("uid", "")), 0u) << pod.dump(2);
+    names.insert(pod["metadata"].value("name", ""));
   }
+  EXPECT_EQ(names, (std::set<std::string>{name + "-worker-0-r1", name + "-worker-1-r1",
+                                          name + "-ps-0-r1"}));
   const PodEvents::Summary summary = events->summary();
   EXPECT_EQ(summary.added.size(), 6u) << ::testing::PrintToString(summary.added);
   EXPECT_EQ(summary.deleted.size(), 3u) << ::testing::PrintToString(summary.deleted);
-  EXPECT_LE(summary.max_alive, 3u);
+  EXPECT_LE(summary.max_alive, 6u);
 
   // The new chief continued from a checkpoint at step 10 or later, not from step 0.
-  const CommandResult logs = Kubectl("logs " + name + "-worker-0");
+  const CommandResult logs = Kubectl("logs " + name + "-worker-0-r1");
   ASSERT_EQ(logs.exit_code, 0) << logs.output;
   const size_t resumed = logs.output.find("resumed from ");
   ASSERT_NE(resumed, std::string::npos) << logs.output;
@@ -110,6 +124,53 @@ TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoi
   EXPECT_TRUE(WaitForCount(
       name, "jobs_restarted", [&] { return metrics_->jobs_restarted.With({"default"}).Value(); },
       1));
+}
+
+TEST_F(RunPolicyEndToEnd, ALostNodeStallsNoGangRestart) {
+  const std::string name = "fmnist-lost-node";
+  Apply(RestartableJob(name, (root_ / "ckpt-lost").string()).ToYaml());
+  ASSERT_TRUE(WaitPastTheFirstCheckpoint(name));
+
+  // The node goes away: its containers end and the API hears nothing more of it; the pods stay
+  // Running as last reported. Another node takes whatever is created from now on.
+  server_->LoseNode("node-2");
+  // The eviction the node lifecycle controller makes of a node that stopped answering: a
+  // deletion no kubelet will ever finish.
+  const CommandResult evicted = Kubectl("delete pod " + name + "-worker-1 --wait=false");
+  ASSERT_EQ(evicted.exit_code, 0) << evicted.output;
+
+  // The old gang's pods are Terminating for good; the new gang, under names of its own, starts
+  // on the other node at once and finishes the job from the checkpoint.
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
+  EXPECT_EQ(Job(name)["status"].value("restartCount", -1), 1) << Dump(name);
+  std::set<std::string> terminating, finished;
+  for (const nlohmann::json& pod : Pods(name)) {
+    const std::string pod_name = pod["metadata"].value("name", "");
+    if (Label(pod, "autodist.io/restart-generation") == "0") {
+      EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << pod.dump(2);
+      EXPECT_EQ(pod["spec"].value("nodeName", ""), "fake-node") << pod.dump(2);
+      terminating.insert(pod_name);
+    } else {
+      EXPECT_EQ(pod["spec"].value("nodeName", ""), "node-2") << pod.dump(2);
+      finished.insert(pod_name);
+    }
+  }
+  EXPECT_EQ(terminating,
+            (std::set<std::string>{name + "-worker-0", name + "-worker-1", name + "-ps-0"}))
+      << Dump(name);
+  EXPECT_EQ(finished, (std::set<std::string>{name + "-worker-0-r1", name + "-worker-1-r1",
+                                             name + "-ps-0-r1"}))
+      << Dump(name);
+  std::vector<std::string> restarts;
+  for (const nlohmann::json& event : Events(name)) {
+    if (event.value("reason", "") == "GangRestart") restarts.push_back(event.value("message", ""));
+  }
+  ASSERT_EQ(restarts.size(), 1u) << Dump(name);
+  EXPECT_TRUE(Contains(restarts[0], "pod " + name +
+                                        "-worker-1 (worker-1) was deleted while the job was "
+                                        "running (retryable under restartPolicy OnFailure)"))
+      << restarts[0];
+  EXPECT_EQ(Job(name)["status"]["progress"].value("step", 0), 200) << Dump(name);
 }
 
 TEST_F(RunPolicyEndToEnd, FailureBeyondBackoffLimitFailsTheJob) {

@@ -71,6 +71,10 @@ TEST(ChildrenTest, NamesDeriveFromTheJobName) {
   EXPECT_EQ(PodGroupName("fmnist"), "fmnist");
   EXPECT_EQ(PodName("fmnist", Role::kWorker, 3), "fmnist-worker-3");
   EXPECT_EQ(PodName("fmnist", Role::kParameterServer, 0), "fmnist-ps-0");
+  // Every gang restart's pods have names of their own.
+  EXPECT_EQ(PodName("fmnist", Role::kWorker, 3, 0), "fmnist-worker-3");
+  EXPECT_EQ(PodName("fmnist", Role::kWorker, 3, 1), "fmnist-worker-3-r1");
+  EXPECT_EQ(PodName("fmnist", Role::kParameterServer, 0, 12), "fmnist-ps-0-r12");
   EXPECT_EQ(NodeName(Role::kParameterServer, 2), "ps-2");
 }
 
@@ -188,6 +192,28 @@ TEST(ChildrenTest, LocalProcessesGetDistinctPortsOnLoopback) {
   EXPECT_EQ((ListMembers("other", "ml", 2, 1, options.addresses).chief().port - 20000) % 64, 0);
 }
 
+TEST(ChildrenTest, EveryGangHasPodsHostsAndSharedHostPortsOfItsOwn) {
+  const AddressPolicy local = AddressPolicy::LocalProcesses();
+  const JobMembers first = ListMembers("fmnist", "ml", 2, 1, local, 0);
+  const JobMembers second = ListMembers("fmnist", "ml", 2, 1, local, 1);
+  const int base = first.chief().port;
+  // The next gang takes the next ports of the job's slot: the old one's may still be held.
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(first.members[i].port, base + static_cast<int>(i));
+    EXPECT_EQ(second.members[i].port, base + 3 + static_cast<int>(i));
+  }
+  EXPECT_EQ(second.members[2].pod, "fmnist-ps-0-r1");
+  // Round and round within the slot (64 ports): restart 21 uses 63, 0 and 1.
+  const JobMembers wrapped = ListMembers("fmnist", "ml", 2, 1, local, 21);
+  EXPECT_EQ(wrapped.members[0].port, base + 63);
+  EXPECT_EQ(wrapped.members[1].port, base);
+  EXPECT_EQ(wrapped.members[2].port, base + 1);
+  // On a cluster every pod has its own address: the port stays, the DNS name moves.
+  const JobMembers cluster = ListMembers("fmnist", "ml", 2, 1, AddressPolicy::Cluster(), 2);
+  EXPECT_EQ(cluster.Coordinator(), "fmnist-worker-0-r2.fmnist.ml.svc:29500");
+  EXPECT_EQ(cluster.members[2].Endpoint(), "fmnist-ps-0-r2.fmnist.ml.svc:29500");
+}
+
 TEST(ChildrenTest, AJobLargerThanAPortSlotIsInvalidSpec) {
   ReconcilerOptions options = testing::TestOptions();
   options.addresses = AddressPolicy::LocalProcesses();
@@ -233,15 +259,15 @@ TEST(ChildrenTest, WithoutResourcesThereAreNoRequests) {
   EXPECT_FALSE(RuntimeOf(cluster.pod("fmnist-worker-0")).contains("resources"));
 }
 
-TEST(ChildrenTest, ConfigMapHoldsManifestStrategyAndClusterSpec) {
+TEST(ChildrenTest, ConfigMapHoldsManifestStrategyResourceSpecAndSummary) {
   Cluster cluster(JobObject({{"training", {{"checkpoint", {{"path", "ckpt/"}}}}}}));
   cluster.Reconcile(At(0));
   ASSERT_TRUE(cluster.config_map().has_value());
   const nlohmann::json& data = (*cluster.config_map())["data"];
   std::vector<std::string> keys;
   for (const auto& [key, value] : data.items()) keys.push_back(key);
-  EXPECT_THAT(keys, ElementsAre("cluster.json", "job.yaml", "resource_spec.yml", "strategy.pbtxt",
-                                "summary.txt"));
+  // Nothing that depends on the gang: every restart's pods read the same ConfigMap.
+  EXPECT_THAT(keys, ElementsAre("job.yaml", "resource_spec.yml", "strategy.pbtxt", "summary.txt"));
   // The manifest the runtime reads parses to the job the operator parsed, its relative paths
   // resolved against the runtime container's working directory.
   const job::JobSpec manifest = job::ParseJob(data["job.yaml"], "job.yaml", "");
@@ -254,16 +280,6 @@ TEST(ChildrenTest, ConfigMapHoldsManifestStrategyAndClusterSpec) {
   EXPECT_THAT(data["strategy.pbtxt"].get<std::string>(), HasSubstr("node_config"));
   EXPECT_THAT(data["resource_spec.yml"].get<std::string>(), HasSubstr("worker-0"));
   EXPECT_THAT(data["summary.txt"].get<std::string>(), HasSubstr("builder: PSLoadBalancing"));
-  EXPECT_EQ(nlohmann::json::parse(data["cluster.json"].get<std::string>()),
-            nlohmann::json::parse(R"({
-              "coordinator": "fmnist-worker-0.fmnist.ml.svc:29500",
-              "members": [
-                {"node": "worker-0", "pod": "fmnist-worker-0", "role": "worker", "rank": 0,
-                 "address": "fmnist-worker-0.fmnist.ml.svc:29500"},
-                {"node": "worker-1", "pod": "fmnist-worker-1", "role": "worker", "rank": 1,
-                 "address": "fmnist-worker-1.fmnist.ml.svc:29500"},
-                {"node": "ps-0", "pod": "fmnist-ps-0", "role": "ps", "rank": 0,
-                 "address": "fmnist-ps-0.fmnist.ml.svc:29500"}]})"));
 }
 
 TEST(ChildrenTest, AModelConfigMapIsMountedAndTheManifestPointsAtIt) {
@@ -315,7 +331,7 @@ TEST(ChildrenTest, RestartedPodsResumeFromTheCheckpointEvenWithResumeOff) {
   cluster.Reconcile(At(2));  // gang restart: every pod deleted
   ASSERT_TRUE(cluster.pods().empty());
   cluster.Reconcile(At(3));  // the pods of restart 1
-  const nlohmann::json& pod = cluster.pod("fmnist-worker-0");
+  const nlohmann::json& pod = cluster.pod("fmnist-worker-0-r1");
   EXPECT_EQ(pod["metadata"]["labels"]["autodist.io/restart-generation"], "1");
   const nlohmann::json args = RuntimeOf(pod)["args"];
   EXPECT_EQ(args[1], "/etc/autodist/job.yaml");
@@ -331,7 +347,7 @@ TEST(ChildrenTest, WithResumeOnRestartedPodsReadTheSameManifest) {
   cluster.Exit("fmnist-worker-1", 143);
   cluster.Reconcile(At(2));
   cluster.Reconcile(At(3));
-  const nlohmann::json args = RuntimeOf(cluster.pod("fmnist-worker-1"))["args"];
+  const nlohmann::json args = RuntimeOf(cluster.pod("fmnist-worker-1-r1"))["args"];
   EXPECT_EQ(args[1], "/etc/autodist/job.yaml");
   EXPECT_EQ(std::count(args.begin(), args.end(), "--resume"), 0) << args.dump();  // not needed
 }

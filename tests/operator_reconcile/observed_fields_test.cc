@@ -123,14 +123,14 @@ TEST_F(ObservedFieldsTest, MembersAreJudgedAsFromTheFullPods) {
   }
 }
 
-TEST_F(ObservedFieldsTest, AConfigMapKeepsOnlyTheClusterDescription) {
+TEST_F(ObservedFieldsTest, AConfigMapKeepsItsMetadataOnly) {
   ASSERT_TRUE(cluster_.config_map().has_value());
   const nlohmann::json& full = *cluster_.config_map();
   ASSERT_TRUE(full["data"].contains(kStrategyKey));
-  const nlohmann::json slim = SlimConfigMap(full);
+  const nlohmann::json slim = SlimToMetadata(full);
   EXPECT_EQ(slim["metadata"]["name"], "fmnist-autodist");
   EXPECT_EQ(slim["metadata"]["labels"], full["metadata"]["labels"]);
-  EXPECT_EQ(slim["data"], (nlohmann::json{{kClusterKey, full["data"][kClusterKey]}}));
+  EXPECT_FALSE(slim.contains("data"));
 }
 
 TEST_F(ObservedFieldsTest, AServiceKeepsItsMetadata) {
@@ -178,8 +178,6 @@ TEST(ObservedFields, ToleratesObjectsWithoutTheFields) {
                                   {"status", {{"containerStatuses", "not a list"}}}};
   EXPECT_EQ(SlimPod(pending)["status"],
             (nlohmann::json{{"containerStatuses", nlohmann::json::array()}}));
-  EXPECT_EQ(SlimConfigMap({{"metadata", {{"name", "c"}}}, {"data", {{"other", "x"}}}})["data"],
-            nlohmann::json::object());
 }
 
 }  // namespace

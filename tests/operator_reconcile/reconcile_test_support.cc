@@ -59,7 +59,7 @@ Plan Cluster::Reconcile(TimePoint now, bool apply) {
   // Children as the operator's informers cache them (observed_fields.h), so every scenario here
   // also shows that the reconciler reads nothing the caches drop.
   for (const auto& [name, pod] : pods_) observed.pods.push_back(SlimPod(pod));
-  if (config_map_.has_value()) observed.config_map = SlimConfigMap(*config_map_);
+  if (config_map_.has_value()) observed.config_map = SlimToMetadata(*config_map_);
   if (service_.has_value()) observed.service = SlimToMetadata(*service_);
   observed.pod_group = pod_group_;
   observed.progress = progress_;

@@ -80,22 +80,27 @@ TEST(RestartPolicyTest, OnFailureRestartsTheWholeGang) {
             "has no spec.training.checkpoint");
   EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["failed"], 1);
 
-  // While the old pods terminate, nothing is created (their names are taken) or deleted twice.
+  // The old pods are Terminating, for as long as their grace period (or for good, on a node that
+  // is gone): the new gang starts at once under names of its own, and nothing is deleted twice.
   plan = cluster.Reconcile(At(3));
-  EXPECT_THAT(plan.creates, IsEmpty());
-  EXPECT_THAT(plan.deletes, IsEmpty());
-  EXPECT_THAT(plan.events, IsEmpty());
-
-  cluster.FinishDeletions();
-  plan = cluster.Reconcile(At(4));
   EXPECT_THAT(Created(plan, "Pod"),
-              ElementsAre("fmnist-worker-0", "fmnist-worker-1", "fmnist-ps-0"));
+              ElementsAre("fmnist-worker-0-r1", "fmnist-worker-1-r1", "fmnist-ps-0-r1"));
   for (const nlohmann::json& pod : plan.creates) {
     EXPECT_EQ(pod["metadata"]["labels"]["autodist.io/restart-generation"], "1");
+    EXPECT_EQ(pod["spec"]["hostname"], pod["metadata"]["name"]);
   }
+  // The new gang meets at its own chief.
+  EXPECT_THAT(cluster.pod("fmnist-ps-0-r1")["spec"]["containers"].dump(),
+              HasSubstr("\"--coordinator\",\"fmnist-worker-0-r1.fmnist.ml.svc:29500\""));
+  EXPECT_THAT(plan.deletes, IsEmpty());
   EXPECT_EQ(cluster.status()["state"], "Restarting");
+  // The old gang's pods, Terminating, count in no column (nor do the new ones, not seen yet).
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"],
+            nlohmann::json::parse(R"({"active": 0, "succeeded": 0, "failed": 0})"));
 
-  cluster.SetAllPhases("Running");
+  for (const char* pod : {"fmnist-worker-0-r1", "fmnist-worker-1-r1", "fmnist-ps-0-r1"}) {
+    cluster.SetPhase(pod, "Running");
+  }
   plan = cluster.Reconcile(At(5));
   EXPECT_EQ(cluster.status()["state"], "Running");
   EXPECT_EQ(cluster.ConditionStatus(kRestarting), "False");
@@ -103,7 +108,9 @@ TEST(RestartPolicyTest, OnFailureRestartsTheWholeGang) {
   EXPECT_EQ(cluster.ConditionOf(kRunning)["message"], "all 3 pods are running (after restart 1)");
   EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonAllPodsRunning));
 
-  cluster.Exit("fmnist-worker-0", 0);
+  EXPECT_EQ(plan.coordinator, "fmnist-worker-0-r1.fmnist.ml.svc:29500");
+
+  cluster.Exit("fmnist-worker-0-r1", 0);
   cluster.Reconcile(At(6));
   EXPECT_EQ(cluster.status()["state"], "Succeeded");
   EXPECT_EQ(cluster.status()["restartCount"], 1);

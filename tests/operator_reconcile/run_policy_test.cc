@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "operator/reconcile/conditions.h"
+#include "operator/reconcile/names.h"
 #include "reconcile_test_support.h"
 
 namespace autodist::reconcile {
@@ -29,10 +30,10 @@ Cluster RunningJob(const nlohmann::json& run_policy) {
   return cluster;
 }
 
-// Fails worker 1 with 137 and reconciles until the pods of the next generation run (or the job
-// is finished); returns the plan of the failure.
+// Fails worker 1 (of the current gang) with 137 and reconciles until the pods of the next
+// generation run (or the job is finished); returns the plan of the failure.
 Plan FailAndRecover(Cluster& cluster, int64_t t) {
-  cluster.Exit("fmnist-worker-1", 137);
+  cluster.Exit(PodName("fmnist", Role::kWorker, 1, cluster.status().value("restartCount", 0)), 137);
   Plan plan = cluster.Reconcile(At(t));
   if (cluster.status()["state"] == "Restarting") {
     cluster.Reconcile(At(t + 1));
@@ -56,7 +57,7 @@ TEST(RunPolicyTest, BackoffLimitCountsGangRestarts) {
   EXPECT_EQ(cluster.status()["restartCount"], 2);
   EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonBackoffLimitExceeded);
   EXPECT_EQ(cluster.ConditionOf(kFailed)["message"],
-            "pod fmnist-worker-1 (worker-1) failed with exit code 137 (retryable under "
+            "pod fmnist-worker-1-r2 (worker-1) failed with exit code 137 (retryable under "
             "restartPolicy OnFailure); the job was restarted 2 time(s), as many as "
             "spec.runPolicy.backoffLimit (2) allows");
   EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonMemberFailed, kReasonBackoffLimitExceeded));
@@ -148,9 +149,72 @@ TEST(RunPolicyTest, CleanPodPolicyRunningDeletesOnlyActivePods) {
   const Plan plan = cluster.Reconcile(At(10));
   EXPECT_EQ(cluster.status()["state"], "Succeeded");
   EXPECT_THAT(Deleted(plan), ElementsAre("fmnist-ps-0"));
-  // The replica counts stay as they were when the job finished.
   EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"]["active"], 1);
-  EXPECT_FALSE(cluster.Reconcile(At(11)).HasActions());
+  // Gone with the clean-up of a job whose training completed: counted as succeeded, and the
+  // counts stay so.
+  cluster.Reconcile(At(11));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"],
+            nlohmann::json::parse(R"({"active": 0, "succeeded": 1, "failed": 0})"));
+  EXPECT_FALSE(cluster.Reconcile(At(12)).HasActions());
+}
+
+TEST(RunPolicyTest, CleanUpTurnsNoReplicaOfASucceededJobIntoAFailure) {
+  Cluster cluster = RunningJob({{"cleanPodPolicy", "Running"}});
+  cluster.set_graceful_deletion(true);
+  cluster.Exit("fmnist-worker-0", 0);
+  cluster.Exit("fmnist-worker-1", 0);
+  EXPECT_THAT(Deleted(cluster.Reconcile(At(10))), ElementsAre("fmnist-ps-0"));
+  // The parameter server stops on the clean-up's SIGTERM (Terminating, then Failed with 143)
+  // and goes; at no point is it a failed replica.
+  cluster.Reconcile(At(11));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"],
+            nlohmann::json::parse(R"({"active": 0, "succeeded": 1, "failed": 0})"));
+  cluster.Exit("fmnist-ps-0", 143);
+  cluster.Reconcile(At(12));
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["PS"],
+            nlohmann::json::parse(R"({"active": 0, "succeeded": 1, "failed": 0})"));
+  cluster.FinishDeletions();
+  EXPECT_FALSE(cluster.Reconcile(At(13)).HasActions());
+  EXPECT_EQ(cluster.status()["replicaStatuses"]["Worker"]["succeeded"], 2);
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+}
+
+TEST(RunPolicyTest, APodDeletedWhileTheJobRunsRestartsTheGangAtOnce) {
+  Cluster cluster = RunningJob({{"restartPolicy", "OnFailure"}});
+  cluster.set_graceful_deletion(true);
+  // Someone (a drain, an eviction, kubectl delete) deletes a member's pod; on a node that is gone
+  // it stays Terminating, Running as last reported, for good.
+  cluster.pods().at("fmnist-worker-1")["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z";
+  Plan plan = cluster.Reconcile(At(2));
+  EXPECT_EQ(cluster.status()["state"], "Restarting");
+  EXPECT_THAT(cluster.ConditionOf(kRestarting)["message"].get<std::string>(),
+              HasSubstr("pod fmnist-worker-1 (worker-1) was deleted while the job was running"));
+  // The Terminating pod is not deleted again.
+  EXPECT_THAT(Deleted(plan), UnorderedElementsAre("fmnist-worker-0", "fmnist-ps-0"));
+  plan = cluster.Reconcile(At(3));
+  EXPECT_THAT(Created(plan, "Pod"),
+              ElementsAre("fmnist-worker-0-r1", "fmnist-worker-1-r1", "fmnist-ps-0-r1"));
+}
+
+TEST(RunPolicyTest, AResumedJobWaitsForItsSuspendedPodsToGoWithoutARestart) {
+  Cluster cluster = RunningJob({});
+  cluster.set_graceful_deletion(true);
+  cluster.job()["spec"]["runPolicy"]["suspend"] = true;
+  cluster.Reconcile(At(10));
+  EXPECT_EQ(cluster.status()["state"], "Suspended");
+  cluster.Exit("fmnist-worker-0", 143);  // stopping on the suspension's SIGTERM
+  cluster.job()["spec"]["runPolicy"]["suspend"] = false;
+  // Its pods are still Terminating: their names are taken, and they are not failures.
+  Plan plan = cluster.Reconcile(At(11));
+  EXPECT_THAT(Created(plan, "Pod"), IsEmpty());
+  EXPECT_THAT(plan.deletes, IsEmpty());
+  EXPECT_EQ(cluster.status()["restartCount"], 0);
+  EXPECT_NE(cluster.status()["state"], "Restarting");
+  cluster.FinishDeletions();
+  plan = cluster.Reconcile(At(12));
+  EXPECT_THAT(Created(plan, "Pod"),
+              UnorderedElementsAre("fmnist-worker-0", "fmnist-worker-1", "fmnist-ps-0"));
+  EXPECT_EQ(cluster.status()["restartCount"], 0);
 }
 
 TEST(RunPolicyTest, CleanPodPolicyAllDeletesEveryPodOnFailureToo) {
@@ -168,7 +232,9 @@ TEST(RunPolicyTest, CleanUpIsRepeatedUntilThePodsAreGone) {
   Cluster cluster = RunningJob({{"cleanPodPolicy", "All"}});
   cluster.Exit("fmnist-worker-0", 0);
   Plan plan = cluster.Reconcile(At(10), false);
-  cluster.Apply(Plan{plan.status, {}, {}, false, {}, std::nullopt});  // the deletes were lost
+  Plan lost;  // the deletes were lost
+  lost.status = plan.status;
+  cluster.Apply(lost);
   plan = cluster.Reconcile(At(11));
   EXPECT_EQ(Deleted(plan).size(), 3U);
   EXPECT_THAT(plan.events, IsEmpty());
