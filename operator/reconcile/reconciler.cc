@@ -125,12 +125,10 @@ void RecountFinished(JobStatus& status, const std::vector<ObservedPod>& pods) {
     ReplicaStatus now;
     for (const ObservedPod& pod : pods) {
       if (pod.generation != status.restart_count || RoleStatusKey(pod.role) != role) continue;
-      if (succeeded && pod.terminating) {
+      if ((succeeded && pod.terminating) || pod.phase == MemberPhase::kPodSucceeded) {
         ++now.succeeded;
       } else if (pod.Active()) {
         ++now.active;
-      } else if (pod.phase == MemberPhase::kPodSucceeded) {
-        ++now.succeeded;
       } else if (pod.phase == MemberPhase::kPodFailed) {
         ++now.failed;
       }

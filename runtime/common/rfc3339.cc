@@ -51,7 +51,12 @@ std::string FormatRfc3339(SystemTime time) {
 
 std::optional<SystemTime> ParseRfc3339(const std::string& text) {
   size_t at = 0;
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
   if (!ReadDigits(text, at, 4, year) || !Expect(text, at, '-') || !ReadDigits(text, at, 2, month) ||
       !Expect(text, at, '-') || !ReadDigits(text, at, 2, day) || !Expect(text, at, 'T') ||
       !ReadDigits(text, at, 2, hour) || !Expect(text, at, ':') ||
@@ -74,19 +79,21 @@ std::optional<SystemTime> ParseRfc3339(const std::string& text) {
   } else if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
     const int sign = text[at] == '-' ? -1 : 1;
     ++at;
-    int offset_hours = 0, offset_minutes = 0;
+    int offset_hours = 0;
+    int offset_minutes = 0;
     if (!ReadDigits(text, at, 2, offset_hours) || !Expect(text, at, ':') ||
         !ReadDigits(text, at, 2, offset_minutes)) {
       return std::nullopt;
     }
-    offset_seconds = sign * (offset_hours * 3600 + offset_minutes * 60);
+    offset_seconds = sign * (int64_t{offset_hours} * 3600 + int64_t{offset_minutes} * 60);
   } else {
     return std::nullopt;
   }
   if (at != text.size()) return std::nullopt;
   const int64_t days =
       DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  const int64_t epoch_seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_seconds;
+  const int64_t epoch_seconds =
+      days * 86400 + int64_t{hour} * 3600 + int64_t{minute} * 60 + second - offset_seconds;
   return SystemTime(std::chrono::seconds(epoch_seconds));
 }
 

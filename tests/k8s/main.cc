@@ -46,6 +46,18 @@ std::pair<std::string, std::vector<std::string>> ParseEntrypoint(const std::stri
   return {text.substr(0, eq), argv};
 }
 
+// "volcano" or "NAME=volcano|scheduler-plugins": the scheduler name the agent binds as a gang.
+std::pair<std::string, autodist::k8s::GangScheduler> ParseGangScheduler(const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string name = eq == std::string::npos ? text : text.substr(0, eq);
+  const std::string kind = eq == std::string::npos ? text : text.substr(eq + 1);
+  AD_CHECK(!name.empty() && (kind == "volcano" || kind == "scheduler-plugins"), kInvalidArgument,
+           "--gang-scheduler '{}': expected volcano, or NAME=volcano or NAME=scheduler-plugins",
+           text);
+  return {name, kind == "volcano" ? autodist::k8s::GangScheduler::Volcano()
+                                  : autodist::k8s::GangScheduler::SchedulerPlugins()};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,6 +88,7 @@ int main(int argc, char** argv) {
   autodist::k8s::NodeAgentOptions agent;
   std::vector<std::string> entrypoints;
   int max_grace_ms = 30000;
+  std::vector<std::string> gang_schedulers;
   app.add_flag("--node-agent", node_agent,
                "Run pods as local processes (a fake kubelet; docs/testing.md)");
   app.add_option("--node-name", agent.node_name, "Node the agent registers and binds pods to")
@@ -92,6 +105,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-grace-ms", max_grace_ms,
                  "Cap on a deleted pod's terminationGracePeriodSeconds before SIGKILL")
       ->default_str("30000");
+  app.add_option("--gang-scheduler", gang_schedulers,
+                 "volcano, or NAME=volcano|scheduler-plugins: pods naming that scheduler are "
+                 "bound as gangs, once their PodGroup and minMember of them exist (repeatable)");
   CLI11_PARSE(app, argc, argv);
 
   // Signals are taken by sigwait below, not by handlers on the listener's threads.
@@ -113,6 +129,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<autodist::k8s::NodeAgent> kubelet;
     if (node_agent) {
       for (const auto& e : entrypoints) agent.image_entrypoints.insert(ParseEntrypoint(e));
+      for (const auto& g : gang_schedulers) agent.gang_schedulers.insert(ParseGangScheduler(g));
       agent.api_port = server.port();
       agent.max_grace = std::chrono::milliseconds(max_grace_ms);
       kubelet = std::make_unique<autodist::k8s::NodeAgent>(api, agent);

@@ -523,6 +523,16 @@ TEST(NodeAgentGangTest, AVolcanoGangIsBoundOnlyOnceAllOfItExists) {
   server.node_agent()->CheckHealthy();
 }
 
+TEST(NodeAgentGangTest, TheFakeApiserverRefusesAnUnknownGangScheduler) {
+  const testing::CommandResult run = testing::Run(
+      {AUTODIST_FAKE_APISERVER, "--port", "0", "--node-agent", "--gang-scheduler", "slurm"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("--gang-scheduler 'slurm': expected volcano, or NAME=volcano or "
+                         "NAME=scheduler-plugins"),
+            std::string::npos)
+      << run.err;
+}
+
 TEST(TestApiServer, ServesHttpWithAKubeconfigAndCreatesFromFiles) {
   TestApiServer server;
   EXPECT_EQ(server.node_agent(), nullptr);

@@ -67,6 +67,7 @@ std::vector<ResourceInfo> BuiltinResources() {
       Builtin("", "v1", "services", "service", "Service", true, {"svc"}, true, {"all"}),
       Builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, false),
       Builtin("", "v1", "secrets", "secret", "Secret", true, {}, false),
+      Builtin("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", true, {"quota"}, true),
       Builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}, false),
       Builtin("", "v1", "events", "event", "Event", true, {"ev"}, false),
       Builtin("", "v1", "endpoints", "endpoints", "Endpoints", true, {"ep"}, false),

@@ -3,6 +3,7 @@
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/clock.h"
 #include "tests/k8s/pod_security.h"
+#include "tests/k8s/resource_quota.h"
 #include "tests/k8s/yaml_json.h"
 
 namespace autodist::k8s {
@@ -50,12 +51,28 @@ ObjectPtr Rest::Create(const ResourceInfo& r, const std::string& ns, nlohmann::j
   auto& meta = body["metadata"];
   const std::string generate = meta.value("generateName", "");
   const bool generated = meta.value("name", "").empty() && !generate.empty();
-  // Pod Security Admission reads the namespace's labels; read here, outside the store's lock.
+  // Pod Security Admission reads the namespace's labels, and ResourceQuota admission its quotas
+  // and pods; read here, outside the store's lock (the real plugins read their caches).
   const bool pod = !r.is_custom && r.plural == "pods";
   ObjectPtr space;
+  std::vector<nlohmann::json> quotas, pods;
   if (pod) {
     if (const auto namespaces = store_.FindResource("", "v1", "namespaces")) {
       space = store_.Get(*namespaces, "", ns);
+    }
+    const auto list = [&](const ResourceInfo& resource) {
+      std::vector<nlohmann::json> out;
+      for (const ObjectPtr& item : store_
+                                       .List(resource, ns, LabelSelector::Parse(""),
+                                             FieldSelector::Parse("", resource), 0, "")
+                                       .items) {
+        out.push_back(item->object);
+      }
+      return out;
+    };
+    if (const auto resource_quotas = store_.FindResource("", "v1", "resourcequotas")) {
+      quotas = list(*resource_quotas);
+      if (!quotas.empty()) pods = list(r);
     }
   }
   // generateName collisions are retried, as the real server's random suffix makes them rare.
@@ -74,7 +91,10 @@ ObjectPtr Rest::Create(const ResourceInfo& r, const std::string& ns, nlohmann::j
             }
             nlohmann::json object = body;
             PrepareForCreate(r, object, options.field_validation, Warnings(options));
-            if (pod) EnforcePodSecurity(space ? space->object : nlohmann::json(), object);
+            if (pod) {
+              EnforcePodSecurity(space ? space->object : nlohmann::json(), object);
+              EnforceResourceQuotas(quotas, pods, object);
+            }
             return object;
           },
           options.dry_run);

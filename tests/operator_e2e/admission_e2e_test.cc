@@ -345,5 +345,32 @@ TEST_F(OperatorEndToEnd, AJobWaitsSayingSoUntilItsGangSchedulersCrdIsInstalled) 
   ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
 }
 
+TEST_F(OperatorEndToEnd, AResourceQuotaTheGangDoesNotFitKeepsItWaitingUntilItDoes) {
+  // A real quota, evaluated by the double as the API server's admission plugin does: two pods in
+  // the namespace, and the gang has three.
+  Apply(
+      "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: team\nspec:\n  hard:\n"
+      "    pods: \"2\"\n");
+  const std::string name = "fmnist-quota";
+  JobManifest manifest;
+  manifest.name = name;
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(WaitFor(name, "the job to say the quota refuses a pod", seconds(60), [&] {
+    const nlohmann::json running = ConditionOf(Job(name), "Running");
+    return running.is_object() && running.value("reason", "") == "FailedCreate";
+  }));
+  const std::string message = ConditionOf(Job(name), "Running").value("message", "");
+  EXPECT_TRUE(Contains(message,
+                       "is forbidden: exceeded quota: team, requested: pods=1, used: "
+                       "pods=2, limited: pods=2"))
+      << message;
+  EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
+  // The quota is raised: the job is admitted on a later attempt and runs to the end.
+  const CommandResult raised =
+      Kubectl("patch quota team --type=merge -p '{\"spec\":{\"hard\":{\"pods\":\"10\"}}}'");
+  ASSERT_EQ(raised.exit_code, 0) << raised.output;
+  ASSERT_TRUE(WaitForCondition(name, "Succeeded", seconds(180)));
+}
+
 }  // namespace
 }  // namespace autodist::app::e2e

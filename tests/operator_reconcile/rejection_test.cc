@@ -152,7 +152,7 @@ TEST(RejectionTest, AChildOfAnEarlierJobOfTheSameNameIsNeverUsed) {
                           {"name", "fmnist"},
                           {"uid", "old-job-uid"},
                           {"controller", true}}}}}},
-                     {"data", {{"job.yaml", "the old job"}, {"cluster.json", "{}"}}}};
+                     {"data", {{"job.yaml", "the old job"}, {"summary.txt", "an old summary"}}}};
   cluster.refuse = [&](const nlohmann::json& object) -> std::optional<Rejection> {
     if (object["kind"] != "ConfigMap" || !cluster.config_map().has_value()) return std::nullopt;
     return Rejection{"ConfigMap",
