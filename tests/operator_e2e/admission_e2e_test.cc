@@ -324,7 +324,7 @@ TEST_F(OperatorEndToEnd, AJobWaitsSayingSoUntilItsGangSchedulersCrdIsInstalled) 
   RestartOperatorWith([](OperatorOptions& options) {
     options.reconciler.gang_scheduler = reconcile::GangScheduler::kVolcano;
   });
-  const std::string name = "fmnist-no-volcano";
+  const std::string name = "fmnist-volcano-later";
   JobManifest manifest;
   manifest.name = name;
   manifest.scheduling_policy = {"schedulerName: volcano"};

@@ -41,6 +41,9 @@ CommandResult RunCommand(const std::string& command);
 // A Fashion-MNIST MLP job (examples/fashion-mnist/fmnist_mlp.onnx): by default 2 workers and 1
 // parameter server under the PS builder, Adam, checkpoints every 10 steps.
 struct JobManifest {
+  // Every pod is a process on 127.0.0.1, on ports of a slot the job's namespace/name hashes to
+  // (reconcile::ListMembers): two tests that ctest runs side by side must not name jobs whose
+  // slots meet while both run pods ("fmnist-no-volcano" met "fmnist-backoff").
   std::string name;
   int steps = 30;
   int workers = 2;
