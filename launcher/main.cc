@@ -81,6 +81,10 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
                   "Each process serves Prometheus /metrics on 127.0.0.1, from this port up in "
                   "member order, as the launcher lists them")
       ->check(CLI::Range(1, 65535));
+  run->add_option("--max-processes", options.max_processes,
+                  "Allow the job this many local processes (default: what the machine holds, "
+                  "16 per core and one per 64 MiB of available memory)")
+      ->check(CLI::PositiveNumber);
 }
 
 void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "launcher/interrupt_guard.h"
+#include "launcher/local_limit.h"
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
 #include "launcher/run_report.h"
@@ -125,6 +126,10 @@ class JobRun {
 
  private:
   void CheckInputs() {
+    // First: a job of 100000 workers must not get as far as a fork.
+    CheckLocalProcessCount(options_.manifest, job_.resources.workers,
+                           job_.resources.parameter_servers, options_.max_processes,
+                           MachineProcessLimit());
     const std::string& model = job::RequireLocalModel(job_);
     AD_CHECK(fs::is_regular_file(model), kNotFound,
              "{}: spec.model.path: model file '{}' does not exist", options_.manifest, model);

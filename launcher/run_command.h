@@ -24,11 +24,13 @@ struct RunOptions {
   std::chrono::milliseconds heartbeat_timeout{10000};
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
   bool live_progress = false;                  // rewrite the progress line in place (a terminal)
+  int max_processes = 0;  // members allowed at once; 0: the machine's limit (local_limit.h)
 };
 
 // Exit codes: 0 the job succeeded; 1 a process failed (or the deadline passed); 128 + signal
-// when interrupted. Throws autodist::Error for a bad manifest, a missing model, a port in use or
-// a missing runtime executable, before anything is started.
+// when interrupted. Throws autodist::Error for a bad manifest, more processes than the machine
+// holds (or --max-processes allows), a missing model, a port in use or a missing runtime
+// executable, before anything is started.
 int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace autodist::cli

@@ -172,6 +172,11 @@ TEST_F(NodeAgentTest, DeletingARunningPodStopsItReportsTheEndThenRemovesIt) {
   // machine while staying well under the grace period).
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(15));
   EXPECT_NE(::kill(pid, 0), 0);  // reaped: the pid is gone
+  // (The agent counts its containers once per pass, just after the deletion.)
+  while (server_.node_agent()->running_containers() > 0 &&
+         Clock::now() - start < std::chrono::seconds(15)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_EQ(server_.node_agent()->running_containers(), 0u);
   // What a watcher saw: Running, Terminating, the container's end (SIGTERM: Failed, 143), gone.
   const std::vector<nlohmann::json> events = sink->Events();  // delivered as written

@@ -487,6 +487,27 @@ TEST_F(CliTest, UnknownFormatIsRejectedByTheParser) {
 
 // ---- usage ------------------------------------------------------------------------------------
 
+TEST_F(CliTest, RunRefusesAJobLargerThanTheMachineAndAZeroMaxProcesses) {
+  // The minimal manifest (tests/fixtures/jobs/minimal.yaml) with 100000 workers.
+  const std::string manifest = (dir_ / "huge.yaml").string();
+  std::ofstream(manifest) << "apiVersion: autodist.io/v1alpha1\nkind: AutoDistJob\n"
+                             "metadata:\n  name: huge\nspec:\n  model:\n    path: "
+                          << Model("mlp.onnx")
+                          << "\n  data:\n    format: fashion-mnist\n    batchSizePerReplica: 16\n"
+                             "  training:\n    epochs: 1\n    optimizer:\n      name: sgd\n"
+                             "      lr: 0.1\n  resources:\n    workers: 100000\n";
+  const RunResult huge = Run({"run", manifest});
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_TRUE(Contains(huge.err,
+                       "spec.resources: the job would start 100000 local processes "
+                       "(100000 workers, 0 parameter servers), more than this machine "
+                       "holds"))
+      << huge.err;
+  const RunResult zero = Run({"run", manifest, "--max-processes", "0"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_TRUE(Contains(zero.err, "--max-processes")) << zero.err;
+}
+
 TEST_F(CliTest, NoSubcommandIsAUsageError) {
   const RunResult result = Run({});
   EXPECT_EQ(result.exit_code, 2);

@@ -10,8 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
+#include <optional>
 
+#include "launcher/local_limit.h"
 #include "tests/launcher/run_job_test_util.h"
 
 namespace autodist::launcher {
@@ -200,6 +203,40 @@ TEST(RunFaultsTest, InvalidManifestIsRefusedWithItsYamlPath) {
   const Error error = ErrorOf([&] { RunManifest(OptionsFor(dir, WriteManifest(dir, yaml))); });
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(error.what(), HasSubstr("spec.resources.workers"));
+}
+
+TEST(RunFaultsTest, MoreProcessesThanTheMachineHoldsAreRefusedBeforeAnyStarts) {
+  TempDir dir;
+  JobParams params;
+  params.workers = 100000;
+  const std::string manifest = WriteManifest(dir, JobYaml(params, "ckpt"));
+  cli::RunOptions options = OptionsFor(dir, manifest);
+  const Error error = ErrorOf([&] { RunManifest(options); });
+  EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(manifest + ": spec.resources: the job would start 100001 "
+                                                 "local processes (100000 workers, 1 parameter "
+                                                 "server), more than this machine holds: "));
+  EXPECT_THAT(error.what(), HasSubstr("give --max-processes N to allow more"));
+  // Nothing started: not even the log directory of a member.
+  EXPECT_FALSE(std::filesystem::exists(options.log_dir + "/worker-0.log"));
+  // --max-processes replaces the machine's limit, both ways.
+  options.max_processes = 2;
+  params.workers = 2;
+  options.manifest = WriteManifest(dir, JobYaml(params, "ckpt"));
+  EXPECT_THAT(ErrorOf([&] { RunManifest(options); }).what(),
+              HasSubstr("would start 3 local processes (2 workers, 1 parameter server), more "
+                        "than --max-processes 2 allows"));
+}
+
+TEST(LocalProcessLimitTest, CoresAndAvailableMemoryBoundIt) {
+  EXPECT_EQ(cli::ProcessLimitFor(2, std::nullopt).processes, 32);
+  EXPECT_EQ(cli::ProcessLimitFor(2, int64_t{1} << 30).processes, 16);  // 1 GiB / 64 MiB
+  EXPECT_EQ(cli::ProcessLimitFor(0, int64_t{1} << 20).processes, 1);   // never below one
+  EXPECT_EQ(cli::ProcessLimitFor(2, int64_t{1} << 30).Describe(),
+            "16 (16 per core on 2 cores; one per 64.0 MiB of 1.0 GiB available memory)");
+  EXPECT_EQ(cli::ProcessLimitFor(1, std::nullopt).Describe(), "16 (16 per core on 1 core)");
+  EXPECT_GE(cli::MachineProcessLimit().processes, 1);
+  EXPECT_NO_THROW(cli::CheckLocalProcessCount("job.yaml", 2, 1, 0, cli::ProcessLimitFor(2, {})));
 }
 
 }  // namespace
