@@ -16,10 +16,12 @@ setup:
 # Ninja keeps both cores busy where make's per-target steps leave one idle, and with
 # CMAKE_OPTIMIZE_DEPENDENCIES a static library compiles without waiting for the ones it links.
 # A build directory made earlier keeps the generator it was made with.
-# Under CI (CI=true) debug information is line tables only (CMakeLists.txt: AUTODIST_DEBUG_INFO).
+# Under CI (CI=true) debug information is line tables only (CMakeLists.txt: AUTODIST_DEBUG_INFO)
+# and the benchmarks are compiled at -O0, never timed (bench/CMakeLists.txt).
 configure: setup
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_OPTIMIZE_DEPENDENCIES=ON \
 	  $(if $(CI),-DAUTODIST_DEBUG_INFO=lines) \
+	  -DAUTODIST_BENCH_COMPILE_ONLY=$(if $(CI),ON,OFF) \
 	  $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,-G Ninja)
 
 build: configure
