@@ -647,11 +647,8 @@ int Run(const Options& options) {
            {"", "v1", "services"}}) {
     const auto resource = store.FindResource(group, version, plural);
     if (!resource) continue;
-    const autodist::k8s::ListResult list =
-        store.List(*resource, "default", autodist::k8s::LabelSelector::Parse(""),
-                   autodist::k8s::FieldSelector::Parse("", *resource), 0, "");
     double bytes = 0;
-    for (const autodist::k8s::ObjectPtr& object : list.items) {
+    for (const autodist::k8s::ObjectPtr& object : store.ListAll(*resource, "default")) {
       bytes += static_cast<double>(object->json.size());
       if (plural == "pods") {
         json slim = object->object;

@@ -207,9 +207,8 @@ void NodeAgent::HandleEvent(const nlohmann::json& event) {
 void NodeAgent::Admit(const nlohmann::json& pod) {
   const auto& meta = Meta(pod);
   const auto& spec = pod.value("spec", nlohmann::json::object());
-  const std::string phase = pod.value("status", nlohmann::json::object()).value("phase", "");
   const std::string node = spec.value("nodeName", "");
-  if (phase == "Succeeded" || phase == "Failed" || meta.contains("deletionTimestamp")) return;
+  if (PodEnded(pod) || meta.contains("deletionTimestamp")) return;
   if (!node.empty() && node != options_.node_name) return;  // another node's pod
   const std::string scheduler = spec.value("schedulerName", "");
   if (node.empty() && !options_.schedulers.contains(scheduler) &&
@@ -282,13 +281,9 @@ bool NodeAgent::GangComplete(const nlohmann::json& pod) const {
   const int64_t min_member =
       pod_group->object.value("spec", nlohmann::json::object()).value("minMember", int64_t{1});
   int64_t members = 0;
-  const ListResult pods =
-      store_.List(pods_, ns, LabelSelector::Parse(""), FieldSelector::Parse("", pods_), 0, "");
-  for (const ObjectPtr& other : pods.items) {
-    const std::string phase =
-        other->object.value("status", nlohmann::json::object()).value("phase", "");
-    if (Meta(other->object).contains("deletionTimestamp") || phase == "Succeeded" ||
-        phase == "Failed" || GroupOf(other->object, gang->second) != group) {
+  for (const ObjectPtr& other : store_.ListAll(pods_, ns)) {
+    if (Meta(other->object).contains("deletionTimestamp") || PodEnded(other->object) ||
+        GroupOf(other->object, gang->second) != group) {
       continue;
     }
     ++members;

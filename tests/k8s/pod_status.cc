@@ -126,4 +126,9 @@ nlohmann::json NodeObject(const std::string& name, const std::string& address) {
             {"nodeInfo", {{"kubeletVersion", "v1.32.0-fake"}}}}}};
 }
 
+bool PodEnded(const nlohmann::json& pod) {
+  const std::string phase = pod.value("status", nlohmann::json::object()).value("phase", "");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
 }  // namespace autodist::k8s

@@ -38,6 +38,9 @@ nlohmann::json TerminatedState(int exit_code, int signal, const std::string& sta
                                const std::string& container_id, const std::string& reason = "",
                                const std::string& message = "");
 
+// True once the pod's status.phase is Succeeded or Failed: nothing runs in it any more.
+bool PodEnded(const nlohmann::json& pod);
+
 // The Node the agent registers: Ready, with `address` as its InternalIP and the host's CPUs.
 nlohmann::json NodeObject(const std::string& name, const std::string& address);
 

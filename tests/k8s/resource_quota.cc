@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tests/k8s/api_error.h"
+#include "tests/k8s/pod_status.h"
 
 namespace autodist::k8s {
 namespace {
@@ -78,11 +79,6 @@ long double Usage(const nlohmann::json& pod, const std::string& key) {
     total += Amount(container, *compute).value_or(0);
   }
   return total;
-}
-
-bool Ended(const nlohmann::json& pod) {
-  const std::string phase = pod.value("status", nlohmann::json::object()).value("phase", "");
-  return phase == "Succeeded" || phase == "Failed";
 }
 
 // A quantity as the messages show it: whole numbers plain, fractions in milli-units ("500m"),
@@ -197,7 +193,7 @@ void EnforceResourceQuotas(const std::vector<nlohmann::json>& quotas,
       if (!cap.has_value() || asked == 0) continue;
       long double in_use = 0;
       for (const nlohmann::json& other : pods) {
-        if (!Ended(other)) in_use += Usage(other, key);
+        if (!PodEnded(other)) in_use += Usage(other, key);
       }
       if (in_use + asked > *cap + 1e-9L) {
         requested[key] = Format(key, asked);

@@ -62,12 +62,7 @@ ObjectPtr Rest::Create(const ResourceInfo& r, const std::string& ns, nlohmann::j
     }
     const auto list = [&](const ResourceInfo& resource) {
       std::vector<nlohmann::json> out;
-      for (const ObjectPtr& item : store_
-                                       .List(resource, ns, LabelSelector::Parse(""),
-                                             FieldSelector::Parse("", resource), 0, "")
-                                       .items) {
-        out.push_back(item->object);
-      }
+      for (const ObjectPtr& item : store_.ListAll(resource, ns)) out.push_back(item->object);
       return out;
     };
     if (const auto resource_quotas = store_.FindResource("", "v1", "resourcequotas")) {

@@ -85,6 +85,10 @@ ObjectPtr Store::Get(const ResourceInfo& r, const std::string& ns, const std::st
   return it == state->objects.end() ? nullptr : it->second;
 }
 
+std::vector<ObjectPtr> Store::ListAll(const ResourceInfo& r, const std::string& ns) const {
+  return List(r, ns, LabelSelector::Parse(""), FieldSelector::Parse("", r), 0, "").items;
+}
+
 ListResult Store::List(const ResourceInfo& r, const std::string& ns, const LabelSelector& labels,
                        const FieldSelector& fields, long limit,
                        const std::string& continue_token) const {

@@ -84,6 +84,9 @@ class Store {
   ObjectPtr Get(const ResourceInfo& r, const std::string& ns, const std::string& name) const;
   // Objects sorted by namespace/name. `limit` 0 means all. Throws ApiError 410 when the continue
   // token predates the resource's compacted history.
+  // Every object of `r` in namespace `ns` ("" = every namespace), sorted: List without selectors
+  // or limit.
+  std::vector<ObjectPtr> ListAll(const ResourceInfo& r, const std::string& ns) const;
   ListResult List(const ResourceInfo& r, const std::string& ns, const LabelSelector& labels,
                   const FieldSelector& fields, long limit, const std::string& continue_token) const;
   uint64_t current_rv() const;

@@ -10,6 +10,7 @@
 
 #include "tests/k8s/api_error.h"
 #include "tests/k8s/clock.h"
+#include "tests/k8s/pod_status.h"
 #include "tests/k8s/store.h"
 
 namespace autodist::k8s {
@@ -27,8 +28,7 @@ int64_t GracePeriod(const std::string& key, const nlohmann::json& object,
                     std::optional<int64_t> requested) {
   if (key != "pods") return 0;
   const nlohmann::json spec = object.value("spec", nlohmann::json::object());
-  const std::string phase = object.value("status", nlohmann::json::object()).value("phase", "");
-  if (spec.value("nodeName", "").empty() || phase == "Succeeded" || phase == "Failed") return 0;
+  if (spec.value("nodeName", "").empty() || PodEnded(object)) return 0;
   const int64_t grace =
       requested.value_or(spec.value("terminationGracePeriodSeconds", int64_t{30}));
   return grace < 0 ? 1 : grace;

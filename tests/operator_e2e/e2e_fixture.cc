@@ -341,10 +341,7 @@ std::vector<nlohmann::json> OperatorEndToEnd::Events(const std::string& job) {
   k8s::Store& store = server_->store();
   const k8s::ResourceInfo events = ResourceOf(store, "events");
   std::vector<nlohmann::json> out;
-  for (const k8s::ObjectPtr& event : store
-                                         .List(events, "default", k8s::LabelSelector::Parse(""),
-                                               k8s::FieldSelector::Parse("", events), 0, "")
-                                         .items) {
+  for (const k8s::ObjectPtr& event : store.ListAll(events, "default")) {
     const nlohmann::json& object = event->object;
     if (object.value("involvedObject", nlohmann::json::object()).value("name", "") == job) {
       out.push_back(object);
