@@ -12,9 +12,10 @@
 namespace autodist::cli {
 
 struct InspectOptions {
-  std::string model;           // ONNX model or GraphItem file
-  bool strip_weights = false;  // with output: drop initializer data
-  std::string output;          // write the GraphItem here (binary) when set
+  std::string model;            // ONNX model or GraphItem file
+  bool strip_weights = false;   // with output: drop initializer data
+  std::string output;           // write the GraphItem here (binary) when set
+  std::string backend = "cpu";  // the kernels every node must have: cpu or cuda
 };
 
 // Prints the variable table of the model to `out`; writes the GraphItem when asked.
@@ -30,6 +31,9 @@ struct CompileOptions {
   std::string format = "text";        // text | json | binary
   std::string output;                 // file; empty: standard output
   bool stdout_is_terminal = false;    // refuse binary output to a terminal
+  // Compile even when a node has no kernel on the backend the resources imply (a plan for a model
+  // this release cannot train yet, to read or to hand to another runtime).
+  bool skip_kernel_check = false;
 };
 
 // Compiles and writes the Strategy; the summary goes to `out` when the strategy goes to a file,

@@ -8,6 +8,7 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
+#include "runtime/graph/op_support.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/strategy_io.h"
 #include "runtime/strategy/summary.h"
@@ -76,6 +77,12 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
 
   const graph::GraphItem item = graph::GraphItem::Load(options.model);
   const strategy::ResourceSpec resources = LoadResources(options);
+  // The replicas run on GPUs when the resources have any: every node needs a CUDA kernel then.
+  if (!options.skip_kernel_check) {
+    graph::CheckOpsSupported(item.ops(),
+                             resources.NumGpus() > 0 ? graph::Backend::kCuda : graph::Backend::kCpu,
+                             options.model);
+  }
   strategy::CompileRequest request;
   request.builder = options.builder;
   request.options = ParseOptions(options.options);

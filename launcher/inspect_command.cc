@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "launcher/commands.h"
+#include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
+#include "runtime/graph/op_support.h"
 #include "runtime/strategy/summary.h"
 
 namespace autodist::cli {
@@ -19,10 +21,18 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 std::string YesNo(bool value) { return value ? "yes" : "no"; }
 
+graph::Backend ParseBackend(const std::string& name) {
+  if (name == "cpu") return graph::Backend::kCpu;
+  if (name == "cuda") return graph::Backend::kCuda;
+  Fail(ErrorCode::kInvalidArgument, "--backend: expected cpu or cuda, got '{}'", name);
+}
+
 }  // namespace
 
 void RunInspect(const InspectOptions& options, std::ostream& out) {
   const graph::GraphItem item = graph::GraphItem::Load(options.model);
+  const graph::Backend backend = ParseBackend(options.backend);
+  graph::CheckOpsSupported(item.ops(), backend, options.model);
   const std::vector<graph::Variable>& variables = item.variables();
 
   // Column widths fit the longest name and shape, so large models stay readable.
@@ -50,6 +60,8 @@ void RunInspect(const InspectOptions& options, std::ostream& out) {
   }
   out << fmt::format("{} variables ({} trainable, {} sparse), {} ({} bytes)\n", variables.size(),
                      trainable, sparse, strategy::FormatBytes(total_bytes), total_bytes);
+  out << fmt::format("{} nodes; every op has a kernel on {}\n", item.ops().nodes.size(),
+                     graph::BackendName(backend));
 
   if (!options.output.empty()) {
     std::string bytes;

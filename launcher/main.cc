@@ -25,6 +25,11 @@ void AddInspect(CLI::App& app, autodist::cli::InspectOptions& options) {
   inspect->add_flag("--strip-weights", options.strip_weights,
                     "With -o: keep shapes but drop initializer data (fits a ConfigMap)");
   inspect->add_option("-o,--output", options.output, "Write the GraphItem (binary) to this file");
+  inspect
+      ->add_option("--backend", options.backend,
+                   "The kernels every node must have: cpu, or cuda for GPU workers")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_str("cpu");
 }
 
 void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
@@ -44,6 +49,9 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
       ->check(CLI::IsMember({"text", "json", "binary"}))
       ->default_str("text");
   compile->add_option("-o,--output", options.output, "Write the strategy to this file");
+  compile->add_flag("--skip-kernel-check", options.skip_kernel_check,
+                    "Compile even when a node of the model has no kernel on the backend the "
+                    "resources imply (cuda with GPUs, else cpu)");
   auto* workers = compile->add_option("--workers", counts.workers,
                                       "Instead of --resources: number of worker nodes");
   auto* gpus = compile->add_option("--gpus-per-worker", counts.gpus_per_worker,
@@ -85,6 +93,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
                   "Allow the job this many local processes (default: what the machine holds, "
                   "16 per core and one per 64 MiB of available memory)")
       ->check(CLI::PositiveNumber);
+  run->add_flag("--fresh", options.fresh,
+                "Train from step 0: delete the checkpoints in spec.training.checkpoint.path first "
+                "(without it, a run resumes from the newest, and a finished job is not run again)");
 }
 
 void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {

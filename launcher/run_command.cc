@@ -11,16 +11,20 @@
 #include <optional>
 #include <thread>
 
+#include "launcher/finished_run.h"
 #include "launcher/interrupt_guard.h"
 #include "launcher/local_limit.h"
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
 #include "launcher/run_report.h"
 #include "launcher/run_summary.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/coordinator/client.h"
 #include "runtime/coordinator/job.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/graph/op_support.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/member_result.h"
@@ -93,6 +97,17 @@ class JobRun {
 
   int Run() {
     CheckInputs();
+    if (options_.fresh) {
+      StartOver();
+    } else if (const std::optional<FinishedRun> finished = FindFinishedRun(job_)) {
+      // Starting every process for a run of zero steps would report a 1-second "success".
+      out_ << fmt::format(
+                  "autodist run: job {} is already complete at step {} (checkpoint in {}); give "
+                  "--fresh to train it again from step 0",
+                  job_.metadata.name, finished->step, job_.training.checkpoint->path)
+           << std::endl;
+      return 0;
+    }
     const strategy::ResourceSpec resources =
         strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job_));
     members_ = coordinator::ExpectedMembers(resources);
@@ -133,10 +148,25 @@ class JobRun {
     const std::string& model = job::RequireLocalModel(job_);
     AD_CHECK(fs::is_regular_file(model), kNotFound,
              "{}: spec.model.path: model file '{}' does not exist", options_.manifest, model);
+    // Every node must have a kernel where the workers will run it: found out here, not by a
+    // worker failing on its first unsupported op after the whole job started.
+    graph::CheckOpsSupported(graph::GraphItem::Load(model).ops(), job::WorkerBackend(job_), model);
     runtime_ = options_.runtime.empty() ? DefaultRuntime() : options_.runtime;
     AD_CHECK(::access(runtime_.c_str(), X_OK) == 0, kNotFound,
              "the runtime executable '{}' does not exist or is not executable (give --runtime)",
              runtime_);
+  }
+
+  // --fresh: the checkpoints of earlier runs go, so the members start from step 0.
+  void StartOver() {
+    if (!job_.training.checkpoint.has_value()) return;
+    const std::string& dir = job_.training.checkpoint->path;
+    const int removed = checkpoint::RemoveCheckpoints(dir);
+    if (removed > 0) {
+      out_ << fmt::format("autodist run: --fresh: deleted {} checkpoint{} in {}", removed,
+                          removed == 1 ? "" : "s", dir)
+           << std::endl;
+    }
   }
 
   int CountRole(coordinator::MemberRole role) const {

@@ -25,6 +25,9 @@ struct RunOptions {
   std::chrono::milliseconds stop_grace{5000};  // SIGTERM to SIGKILL when stopping processes
   bool live_progress = false;                  // rewrite the progress line in place (a terminal)
   int max_processes = 0;  // members allowed at once; 0: the machine's limit (local_limit.h)
+  // Start from step 0: delete the checkpoints in spec.training.checkpoint.path first. Without
+  // it, a job whose newest checkpoint already holds its last step is not run again.
+  bool fresh = false;
 };
 
 // Exit codes: 0 the job succeeded; 1 a process failed (or the deadline passed); 128 + signal

@@ -103,6 +103,19 @@ std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& co
   return path;
 }
 
+int RemoveCheckpoints(const std::string& dir) {
+  const auto found = StepsAndPaths(dir);
+  if (found.empty()) return 0;
+  for (const auto& [step, path] : found) RemoveCheckpoint(path);
+  RemoveUnfinished(dir, "");
+  const auto left = StepsAndPaths(dir);
+  AD_CHECK(left.empty(), kFailedPrecondition,
+           "cannot delete checkpoint '{}' (to start over); check the directory's permissions",
+           left.empty() ? "" : left.front().second);
+  SyncDirectory(dir);
+  return static_cast<int>(found.size());
+}
+
 std::vector<std::string> ListCheckpoints(const std::string& dir) {
   std::vector<std::string> paths;
   for (auto& [step, path] : StepsAndPaths(dir)) paths.push_back(std::move(path));

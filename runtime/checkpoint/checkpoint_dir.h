@@ -32,6 +32,12 @@ std::string ShardFilePath(const std::string& checkpoint_path, int index);
 // full); the checkpoints already there are then untouched.
 std::string WriteCheckpoint(const std::string& dir, const CheckpointContents& contents, int keep);
 
+// Deletes every checkpoint in `dir` with its shard files, and what unfinished writes left behind;
+// other files stay. Returns how many checkpoints it deleted (0 when there is no `dir`). For a run
+// that starts over (`autodist run --fresh`): the old run's checkpoints, at higher steps than the
+// new run's, would otherwise be taken for the newest and crowd the new ones out of `keep`.
+int RemoveCheckpoints(const std::string& dir);
+
 // The checkpoints in `dir`, newest (highest step) first; empty when there is none or no `dir`.
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 

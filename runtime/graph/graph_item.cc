@@ -34,6 +34,7 @@ GraphItem GraphItem::FromOnnx(const onnx::ModelProto& model, const std::string& 
   GraphItem item;
   item.source_ = source;
   item.variables_ = CollectVariables(model.graph(), source);
+  item.ops_ = OpsOf(model);
   AssignGradientNames(model.graph(), &item.variables_);
   for (const Variable& variable : item.variables_) {
     item.proto_.mutable_info()->add_variables()->PackFrom(ToVariableInfo(variable));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proto/graphitem.pb.h"
+#include "runtime/graph/op_support.h"
 #include "runtime/graph/variable.h"
 
 namespace onnx {
@@ -41,6 +42,9 @@ class GraphItem {
   // The GraphItem message; with strip_weights, initializers keep name/type/dims but no data.
   autodist::proto::GraphItem ToProto(bool strip_weights) const;
 
+  // The model's nodes and opsets, for the kernel preflight (op_support.h).
+  const ModelOps& ops() const { return ops_; }
+
   const std::string& source() const { return source_; }
 
  private:
@@ -48,6 +52,7 @@ class GraphItem {
 
   autodist::proto::GraphItem proto_;  // graph_def packs the full ModelProto
   std::vector<Variable> variables_;
+  ModelOps ops_;
   std::string source_;
 };
 

@@ -28,6 +28,10 @@ int64_t TotalReplicas(const JobSpec& job) {
   return static_cast<int64_t>(resources.workers) * per_worker;
 }
 
+graph::Backend WorkerBackend(const JobSpec& job) {
+  return job.resources.gpus_per_worker > 0 ? graph::Backend::kCuda : graph::Backend::kCpu;
+}
+
 std::set<std::string> SumReducedStates(const JobSpec& job) {
   std::set<std::string> names;
   for (const auto& [variable, reduction] : job.strategy.state_reduction) {

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "runtime/graph/kernel_catalog.h"
 #include "runtime/job/job_spec.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/resource_spec.h"
@@ -19,6 +20,9 @@ strategy::CompileRequest ToCompileRequest(const JobSpec& job);
 // Data-parallel replicas of the whole job: workers x GPUs per worker, or workers x CPU replicas
 // per worker without GPUs. The global batch is this times data.batchSizePerReplica.
 int64_t TotalReplicas(const JobSpec& job);
+
+// The backend the job's workers run the model on: CUDA when spec.resources gives them GPUs.
+graph::Backend WorkerBackend(const JobSpec& job);
 
 // The replica-local state variables reduced by sum rather than mean (exec's
 // TrainerOptions::sum_states).

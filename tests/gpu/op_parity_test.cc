@@ -15,6 +15,7 @@
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/ops/registry.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/ops/kernel_catalog_check.h"
 #include "tests/ops/op_test_util.h"
 
 namespace autodist::gpu {
@@ -442,6 +443,13 @@ TEST_F(OpParityTest, EveryCudaOpHasCases) {
   for (const std::string& op : registered) {
     EXPECT_TRUE(covered.contains(op)) << op << " has a CUDA kernel but no parity case";
   }
+}
+
+// The model preflight (runtime/graph/op_support.h) reads the CUDA kernels from a catalogue the
+// operator can link without CUDA: it must list exactly the kernels registered here. Needs no GPU.
+TEST_F(OpParityTest, KernelCatalogueListsExactlyTheCudaKernels) {
+  EXPECT_EQ(autodist::testing::CatalogDifferences(graph::Backend::kCuda, tensor::DeviceKind::kCuda),
+            "");
 }
 
 // The cases themselves, on the CPU alone (and so in CI, without a GPU): each is an input the CPU

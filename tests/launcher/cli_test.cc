@@ -323,9 +323,10 @@ TEST_F(CliTest, OutputFileHoldsTheStrategyWithItsPathAndStdoutTheSummary) {
   for (const std::string format : {"text", "json", "binary"}) {
     SCOPED_TRACE(format);
     const std::string file = "strategy." + format;
+    // The embedding model's Gather has no CUDA kernel yet: the plan is compiled all the same.
     const RunResult result =
-        Compile(Model("embedding.onnx"),
-                {"--resources", Spec("one_node_two_gpus.yml"), "--format", format, "-o", file});
+        Compile(Model("embedding.onnx"), {"--resources", Spec("one_node_two_gpus.yml"), "--format",
+                                          format, "-o", file, "--skip-kernel-check"});
     EXPECT_EQ(result.err, "");
     // Auto on GPUs with a sparse table chooses Parallax.
     EXPECT_TRUE(Contains(result.out, "builder: Parallax")) << result.out;
@@ -425,6 +426,52 @@ TEST_F(CliTest, BadModelsAreUserErrors) {
   ExpectUserError({"compile", "--model", Model("bad_checker.onnx")},
                   {"bad_checker.onnx", "ONNX checker"}, /*multi_line_ok=*/true);
   ExpectUserError({"compile", "--model", Model("no_variables.onnx")}, {"no trainable variables"});
+}
+
+// ---- the model preflight: every node needs a kernel on the backend that will run it ----------
+
+TEST_F(CliTest, InspectRefusesAnLstmExportListingEveryUnsupportedOp) {
+  ExpectUserError({"inspect", Model("lstm.onnx")},
+                  {"lstm.onnx' has ops the cpu backend has no kernel for: ", "LSTM (opset 14: node",
+                   "ConstantOfShape (opset 14: node"});
+  const RunResult mlp = Run({"inspect", Model("mlp.onnx")});
+  EXPECT_EQ(mlp.exit_code, 0) << mlp.err;
+  EXPECT_TRUE(Contains(mlp.out, " nodes; every op has a kernel on cpu\n")) << mlp.out;
+}
+
+TEST_F(CliTest, InspectAndCompileCheckTheCudaKernelsForGpus) {
+  const RunResult mlp = Run({"inspect", Model("mlp.onnx"), "--backend", "cuda"});
+  EXPECT_EQ(mlp.exit_code, 0) << mlp.err;
+  EXPECT_TRUE(Contains(mlp.out, "every op has a kernel on cuda")) << mlp.out;
+  // The embedding model's Gather runs on the CPU only.
+  ExpectUserError({"inspect", Model("embedding.onnx"), "--backend", "cuda"},
+                  {"has an op the cuda backend has no kernel for: Gather (opset 14: node"});
+  ExpectUserError(
+      {"compile", "--model", Model("embedding.onnx"), "--workers", "2", "--gpus-per-worker", "1"},
+      {"cuda backend has no kernel for: Gather"});
+  EXPECT_EQ(Run({"compile", "--model", Model("embedding.onnx"), "--workers", "2"}).exit_code, 0);
+  EXPECT_EQ(Run({"compile", "--model", Model("embedding.onnx"), "--workers", "2",
+                 "--gpus-per-worker", "1", "--skip-kernel-check"})
+                .exit_code,
+            0);
+  const RunResult bad = Run({"inspect", Model("mlp.onnx"), "--backend", "tpu"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(Contains(bad.err, "--backend")) << bad.err;
+}
+
+TEST_F(CliTest, RunRefusesAnLstmExportBeforeStartingAnyProcess) {
+  const std::string manifest = (dir_ / "lstm.yaml").string();
+  std::ofstream(manifest) << "apiVersion: autodist.io/v1alpha1\nkind: AutoDistJob\n"
+                             "metadata:\n  name: lstm\nspec:\n  model:\n    path: "
+                          << Model("lstm.onnx")
+                          << "\n  data:\n    format: fashion-mnist\n    batchSizePerReplica: 16\n"
+                             "  training:\n    epochs: 1\n    optimizer:\n      name: sgd\n"
+                             "      lr: 0.1\n  resources:\n    workers: 2\n";
+  const fs::path logs = dir_ / "logs";
+  ExpectUserError(
+      {"run", manifest, "--log-dir", logs.string()},
+      {"lstm.onnx' has ops the cpu backend has no kernel for: ", "LSTM", "ConstantOfShape"});
+  EXPECT_FALSE(fs::exists(logs)) << "a process was started";
 }
 
 TEST_F(CliTest, BadResourceSpecsAreUserErrors) {

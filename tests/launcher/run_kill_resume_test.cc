@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "launcher/finished_run.h"
 #include "tests/launcher/run_job_test_util.h"
 
 namespace autodist::launcher {
@@ -58,6 +59,7 @@ TEST(RunKillResumeTest, KilledAtRandomMomentsEndsBitIdenticalToAnUninterruptedRu
   std::mt19937 rng(20261125);
   std::uniform_int_distribution<int> delay_ms(300, 1500);
   int kills = 0;
+  bool finished = false;
   for (int attempt = 0; attempt < 4; ++attempt) {
     auto run = std::async(std::launch::async, [&] { return RunManifest(options); });
     const int delay = delay_ms(rng);
@@ -69,13 +71,18 @@ TEST(RunKillResumeTest, KilledAtRandomMomentsEndsBitIdenticalToAnUninterruptedRu
     if (!members.empty() && outcome.exit_code != 0) ++kills;
     std::cout << "attempt " << attempt << ": killed after " << delay << " ms, "
               << StepsLine(dir / "logs/worker-0.log") << "\n";
-    if (outcome.exit_code == 0) break;  // finished before the kill
+    if (outcome.exit_code == 0) {  // finished before the kill
+      finished = true;
+      break;
+    }
   }
   EXPECT_GE(kills, 1) << "no run was killed: the job is faster than the delays";
-  const RunOutcome last = RunManifest(options);
-  ASSERT_EQ(last.exit_code, 0) << last.err;
-  EXPECT_THAT(last.out, ::testing::HasSubstr("(resumed from step"));
-  std::cout << "the last run: " << StepsLine(dir / "logs/worker-0.log") << "\n";
+  if (!finished) {
+    const RunOutcome last = RunManifest(options);
+    ASSERT_EQ(last.exit_code, 0) << last.err;
+    EXPECT_THAT(last.out, ::testing::HasSubstr("(resumed from step"));
+    std::cout << "the last run: " << StepsLine(dir / "logs/worker-0.log") << "\n";
+  }
 
   // The newest two checkpoints and their servers' shard files, nothing else.
   std::vector<std::string> names;
@@ -89,6 +96,115 @@ TEST(RunKillResumeTest, KilledAtRandomMomentsEndsBitIdenticalToAnUninterruptedRu
                                      "checkpoint-200.ckpt.ps-0", "checkpoint-200.ckpt.ps-1"));
   ExpectSameVariables(CheckpointVariables(straight_dir / "ckpt"), CheckpointVariables(dir / "ckpt"),
                       0.0);
+}
+
+// ---- a job that already finished -------------------------------------------------------------
+
+// The parity MLP on two workers and a parameter server, `steps` steps, resuming from the newest
+// checkpoint in `checkpoint_dir` (written every step, the newest two kept).
+std::string ResumingManifest(const std::string& checkpoint_dir, int steps) {
+  JobParams params;
+  params.steps = steps;
+  std::string yaml = JobYaml(params, checkpoint_dir);
+  const std::string resume = "      resume: false\n";
+  yaml.replace(yaml.find(resume), resume.size(),
+               "      resume: true\n      intervalSteps: 1\n      keep: 2\n");
+  return yaml;
+}
+
+TEST(RunFinishedJobTest, IsNotRunAgainButResumesForMoreStepsAndStartsOverWithFresh) {
+  TempDir dir;
+  const std::string ckpt = dir / "ckpt";
+  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, ResumingManifest(ckpt, 3)));
+  const RunOutcome first = RunManifest(options);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string chief_log = ReadText(dir / "logs/worker-0.log");
+
+  // Run again: nothing starts; the message says where the finished run is.
+  const RunOutcome again = RunManifest(options);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, fmt::format("autodist run: job parity is already complete at step 3 "
+                                   "(checkpoint in {}); give --fresh to train it again from "
+                                   "step 0\n",
+                                   ckpt));
+  EXPECT_EQ(again.err, "");
+  EXPECT_EQ(ReadText(dir / "logs/worker-0.log"), chief_log) << "a member ran again";
+
+  // Two more steps asked for: the run resumes where the last one ended.
+  WriteManifest(dir, ResumingManifest(ckpt, 5));
+  const RunOutcome more = RunManifest(options);
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_THAT(more.out, ::testing::HasSubstr("(resumed from step 3)"));
+  const auto resumed = CheckpointVariables(ckpt);
+
+  // --fresh: the two checkpoints kept (steps 4 and 5) go, and five steps train from step 0 to
+  // the same bits as the run that stopped at 3 and resumed.
+  options.fresh = true;
+  const RunOutcome fresh = RunManifest(options);
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_THAT(fresh.out, ::testing::HasSubstr(fmt::format(
+                             "autodist run: --fresh: deleted 2 checkpoints in {}\n", ckpt)));
+  EXPECT_THAT(fresh.out, ::testing::Not(::testing::HasSubstr("resumed from step")));
+  EXPECT_THAT(ReadText(dir / "logs/worker-0.log"), ::testing::HasSubstr("starting from step 0"));
+  ExpectSameVariables(resumed, CheckpointVariables(ckpt), 0.0);
+}
+
+// FindFinishedRun on checkpoints written by hand: epochs, steps, torn files, resume off.
+TEST(RunFinishedJobTest, FinishedMeansTheLastStepOrEpochOfTheNewestReadableCheckpoint) {
+  TempDir dir;
+  job::JobSpec job;
+  job.training.epochs = 2;
+  job.training.checkpoint = job::CheckpointSpec{dir / "ckpt", 0, true, 0};
+  EXPECT_FALSE(cli::FindFinishedRun(job).has_value()) << "no checkpoint yet";
+
+  checkpoint::CheckpointContents contents;
+  contents.meta = {15, 1, 5, "", "model.onnx"};  // in the second epoch
+  checkpoint::WriteCheckpoint(dir / "ckpt", contents, 0);
+  EXPECT_FALSE(cli::FindFinishedRun(job).has_value());
+
+  contents.meta = {20, 2, 0, "", "model.onnx"};  // the data position after two epochs
+  const std::string last = checkpoint::WriteCheckpoint(dir / "ckpt", contents, 0);
+  const std::optional<cli::FinishedRun> finished = cli::FindFinishedRun(job);
+  ASSERT_TRUE(finished.has_value());
+  EXPECT_EQ(finished->step, 20);
+  EXPECT_EQ(finished->checkpoint, last);
+
+  // A newer checkpoint torn by a crash is passed over, as the trainer passes it over.
+  std::ofstream(dir / "ckpt/checkpoint-30.ckpt") << "torn";
+  ASSERT_TRUE(cli::FindFinishedRun(job).has_value());
+  EXPECT_EQ(cli::FindFinishedRun(job)->step, 20);
+
+  job.training.epochs = 3;  // more epochs asked for
+  EXPECT_FALSE(cli::FindFinishedRun(job).has_value());
+  job.training.epochs = 0;
+  job.training.steps = 20;
+  EXPECT_TRUE(cli::FindFinishedRun(job).has_value());
+  job.training.steps = 21;
+  EXPECT_FALSE(cli::FindFinishedRun(job).has_value());
+  job.training.steps = 20;
+  job.training.checkpoint->resume = false;  // the run would start from step 0 anyway
+  EXPECT_FALSE(cli::FindFinishedRun(job).has_value());
+}
+
+TEST(RunFinishedJobTest, RemoveCheckpointsTakesCheckpointsShardsAndTemporariesOnly) {
+  TempDir dir;
+  const std::string ckpt = dir / "ckpt";
+  checkpoint::CheckpointContents contents;
+  for (const int64_t step : {1, 2}) {
+    contents.meta.step = step;
+    checkpoint::WriteCheckpoint(ckpt, contents, 0);
+  }
+  std::ofstream(ckpt + "/checkpoint-2.ckpt.ps-0") << "shard";
+  std::ofstream(ckpt + "/checkpoint-3.ckpt.tmp") << "unfinished";
+  std::ofstream(ckpt + "/notes.txt") << "the user's";
+  EXPECT_EQ(checkpoint::RemoveCheckpoints(ckpt), 2);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt)) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre("notes.txt"));
+  EXPECT_EQ(checkpoint::RemoveCheckpoints(ckpt), 0);
+  EXPECT_EQ(checkpoint::RemoveCheckpoints(dir / "no-such-dir"), 0);
 }
 
 }  // namespace
