@@ -54,9 +54,12 @@ struct JobController::Scope {
   std::unique_ptr<Informer> pods;
   std::unique_ptr<Informer> config_maps;
   std::unique_ptr<Informer> services;
+  std::unique_ptr<Informer> network_policies;  // only with --network-policy
 
   std::vector<Informer*> all() const {
-    return {jobs.get(), pods.get(), config_maps.get(), services.get()};
+    std::vector<Informer*> informers{jobs.get(), pods.get(), config_maps.get(), services.get()};
+    if (network_policies) informers.push_back(network_policies.get());
+    return informers;
   }
 };
 
@@ -104,9 +107,15 @@ JobController::JobController(kube::Client& client, OperatorOptions options,
     scope->config_maps =
         std::make_unique<Informer>(client_, kube::resources::kConfigMaps, config_maps);
     scope->services = std::make_unique<Informer>(client_, kube::resources::kServices, services);
+    if (options_.reconciler.network_policy.enabled) {
+      InformerOptions policies = children;
+      policies.transform = reconcile::SlimToMetadata;
+      scope->network_policies =
+          std::make_unique<Informer>(client_, kube::resources::kNetworkPolicies, policies);
+    }
     scope->jobs->AddHandler(EnqueueJob());
-    for (Informer* informer :
-         {scope->pods.get(), scope->config_maps.get(), scope->services.get()}) {
+    for (Informer* informer : scope->all()) {
+      if (informer == scope->jobs.get()) continue;
       informer->AddHandler(
           controller_->EnqueueOwner(reconcile::kJobKind, options_.child_event_batch));
     }
@@ -256,6 +265,12 @@ controller::Result JobController::Reconcile(const std::string& key) {
   }
   if (const ObjectPtr service = scope.services->cache().Get(ns, reconcile::ServiceName(name))) {
     observed.service = *service;
+  }
+  if (scope.network_policies) {
+    if (const ObjectPtr policy =
+            scope.network_policies->cache().Get(ns, reconcile::NetworkPolicyName(name))) {
+      observed.network_policy = *policy;
+    }
   }
   if (options_.reconciler.gang_scheduler != reconcile::GangScheduler::kNone) {
     try {

@@ -16,7 +16,29 @@ void AddDuration(CLI::App& app, const std::string& name, std::chrono::millisecon
       help);
 }
 
+void AddLabels(CLI::App& app, const std::string& name, std::map<std::string, std::string>& target,
+               const std::string& help) {
+  app.add_option_function<std::string>(
+      "--" + name, [name, &target](const std::string& text) { target = ParseLabels(name, text); },
+      help);
+}
+
 }  // namespace
+
+std::map<std::string, std::string> ParseLabels(const std::string& flag, const std::string& text) {
+  std::map<std::string, std::string> labels;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string pair = text.substr(start, end - start);
+    const size_t equals = pair.find('=');
+    AD_CHECK(equals != std::string::npos && equals > 0 && equals + 1 < pair.size(),
+             kInvalidArgument, "--{}: expected key=value[,key=value...], got \"{}\"", flag, text);
+    labels[pair.substr(0, equals)] = pair.substr(equals + 1);
+    start = end + 1;
+  }
+  return labels;
+}
 
 std::chrono::milliseconds ParseDuration(const std::string& flag, const std::string& text) {
   size_t digits = 0;
@@ -100,6 +122,18 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
                  "Port of the runtime pods' Prometheus /metrics (0 turns it off)");
   app.add_option("--runtime-scrape-annotations", options.reconciler.runtime_scrape_annotations,
                  "Annotate runtime pods with prometheus.io/scrape, port and path");
+  reconcile::NetworkPolicyOptions& policy = options.reconciler.network_policy;
+  app.add_option("--network-policy", policy.enabled,
+                 "Give every job a NetworkPolicy admitting only its pods, the operator and the "
+                 "metrics scraper (false where no policy controller runs)");
+  app.add_option("--network-policy-operator-namespace", policy.operator_namespace,
+                 "The operator's namespace, admitted to the coordinator (default: $POD_NAMESPACE)");
+  AddLabels(app, "network-policy-operator-labels", policy.operator_labels,
+            "Labels of the operator's pods, admitted to the coordinator (k=v,k=v)");
+  AddLabels(app, "network-policy-scraper-namespace-labels", policy.scraper_namespace_labels,
+            "Labels of the namespace whose scraper may reach the runtime's metrics port");
+  AddLabels(app, "network-policy-scraper-pod-labels", policy.scraper_pod_labels,
+            "Labels of the pods that may reach the runtime's metrics port");
 }
 
 void FinishOperatorOptions(OperatorOptions& options) {
@@ -109,10 +143,14 @@ void FinishOperatorOptions(OperatorOptions& options) {
   options.reconciler.addresses = options.address_mode == "local-processes"
                                      ? reconcile::AddressPolicy::LocalProcesses()
                                      : reconcile::AddressPolicy::Cluster();
+  const char* pod_namespace = std::getenv("POD_NAMESPACE");
+  const bool in_namespace = pod_namespace != nullptr && *pod_namespace != '\0';
   if (options.leader_election_namespace.empty()) {
-    const char* pod_namespace = std::getenv("POD_NAMESPACE");
-    options.leader_election_namespace =
-        pod_namespace != nullptr && *pod_namespace != '\0' ? pod_namespace : "default";
+    options.leader_election_namespace = in_namespace ? pod_namespace : "default";
+  }
+  // Outside a pod (no $POD_NAMESPACE) the operator's pods may be in any namespace.
+  if (options.reconciler.network_policy.operator_namespace.empty() && in_namespace) {
+    options.reconciler.network_policy.operator_namespace = pod_namespace;
   }
   reconcile::ValidateOptions(options.reconciler);
 }

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,8 @@ void FinishOperatorOptions(OperatorOptions& options);
 
 // "15s", "500ms", "2m", or a bare number of seconds. Throws InvalidArgument naming `flag`.
 std::chrono::milliseconds ParseDuration(const std::string& flag, const std::string& text);
+
+// "k=v,k2=v2" -> labels; throws InvalidArgument naming --`flag` for anything else.
+std::map<std::string, std::string> ParseLabels(const std::string& flag, const std::string& text);
 
 }  // namespace autodist::app

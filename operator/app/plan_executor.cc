@@ -15,7 +15,7 @@ namespace autodist::app {
 
 kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::string& kind) {
   AD_CHECK(kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "PodGroup" ||
-               kind == "Event",
+               kind == "NetworkPolicy" || kind == "Event",
            kInternal, "the operator does not manage objects of kind '{}'", kind);
   kube::Resource resource;
   const size_t slash = api_version.find('/');
@@ -26,11 +26,17 @@ kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::s
     resource.version = api_version;
   }
   resource.kind = kind;
-  resource.plural.reserve(kind.size() + 1);
+  resource.plural.reserve(kind.size() + 2);
   for (const char c : kind) {
     resource.plural += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  resource.plural += 's';
+  // NetworkPolicy -> networkpolicies.
+  if (resource.plural.back() == 'y') {
+    resource.plural.back() = 'i';
+    resource.plural += "es";
+  } else {
+    resource.plural += 's';
+  }
   resource.namespaced = true;
   return resource;
 }

@@ -32,6 +32,8 @@ inline const Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
 inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kAutoDistJobs{"autodist.io", "v1alpha1", "autodistjobs", "AutoDistJob", true};
+inline const Resource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies",
+                                       "NetworkPolicy", true};
 // Gang scheduling through the coscheduling plugin (kubernetes-sigs/scheduler-plugins).
 inline const Resource kPodGroups{"scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", true};
 

@@ -1,5 +1,9 @@
 // Creating what a running job lacks, in the order the pods need it: ConfigMap, Service,
 // PodGroup, then the pods of the current restart generation.
+#include <fmt/format.h>
+
+#include "operator/reconcile/conditions.h"
+#include "operator/reconcile/network_policy.h"
 #include "operator/reconcile/pod.h"
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/reconcile_steps.h"
@@ -16,6 +20,23 @@ const nlohmann::json& PodTemplateOf(const nlohmann::json& job) {
   return found == spec->end() ? kNone : *found;
 }
 
+// A Warning Event when output the job keeps goes to emptyDirs: a gang restart's pods would not
+// find the checkpoints, and everything is gone with the pods.
+void WarnOfEphemeralOutput(Context& context, const std::vector<OutputDirectory>& ephemeral) {
+  if (ephemeral.empty()) return;
+  std::vector<std::string> named;
+  named.reserve(ephemeral.size());
+  for (const OutputDirectory& directory : ephemeral) {
+    named.push_back(fmt::format("{} '{}'", directory.field, directory.path));
+  }
+  context.record.Announce(
+      kEventWarning, kReasonOutputNotPersistent,
+      fmt::format("{} {} on no volume of spec.template: each pod writes there to an emptyDir, "
+                  "deleted with the pod (a gang restart cannot resume from checkpoints kept "
+                  "so); mount a persistentVolumeClaim there",
+                  fmt::join(named, ", "), named.size() == 1 ? "is" : "are"));
+}
+
 }  // namespace
 
 void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& members,
@@ -27,6 +48,10 @@ void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& m
   // EnsureCompiled builds it whenever the ConfigMap is missing.
   if (config_map.has_value()) creates.push_back(*config_map);
   if (!observed.service.has_value()) creates.push_back(BuildService(context.ref, members));
+  if (options.network_policy.enabled && !observed.network_policy.has_value()) {
+    creates.push_back(
+        BuildNetworkPolicy(context.ref, options.network_policy, RuntimeMetricsPort(options)));
+  }
   if (UsesPodGroup(job, options.gang_scheduler) && !observed.pod_group.has_value()) {
     creates.push_back(BuildPodGroup(context.ref, job, options.gang_scheduler));
   }
@@ -45,8 +70,14 @@ void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& m
     // name: its replacement follows once it is gone (its deletion requeues the job).
     for (const ObservedPod& pod : pods) exists = exists || pod.name == member.pod;
     if (exists) continue;
+    std::vector<OutputDirectory> ephemeral;
     creates.push_back(BuildPod(PodRequest{context.ref, job, pod_template, members, member,
-                                          generation, continuing, options}));
+                                          generation, continuing, options},
+                               &ephemeral));
+    // Said once, with the first gang's chief: it writes the checkpoints and the export.
+    if (generation == 0 && member.role == Role::kWorker && member.index == 0) {
+      WarnOfEphemeralOutput(context, ephemeral);
+    }
   }
 }
 

@@ -24,10 +24,6 @@ std::map<std::string, int64_t> BytesPerNode(const strategy::StrategySummary& sum
 
 }  // namespace
 
-std::vector<graph::Variable> ModelVariables(const std::string& bytes, const std::string& source) {
-  return graph::GraphItem::Parse(bytes, source).TrainableVariables();
-}
-
 CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables) {
   const strategy::ResourceSpec resources =
       strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job));

@@ -24,10 +24,6 @@ struct CompiledJob {
   int parameter_servers = 0;
 };
 
-// The trainable variables of the model bytes (ONNX or a serialized GraphItem); `source` names
-// them in errors. Throws InvalidArgument for bytes that are no valid model.
-std::vector<graph::Variable> ModelVariables(const std::string& bytes, const std::string& source);
-
 // Throws InvalidArgument when the compiler rejects the job (no variables, colocation groups
 // naming unknown variables, ...).
 CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables);

@@ -2,9 +2,14 @@
 // errors become conditions.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "operator/reconcile/config_map.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "runtime/common/error.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/graph/op_support.h"
+#include "runtime/job/job_views.h"
 
 namespace autodist::reconcile::detail {
 namespace {
@@ -56,12 +61,20 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
     context.plan.RequeueAfter(context.options.model_retry_interval);
     return CompileOutcome::kWaiting;
   }
-  std::vector<graph::Variable> variables;
-  if (!Attempt(context, job, pods, kReasonInvalidModel, [&] {
-        variables = ModelVariables(bytes, ModelName(job, context.ref.namespace_name));
+  const std::string model_name = ModelName(job, context.ref.namespace_name);
+  std::optional<graph::GraphItem> model;
+  if (!Attempt(context, job, pods, kReasonInvalidModel,
+               [&] { model.emplace(graph::GraphItem::Parse(bytes, model_name)); })) {
+    return CompileOutcome::kFailed;
+  }
+  // Before any pod exists: a model with ops the workers cannot run would otherwise fail in every
+  // pod, restarted until spec.runPolicy.backoffLimit.
+  if (!Attempt(context, job, pods, kReasonUnsupportedModel, [&] {
+        graph::CheckOpsSupported(model->ops(), job::WorkerBackend(job), model_name);
       })) {
     return CompileOutcome::kFailed;
   }
+  const std::vector<graph::Variable> variables = model->TrainableVariables();
   std::optional<CompiledJob> compiled;
   if (!Attempt(context, job, pods, kReasonCompileFailed, [&] {
         compiled = CompileJob(job, variables);

@@ -19,6 +19,7 @@ inline constexpr char kReasonStrategyCompiled[] = "StrategyCompiled";
 inline constexpr char kReasonModelNotFound[] = "ModelNotFound";  // waiting; retried
 inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
 inline constexpr char kReasonInvalidModel[] = "InvalidModel";
+inline constexpr char kReasonUnsupportedModel[] = "UnsupportedModel";
 inline constexpr char kReasonCompileFailed[] = "CompileFailed";
 inline constexpr char kReasonPodsPending[] = "PodsPending";
 inline constexpr char kReasonAllPodsRunning[] = "AllPodsRunning";
@@ -39,6 +40,8 @@ inline constexpr char kReasonJobResumed[] = "JobResumed";
 inline constexpr char kReasonBuilderChosen[] = "BuilderChosen";
 inline constexpr char kReasonResumedFromCheckpoint[] = "ResumedFromCheckpoint";
 inline constexpr char kReasonMemberFailed[] = "MemberFailed";
+// The manifest's output (checkpoints, ...) goes to emptyDirs: no volume of the template is there.
+inline constexpr char kReasonOutputNotPersistent[] = "OutputNotPersistent";
 // Event only: the job is deleted ttlSecondsAfterFinished after it finished.
 inline constexpr char kReasonTtlExpired[] = "TTLExpired";
 

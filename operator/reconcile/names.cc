@@ -12,6 +12,8 @@ std::string ConfigMapName(const std::string& job) { return job + "-autodist"; }
 
 std::string ServiceName(const std::string& job) { return job; }
 
+std::string NetworkPolicyName(const std::string& job) { return job; }
+
 std::string PodGroupName(const std::string& job) { return job; }
 
 std::string NodeName(Role role, int index) { return fmt::format("{}-{}", RoleLabel(role), index); }

@@ -41,10 +41,11 @@ const char* RoleLabel(Role role);
 // "Worker" / "PS": the keys of status.replicaStatuses.
 const char* RoleStatusKey(Role role);
 
-std::string ConfigMapName(const std::string& job);  // <job>-autodist
-std::string ServiceName(const std::string& job);    // <job>
-std::string PodGroupName(const std::string& job);   // <job>
-std::string NodeName(Role role, int index);         // worker-<i> | ps-<i> (the runtime's --node)
+std::string ConfigMapName(const std::string& job);      // <job>-autodist
+std::string ServiceName(const std::string& job);        // <job>
+std::string NetworkPolicyName(const std::string& job);  // <job>
+std::string PodGroupName(const std::string& job);       // <job>
+std::string NodeName(Role role, int index);  // worker-<i> | ps-<i> (the runtime's --node)
 // <job>-worker-<i>; from the first gang restart on, <job>-worker-<i>-r<generation>. Each gang's
 // pods have names (and so hostnames and DNS names) of their own: a new gang starts while the
 // last one's pods are still Terminating, which they may stay for their grace period, or for

@@ -35,6 +35,10 @@ const char* GangSchedulerName(GangScheduler scheduler) {
   return "unknown";
 }
 
+int RuntimeMetricsPort(const ReconcilerOptions& options) {
+  return options.addresses.ports == AddressPolicy::Ports::kFixed ? options.runtime_metrics_port : 0;
+}
+
 void ValidateOptions(const ReconcilerOptions& options) {
   AD_CHECK(!options.runtime_image.empty(), kInvalidArgument, "runtime image: must not be empty");
   const AddressPolicy& addresses = options.addresses;
@@ -72,6 +76,12 @@ void ValidateOptions(const ReconcilerOptions& options) {
   AD_CHECK(options.working_dir.empty() || options.working_dir.front() == '/', kInvalidArgument,
            "working directory: expected an absolute path or nothing, got '{}'",
            options.working_dir);
+  for (const auto& [what, path] :
+       {std::pair<const char*, const std::string&>{"tmp mount path", options.tmp_mount_path},
+        {"shm mount path", options.shm_mount_path}}) {
+    AD_CHECK(path.empty() || path.front() == '/', kInvalidArgument,
+             "{}: expected an absolute path or nothing, got '{}'", what, path);
+  }
   AD_CHECK(options.model_retry_interval.count() > 0, kInvalidArgument,
            "model retry interval: must be positive");
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 
 namespace autodist::reconcile {
@@ -44,6 +45,19 @@ enum class GangScheduler { kNone, kSchedulerPlugins, kVolcano };
 GangScheduler ParseGangScheduler(const std::string& name);
 const char* GangSchedulerName(GangScheduler scheduler);
 
+// The NetworkPolicy each job gets (network_policy.h).
+struct NetworkPolicyOptions {
+  bool enabled = true;  // --network-policy
+  // Where the operator's pods run and their labels (the chart's selector labels): the peer
+  // allowed to reach the coordinator. An empty namespace means any namespace.
+  std::string operator_namespace;  // --network-policy-operator-namespace
+  std::map<std::string, std::string> operator_labels{
+      {"app.kubernetes.io/name", "autodist-operator"}};  // --network-policy-operator-labels
+  // The scraper allowed to reach the metrics port; both empty: none.
+  std::map<std::string, std::string> scraper_namespace_labels;  // ...-scraper-namespace-labels
+  std::map<std::string, std::string> scraper_pod_labels;        // ...-scraper-pod-labels
+};
+
 struct ReconcilerOptions {
   std::string runtime_image = "autodist/autodist-runtime:0.1.0";  // --runtime-image
   std::string runtime_image_pull_policy = "IfNotPresent";         // --runtime-image-pull-policy
@@ -56,6 +70,10 @@ struct ReconcilerOptions {
   // The runtime container's working directory (the runtime image's WORKDIR); relative paths of
   // the manifest are resolved against it. Empty: no workingDir, relative paths kept as written.
   std::string working_dir = "/workspace";
+  // Writable scratch directories of the runtime container, whose root filesystem is read-only:
+  // an emptyDir each (pod_volumes.h), /dev/shm's in memory. Empty: none.
+  std::string tmp_mount_path = "/tmp";
+  std::string shm_mount_path = "/dev/shm";
   std::string nccl_socket_ifname = "eth0";
   std::string nccl_debug = "WARN";
   // Every runtime container serves Prometheus /metrics on this port (named "metrics" in the pod
@@ -70,7 +88,12 @@ struct ReconcilerOptions {
   // A pod not scheduled this long after its creation sets Running False, Unschedulable, with
   // the scheduler's reason (or the scheduler that never acted on it). --scheduling-timeout
   std::chrono::milliseconds scheduling_timeout{std::chrono::minutes(5)};
+  NetworkPolicyOptions network_policy;
 };
+
+// The port the runtime serves /metrics on in the pods, or 0 when it serves none (turned off, or
+// pods sharing a host).
+int RuntimeMetricsPort(const ReconcilerOptions& options);
 
 // Throws InvalidArgument naming the option when the options cannot work (an empty image, a port
 // range smaller than one slot, ...).

@@ -9,6 +9,7 @@
 #include "operator/reconcile/object_meta.h"
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/pod_template.h"
+#include "operator/reconcile/pod_volumes.h"
 
 namespace autodist::reconcile {
 namespace {
@@ -62,11 +63,6 @@ nlohmann::json VolumeMounts(const PodRequest& request) {
   return mounts;
 }
 
-// The port the runtime serves /metrics on in this pod, or 0 when it serves none.
-int MetricsPort(const ReconcilerOptions& options) {
-  return options.addresses.ports == AddressPolicy::Ports::kFixed ? options.runtime_metrics_port : 0;
-}
-
 nlohmann::json TemplatePart(const nlohmann::json& pod_template, const char* part) {
   if (!pod_template.is_object()) return nlohmann::json();
   const auto found = pod_template.find(part);
@@ -106,11 +102,15 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
       // The Pod Security Standards' restricted level, with the pod's own securityContext
       // (BuildPod): the runtime needs no privilege, capability or escalation.
+      // Its root filesystem read-only too: it writes only in the volumes AddWritableVolumes gives
+      // it.
       {"securityContext",
-       {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
+       {{"allowPrivilegeEscalation", false},
+        {"readOnlyRootFilesystem", true},
+        {"capabilities", {{"drop", {"ALL"}}}}}},
   };
   if (ForcesResume(request.job, request.continuing)) container["args"].push_back("--resume");
-  if (const int metrics_port = MetricsPort(options); metrics_port > 0) {
+  if (const int metrics_port = RuntimeMetricsPort(options); metrics_port > 0) {
     container["args"].push_back("--metrics-bind-address");
     container["args"].push_back(fmt::format("{}:{}", options.addresses.listen_host, metrics_port));
     container["ports"].push_back(
@@ -122,7 +122,7 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
   return container;
 }
 
-nlohmann::json BuildPod(const PodRequest& request) {
+nlohmann::json BuildPod(const PodRequest& request, std::vector<OutputDirectory>* ephemeral) {
   const Member& member = request.member;
   const nlohmann::json template_metadata = TemplatePart(request.pod_template, "metadata");
 
@@ -139,7 +139,7 @@ nlohmann::json BuildPod(const PodRequest& request) {
   if (template_metadata.is_object() && template_metadata.contains("annotations")) {
     metadata["annotations"] = template_metadata["annotations"];
   }
-  const int metrics_port = MetricsPort(request.options);
+  const int metrics_port = RuntimeMetricsPort(request.options);
   if (request.options.runtime_scrape_annotations && metrics_port > 0) {
     // The user's own template annotations win: they may point a scraper elsewhere.
     nlohmann::json& annotations = metadata["annotations"];
@@ -169,6 +169,12 @@ nlohmann::json BuildPod(const PodRequest& request) {
                                      {"seccompProfile", {{"type", "RuntimeDefault"}}}}) {
     if (!security.contains(field)) security[field] = value;
   }
+  std::vector<OutputDirectory> on_empty_dirs =
+      AddWritableVolumes(spec, kRuntimeContainer, request.job, request.options);
+  if (ephemeral != nullptr) *ephemeral = std::move(on_empty_dirs);
+  // The runtime never calls the API server: no token of the namespace's service account in its
+  // pods, unless the template asks for one (a sidecar of the user's may need it).
+  if (!spec.contains("automountServiceAccountToken")) spec["automountServiceAccountToken"] = false;
   // <pod>.<service>.<namespace>.svc resolves only with hostname and subdomain set.
   spec["hostname"] = member.pod;
   spec["subdomain"] = ServiceName(request.ref.name);

@@ -7,6 +7,7 @@
 #include "operator/reconcile/job_object.h"
 #include "operator/reconcile/members.h"
 #include "operator/reconcile/options.h"
+#include "operator/reconcile/pod_volumes.h"
 #include "runtime/job/job_spec.h"
 
 namespace autodist::reconcile {
@@ -27,6 +28,9 @@ struct PodRequest {
 // The runtime container (autodist-runtime): command, args, env, port, resources, mounts.
 nlohmann::json RuntimeContainer(const PodRequest& request);
 
-nlohmann::json BuildPod(const PodRequest& request);
+// The pod; with `ephemeral`, also the manifest's output directories it had to put on an emptyDir
+// (pod_volumes.h) because the template mounts no volume there.
+nlohmann::json BuildPod(const PodRequest& request,
+                        std::vector<OutputDirectory>* ephemeral = nullptr);
 
 }  // namespace autodist::reconcile

@@ -25,7 +25,9 @@ struct Observed {
   std::optional<nlohmann::json> config_map;  // ConfigMap <job>-autodist, if it exists
   std::optional<nlohmann::json> service;     // Service <job>, if it exists
   std::optional<nlohmann::json> pod_group;   // PodGroup <job>, if it exists
-  std::optional<Progress> progress;          // from the chief's coordinator, when reachable
+  // NetworkPolicy <job>, if it exists (looked at only with options.network_policy.enabled).
+  std::optional<nlohmann::json> network_policy;
+  std::optional<Progress> progress;  // from the chief's coordinator, when reachable
   // The API server's refusal of the controller's last attempt to create one of the job's
   // children; cleared by an attempt whose creates all succeed.
   std::optional<Rejection> rejection;

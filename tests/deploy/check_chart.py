@@ -3,7 +3,7 @@
 Deployment's security context and probes, RBAC rules equal to the least-privilege set (no
 wildcards), the CRD identical to crds/, the ServiceAccount wired to the Deployment and the
 bindings, per-namespace Roles when watchNamespaces is set, leader election on and off, gang
-scheduling, and the values schema refusing bad values.
+scheduling, the per-job NetworkPolicy flags, and the values schema refusing bad values.
 
     check_chart.py <repository root>
 
@@ -44,6 +44,8 @@ JOB_RULES = {
     for verb in ("get", "list", "watch", "create")
 } | {
     ("", "events", verb) for verb in ("create", "patch")
+} | {
+    ("networking.k8s.io", "networkpolicies", verb) for verb in ("list", "watch", "create")
 }
 GANG_VERBS = ("create", "get", "delete")
 LEASE_RULES = {("coordination.k8s.io", "leases", "create", None),
@@ -349,6 +351,38 @@ def check_gang_scheduling(checker, helm):
                           f"--gang-scheduling={provider} missing: {args}")
 
 
+def check_network_policy(checker, helm):
+    """On by default: the operator's namespace and selector labels, the scraper's labels; off:
+    no flags but --network-policy=false and no access to NetworkPolicies."""
+    objects = helm.template("networkPolicy.metricsScraper.namespaceLabels.team=monitoring",
+                            "networkPolicy.metricsScraper.podLabels.app=prometheus")
+    deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
+    if deployment is not None:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        for flag in ("--network-policy=true",
+                     f"--network-policy-operator-namespace={NAMESPACE}",
+                     "--network-policy-operator-labels=app.kubernetes.io/instance="
+                     f"{RELEASE},app.kubernetes.io/name=autodist-operator",
+                     "--network-policy-scraper-namespace-labels=team=monitoring",
+                     "--network-policy-scraper-pod-labels=app=prometheus"):
+            checker.check(flag in args, f"{flag} missing: {args}")
+        checker.check(labels.get("app.kubernetes.io/instance") == RELEASE and
+                      labels.get("app.kubernetes.io/name") == "autodist-operator",
+                      f"the operator's pods lack the labels its policy flag names: {labels}")
+    objects = helm.template("networkPolicy.enabled=false")
+    role = one(checker, objects, "ClusterRole", name=FULLNAME)
+    if role is not None:
+        expected = {rule for rule in JOB_RULES if rule[1] != "networkpolicies"}
+        checker.equal(flatten_rules(role["rules"]), {(*rule, None) for rule in expected},
+                      "ClusterRole without network policies")
+    deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
+    if deployment is not None:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        checker.equal([a for a in args if a.startswith("--network-policy")],
+                      ["--network-policy=false"], "network policy flags when disabled")
+
+
 def check_other_values(checker, helm):
     objects = helm.template("serviceAccount.create=false", "serviceAccount.name=existing",
                             "metrics.service.enabled=false")
@@ -375,6 +409,7 @@ def check_other_values(checker, helm):
             (["image.pullPolicy=Sometimes"], "pullPolicy"),
             (["operator.workers=0"], "workers"),
             (["runtimeMetrics.port=70000"], "port"),
+            (["networkPolicy.enabled=maybe"], "enabled"),
             (["runtimeMetrics.podMonitor.enabled=true", "runtimeMetrics.port=0"],
              "runtimeMetrics.port")):
         args = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
@@ -423,7 +458,8 @@ def main():
         checker.check(result.returncode == 0 and "kubectl get adj" in result.stdout,
                       f"NOTES.txt did not render: {result.stderr.strip()[:300]}")
         for check in (check_defaults, check_watch_namespaces, check_no_leader_election,
-                      check_gang_scheduling, check_runtime_metrics, check_other_values):
+                      check_gang_scheduling, check_runtime_metrics, check_network_policy,
+                      check_other_values):
             try:
                 check(checker, helm, crd) if check is check_defaults else check(checker, helm)
             except (RuntimeError, KeyError, TypeError, subprocess.TimeoutExpired) as error:

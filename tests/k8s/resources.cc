@@ -73,6 +73,8 @@ std::vector<ResourceInfo> BuiltinResources() {
       Builtin("", "v1", "endpoints", "endpoints", "Endpoints", true, {"ep"}, false),
       Builtin("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true),
       Builtin("", "v1", "nodes", "node", "Node", false, {"no"}, true),
+      Builtin("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true,
+              {"netpol"}, false),
       Builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false),
       Builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
               "CustomResourceDefinition", false, {"crd", "crds"}, true),

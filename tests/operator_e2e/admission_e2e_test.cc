@@ -236,6 +236,11 @@ TEST_F(OperatorEndToEnd, TheOperatorsPodsPassPodSecurityRestricted) {
     const nlohmann::json& security = pod["spec"]["securityContext"];
     EXPECT_EQ(security.value("runAsNonRoot", false), true) << pod.dump(2);
     EXPECT_EQ(security["seccompProfile"].value("type", ""), "RuntimeDefault");
+    // Beyond the standard: no token, a read-only root (the job wrote only to its volumes).
+    EXPECT_EQ(pod["spec"].value("automountServiceAccountToken", true), false) << pod.dump(2);
+    for (const nlohmann::json& container : pod["spec"]["containers"]) {
+      EXPECT_EQ(container["securityContext"].value("readOnlyRootFilesystem", false), true);
+    }
   }
 
   // A template that asks for the host's network is refused by the namespace's level, and the

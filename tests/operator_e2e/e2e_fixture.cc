@@ -176,7 +176,11 @@ namespace {
 
 k8s::ResourceInfo ResourceOf(k8s::Store& store, const std::string& plural) {
   const bool job = plural == "autodistjobs";
-  const auto info = store.FindResource(job ? "autodist.io" : "", job ? "v1alpha1" : "v1", plural);
+  const bool policy = plural == "networkpolicies";
+  const auto info = store.FindResource(job      ? "autodist.io"
+                                       : policy ? "networking.k8s.io"
+                                                : "",
+                                       job ? "v1alpha1" : "v1", plural);
   if (info == nullptr) throw std::runtime_error("the double serves no " + plural);
   return *info;
 }
@@ -237,6 +241,10 @@ void OperatorEndToEnd::SetUp() {
   options_.reconciler.config_mount_path = (root_ / "autodist-config").string();
   options_.reconciler.model_mount_path = (root_ / "autodist-model").string();
   options_.reconciler.working_dir = root_.string();
+  // Every pod is a local process here: its scratch volumes go under the agent's root, where the
+  // double materializes volumes.
+  options_.reconciler.tmp_mount_path = (root_ / "tmp").string();
+  options_.reconciler.shm_mount_path = (root_ / "shm").string();
   FinishOperatorOptions(options_);
   reconcile::ValidateOptions(options_.reconciler);
   StartOperator();

@@ -64,6 +64,21 @@ TEST_F(OperatorEndToEnd, FashionMnistJobSucceedsAndDeletingItRemovesItsChildren)
   EXPECT_EQ(CountObjects("pods", name), 3u);
   EXPECT_EQ(CountObjects("services", name), 1u);
   EXPECT_EQ(CountObjects("configmaps", name), 1u);
+  // The job's NetworkPolicy, as kubectl shows it: the job's pods accept its own pods (any port)
+  // and the operator's (the coordinator's port). The double stores policies but enforces none.
+  const CommandResult policy = Kubectl("get networkpolicy " + name + " -o json");
+  ASSERT_EQ(policy.exit_code, 0) << policy.output;
+  const nlohmann::json policy_spec = nlohmann::json::parse(policy.output).at("spec");
+  const nlohmann::json job_pods = {{"matchLabels", {{"autodist.io/job-name", name}}}};
+  EXPECT_EQ(policy_spec["podSelector"], job_pods);
+  EXPECT_EQ(policy_spec["policyTypes"], nlohmann::json::array({"Ingress"}));
+  ASSERT_EQ(policy_spec["ingress"].size(), 2u) << policy_spec.dump(2);
+  EXPECT_EQ(policy_spec["ingress"][0]["from"][0]["podSelector"], job_pods);
+  EXPECT_FALSE(policy_spec["ingress"][0].contains("ports"));
+  EXPECT_EQ(policy_spec["ingress"][1]["from"][0]["podSelector"]["matchLabels"],
+            (nlohmann::json{{"app.kubernetes.io/name", "autodist-operator"}}));
+  EXPECT_EQ(policy_spec["ingress"][1]["ports"],
+            nlohmann::json::parse(R"([{"port": "autodist", "protocol": "TCP"}])"));
   EXPECT_TRUE(WaitForCount(
       name, "jobs_successful", [&] { return metrics_->jobs_successful.With({"default"}).Value(); },
       1));
@@ -79,7 +94,7 @@ TEST_F(OperatorEndToEnd, FashionMnistJobSucceedsAndDeletingItRemovesItsChildren)
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   WaitFor(name, "the job's children to be garbage-collected", std::chrono::seconds(20), [&] {
     return CountObjects("pods", name) + CountObjects("services", name) +
-               CountObjects("configmaps", name) ==
+               CountObjects("configmaps", name) + CountObjects("networkpolicies", name) ==
            0;
   });
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "operator/reconcile/members.h"
 #include "operator/reconcile/names.h"
@@ -19,6 +20,7 @@ namespace {
 
 using testing::At;
 using testing::Cluster;
+using testing::Created;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::JobObject;
@@ -48,7 +50,7 @@ TEST(ChildrenTest, EveryChildIsControlledByTheJobAndLabelled) {
                                 {"uid", "job-uid"},
                                 {"controller", true},
                                 {"blockOwnerDeletion", true}};
-  ASSERT_EQ(plan.creates.size(), 5U);
+  ASSERT_EQ(plan.creates.size(), 6U);  // ConfigMap, Service, NetworkPolicy, 3 pods
   for (const nlohmann::json& object : plan.creates) {
     SCOPED_TRACE(object["metadata"]["name"]);
     EXPECT_EQ(object["metadata"]["namespace"], "ml");
@@ -65,9 +67,68 @@ TEST(ChildrenTest, EveryChildIsControlledByTheJobAndLabelled) {
   EXPECT_EQ(worker["metadata"]["labels"]["autodist.io/replica-index"], "1");
 }
 
+TEST(ChildrenTest, NetworkPolicyAdmitsTheJobsPodsTheOperatorAndTheScraper) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.network_policy.operator_namespace = "autodist-system";
+  options.network_policy.operator_labels = {{"app.kubernetes.io/name", "autodist-operator"},
+                                            {"app.kubernetes.io/instance", "adj"}};
+  options.network_policy.scraper_namespace_labels = {{"kubernetes.io/metadata.name", "monitoring"}};
+  options.network_policy.scraper_pod_labels = {{"app", "prometheus"}};
+  Cluster cluster(JobObject(), options);
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(Created(plan, "NetworkPolicy"), ElementsAre("fmnist"));
+  ASSERT_TRUE(cluster.network_policy().has_value());
+  const nlohmann::json& policy = *cluster.network_policy();
+  EXPECT_EQ(policy["apiVersion"], "networking.k8s.io/v1");
+  EXPECT_EQ(policy["spec"], nlohmann::json::parse(R"({
+    "podSelector": {"matchLabels": {"autodist.io/job-name": "fmnist"}},
+    "policyTypes": ["Ingress"],
+    "ingress": [
+      {"from": [{"podSelector": {"matchLabels": {"autodist.io/job-name": "fmnist"}}}]},
+      {"from": [{"namespaceSelector":
+                   {"matchLabels": {"kubernetes.io/metadata.name": "autodist-system"}},
+                 "podSelector": {"matchLabels": {"app.kubernetes.io/instance": "adj",
+                                                 "app.kubernetes.io/name": "autodist-operator"}}}],
+       "ports": [{"port": "autodist", "protocol": "TCP"}]},
+      {"from": [{"namespaceSelector":
+                   {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                 "podSelector": {"matchLabels": {"app": "prometheus"}}}],
+       "ports": [{"port": "metrics", "protocol": "TCP"}]}]})"));
+  // The named ports are the runtime container's.
+  std::set<std::string> ports;
+  for (const nlohmann::json& port : RuntimeOf(cluster.pod("fmnist-worker-0"))["ports"]) {
+    ports.insert(port["name"].get<std::string>());
+  }
+  EXPECT_THAT(ports, ::testing::UnorderedElementsAre("autodist", "metrics"));
+  // Created once.
+  EXPECT_THAT(Created(cluster.Reconcile(At(1)), "NetworkPolicy"), ::testing::IsEmpty());
+}
+
+TEST(ChildrenTest, NetworkPolicyWithoutScraperOrMetricsOrAtAll) {
+  // No scraper configured: the metrics port is the job's and the operator's alone.
+  Cluster plain(JobObject());
+  plain.Reconcile(At(0));
+  ASSERT_TRUE(plain.network_policy().has_value());
+  EXPECT_EQ((*plain.network_policy())["spec"]["ingress"].size(), 2U);
+  // The operator's namespace unknown (run outside the cluster): any namespace's operator pods.
+  EXPECT_EQ((*plain.network_policy())["spec"]["ingress"][1]["from"][0]["namespaceSelector"],
+            nlohmann::json::object());
+  ReconcilerOptions no_metrics = testing::TestOptions();
+  no_metrics.runtime_metrics_port = 0;
+  no_metrics.network_policy.scraper_pod_labels = {{"app", "prometheus"}};
+  Cluster quiet(JobObject(), no_metrics);
+  quiet.Reconcile(At(0));
+  EXPECT_EQ((*quiet.network_policy())["spec"]["ingress"].size(), 2U);
+  ReconcilerOptions off = testing::TestOptions();
+  off.network_policy.enabled = false;
+  Cluster without(JobObject(), off);
+  EXPECT_THAT(Created(without.Reconcile(At(0)), "NetworkPolicy"), ::testing::IsEmpty());
+}
+
 TEST(ChildrenTest, NamesDeriveFromTheJobName) {
   EXPECT_EQ(ConfigMapName("fmnist"), "fmnist-autodist");
   EXPECT_EQ(ServiceName("fmnist"), "fmnist");
+  EXPECT_EQ(NetworkPolicyName("fmnist"), "fmnist");
   EXPECT_EQ(PodGroupName("fmnist"), "fmnist");
   EXPECT_EQ(PodName("fmnist", Role::kWorker, 3), "fmnist-worker-3");
   EXPECT_EQ(PodName("fmnist", Role::kParameterServer, 0), "fmnist-ps-0");
@@ -115,12 +176,15 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
   EXPECT_EQ(spec["restartPolicy"], "Never");
   EXPECT_EQ(spec["hostname"], "fmnist-worker-1");
   EXPECT_EQ(spec["subdomain"], "fmnist");
-  EXPECT_EQ(spec["volumes"], nlohmann::json::parse(
-                                 R"([{"name": "autodist-config",
-                                      "configMap": {"name": "fmnist-autodist"}}])"));
-  EXPECT_EQ(runtime["volumeMounts"],
-            nlohmann::json::parse(R"([{"name": "autodist-config", "mountPath": "/etc/autodist",
-                                       "readOnly": true}])"));
+  // The job's ConfigMap, and the scratch directories of a read-only root filesystem.
+  EXPECT_EQ(spec["volumes"], nlohmann::json::parse(R"([
+    {"name": "autodist-config", "configMap": {"name": "fmnist-autodist"}},
+    {"name": "autodist-tmp", "emptyDir": {}},
+    {"name": "autodist-shm", "emptyDir": {"medium": "Memory"}}])"));
+  EXPECT_EQ(runtime["volumeMounts"], nlohmann::json::parse(R"([
+    {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
+    {"name": "autodist-tmp", "mountPath": "/tmp"},
+    {"name": "autodist-shm", "mountPath": "/dev/shm"}])"));
   EXPECT_FALSE(spec.contains("schedulerName"));
 }
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "operator/reconcile/conditions.h"
 #include "reconcile_test_support.h"
 
 namespace autodist::reconcile {
@@ -64,16 +65,20 @@ TEST(PodTemplateTest, RuntimeIsInjectedAsASidecarKeepingTheUsersPod) {
   EXPECT_EQ(spec["serviceAccountName"], "trainer");
   // The operator restarts gangs; the template's restartPolicy cannot stand.
   EXPECT_EQ(spec["restartPolicy"], "Never");
-  // The user's volumes stay, the config volume joins them.
-  ASSERT_EQ(spec["volumes"].size(), 3U);
+  // The user's volumes stay, the config volume and the runtime's scratch ones join them.
+  ASSERT_EQ(spec["volumes"].size(), 5U);
   EXPECT_EQ(spec["volumes"][0], kTemplate["spec"]["volumes"][0]);
   EXPECT_EQ(spec["volumes"][1], kTemplate["spec"]["volumes"][1]);
   EXPECT_EQ(spec["volumes"][2]["name"], "autodist-config");
+  EXPECT_EQ(spec["volumes"][3]["name"], "autodist-tmp");
+  EXPECT_EQ(spec["volumes"][4]["name"], "autodist-shm");
   // The runtime sees the user's volumes where the user's containers do (first mount per path).
   EXPECT_EQ(ContainerNamed(pod, "autodist-runtime")["volumeMounts"], nlohmann::json::parse(R"([
     {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
     {"name": "data", "mountPath": "/data"},
-    {"name": "logs", "mountPath": "/logs"}])"));
+    {"name": "logs", "mountPath": "/logs"},
+    {"name": "autodist-tmp", "mountPath": "/tmp"},
+    {"name": "autodist-shm", "mountPath": "/dev/shm"}])"));
   // Template labels and annotations are kept; the operator's labels win.
   EXPECT_EQ(pod["metadata"]["labels"]["team"], "vision");
   EXPECT_EQ(pod["metadata"]["labels"]["autodist.io/job-name"], "fmnist");
@@ -109,7 +114,9 @@ TEST(PodTemplateTest, AUserRuntimeContainerIsCompletedNotReplaced) {
   EXPECT_EQ(runtime["volumeMounts"], nlohmann::json::parse(R"([
     {"name": "scratch", "mountPath": "/logs"},
     {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
-    {"name": "data", "mountPath": "/data"}])"));
+    {"name": "data", "mountPath": "/data"},
+    {"name": "autodist-tmp", "mountPath": "/tmp"},
+    {"name": "autodist-shm", "mountPath": "/dev/shm"}])"));
 }
 
 TEST(PodTemplateTest, InjectionIntoAnEmptySpec) {
@@ -137,6 +144,103 @@ TEST(PodTemplateTest, TemplateMetadataAloneKeepsTheDefaultContainer) {
   const nlohmann::json& pod = cluster.pod("fmnist-ps-0");
   ASSERT_EQ(pod["spec"]["containers"].size(), 1U);
   EXPECT_EQ(pod["metadata"]["labels"]["a"], "b");
+}
+
+// ---- hardening: the restricted Pod Security Standard, a read-only root, no token ------------
+
+// The volume of `pod` named `name`; null when there is none.
+nlohmann::json VolumeNamed(const nlohmann::json& pod, const std::string& name) {
+  for (const nlohmann::json& volume : pod["spec"]["volumes"]) {
+    if (volume["name"] == name) return volume;
+  }
+  return nullptr;
+}
+
+// mountPath -> the volume mounted there, in the runtime container.
+std::map<std::string, nlohmann::json> RuntimeMounts(const nlohmann::json& pod) {
+  std::map<std::string, nlohmann::json> mounts;
+  for (const nlohmann::json& mount : ContainerNamed(pod, "autodist-runtime")["volumeMounts"]) {
+    mounts[mount["mountPath"]] = VolumeNamed(pod, mount["name"]);
+  }
+  return mounts;
+}
+
+TEST(PodHardeningTest, EveryPodIsRestrictedWithAReadOnlyRootAndNoToken) {
+  Cluster cluster(JobObject());
+  cluster.Reconcile(At(0));
+  for (const std::string name : {"fmnist-worker-0", "fmnist-worker-1", "fmnist-ps-0"}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json& pod = cluster.pod(name);
+    const nlohmann::json& spec = pod["spec"];
+    EXPECT_EQ(spec["automountServiceAccountToken"], false);
+    EXPECT_EQ(spec["securityContext"]["runAsNonRoot"], true);
+    EXPECT_EQ(spec["securityContext"]["runAsUser"], 65532);
+    EXPECT_EQ(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    const nlohmann::json& security = ContainerNamed(pod, "autodist-runtime")["securityContext"];
+    EXPECT_EQ(security["readOnlyRootFilesystem"], true);
+    EXPECT_EQ(security["allowPrivilegeEscalation"], false);
+    EXPECT_EQ(security["capabilities"]["drop"], nlohmann::json::array({"ALL"}));
+    // Writable: /tmp on disk, /dev/shm in memory (NCCL's shared-memory transport).
+    const std::map<std::string, nlohmann::json> mounts = RuntimeMounts(pod);
+    ASSERT_TRUE(mounts.contains("/tmp"));
+    EXPECT_EQ(mounts.at("/tmp")["emptyDir"], nlohmann::json::object());
+    ASSERT_TRUE(mounts.contains("/dev/shm"));
+    EXPECT_EQ(mounts.at("/dev/shm")["emptyDir"]["medium"], "Memory");
+  }
+}
+
+TEST(PodHardeningTest, OutputDirectoriesWithoutAVolumeGetAnEmptyDirAndOneWarning) {
+  nlohmann::json pod_template = kTemplate;  // mounts a persistentVolumeClaim at /data
+  Cluster cluster(
+      JobObject({{"template", pod_template},
+                 {"training",
+                  {{"checkpoint", {{"path", "/data/ckpt"}}},  // on the template's claim
+                   {"tensorboard", {{"path", "/runs"}}},
+                   {"exportPath", "out/model.onnx"}}}}));  // relative: under the working directory
+  const Plan plan = cluster.Reconcile(At(0));
+  const std::map<std::string, nlohmann::json> mounts =
+      RuntimeMounts(cluster.pod("fmnist-worker-0"));
+  EXPECT_FALSE(mounts.contains("/data/ckpt")) << "the claim at /data holds the checkpoints";
+  ASSERT_TRUE(mounts.contains("/runs"));
+  EXPECT_EQ(mounts.at("/runs")["emptyDir"], nlohmann::json::object());
+  ASSERT_TRUE(mounts.contains("/workspace/out"));
+  EXPECT_TRUE(mounts.at("/workspace/out").contains("emptyDir"));
+  std::vector<std::string> warnings;
+  for (const auto& event : plan.events) {
+    if (event.reason == kReasonOutputNotPersistent) warnings.push_back(event.message);
+  }
+  ASSERT_EQ(warnings.size(), 1U) << "said once per job, not per pod";
+  EXPECT_EQ(warnings[0],
+            "spec.training.tensorboard.path '/runs', spec.training.exportPath '/workspace/out' "
+            "are on no volume of spec.template: each pod writes there to an emptyDir, deleted "
+            "with the pod (a gang restart cannot resume from checkpoints kept so); mount a "
+            "persistentVolumeClaim there");
+  // Every output on a volume: nothing to warn of.
+  Cluster kept(JobObject(
+      {{"template", kTemplate}, {"training", {{"checkpoint", {{"path", "/data/ckpt"}}}}}}));
+  for (const auto& event : kept.Reconcile(At(0)).events) {
+    EXPECT_NE(event.reason, kReasonOutputNotPersistent) << event.message;
+  }
+}
+
+TEST(PodHardeningTest, TheTemplatesOwnSettingsWin) {
+  nlohmann::json pod_template = kTemplate;
+  pod_template["spec"]["automountServiceAccountToken"] = true;  // a sidecar that calls the API
+  pod_template["spec"]["volumes"].push_back(
+      {{"name", "big-tmp"}, {"emptyDir", {{"sizeLimit", "20Gi"}}}});
+  pod_template["spec"]["containers"].push_back(nlohmann::json::parse(R"({
+    "name": "autodist-runtime",
+    "securityContext": {"readOnlyRootFilesystem": false},
+    "volumeMounts": [{"name": "big-tmp", "mountPath": "/tmp"}]})"));
+  Cluster cluster(JobObject({{"template", pod_template}}));
+  cluster.Reconcile(At(0));
+  const nlohmann::json& pod = cluster.pod("fmnist-worker-0");
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], true);
+  const nlohmann::json& runtime = ContainerNamed(pod, "autodist-runtime");
+  EXPECT_EQ(runtime["securityContext"]["readOnlyRootFilesystem"], false);
+  EXPECT_EQ(runtime["securityContext"]["allowPrivilegeEscalation"], false);  // filled in
+  EXPECT_EQ(RuntimeMounts(pod).at("/tmp")["name"], "big-tmp");
+  EXPECT_TRUE(VolumeNamed(pod, "autodist-tmp").is_null());
 }
 
 }  // namespace

@@ -180,12 +180,14 @@ TEST(ReconcileTest, ALaggingCacheCreatesNothingTwiceWhenObjectsShowUp) {
   const Plan plan = cluster.Reconcile(At(0), false);
   // The operator restarted after creating only the ConfigMap and one pod.
   Plan partial = plan;
-  partial.creates = {plan.creates[0], plan.creates[2]};
+  ASSERT_EQ(plan.creates[3]["metadata"]["name"], "fmnist-worker-0");
+  partial.creates = {plan.creates[0], plan.creates[3]};
   partial.status.reset();
   cluster.Apply(partial);
   const Plan next = cluster.Reconcile(At(1));
   EXPECT_THAT(Created(next, "ConfigMap"), IsEmpty());
   EXPECT_THAT(Created(next, "Service"), ElementsAre("fmnist"));
+  EXPECT_THAT(Created(next, "NetworkPolicy"), ElementsAre("fmnist"));
   EXPECT_THAT(Created(next, "Pod"), ElementsAre("fmnist-worker-1", "fmnist-ps-0"));
 }
 
@@ -277,6 +279,37 @@ TEST(ReconcileTest, AModelThatIsNoModelFailsTheJob) {
   EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
               HasSubstr("model in ConfigMap ml/mlp key 'model.onnx'"));
   EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonInvalidModel));
+}
+
+TEST(ReconcileTest, AModelWithOpsNoKernelRunsFailsTheJobWithoutPods) {
+  // A PyTorch LSTM export: pods would start, fail on the LSTM op and be restarted until the
+  // backoff limit; the preflight fails the job before any exists.
+  Cluster cluster(JobObject({{"model", {{"path", testing::kFixtures + "/models/lstm.onnx"}}}}));
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonUnsupportedModel);
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonUnsupportedModel);
+  const std::string message = cluster.ConditionOf(kFailed)["message"].get<std::string>();
+  EXPECT_THAT(message, HasSubstr("has ops the cpu backend has no kernel for: "));
+  EXPECT_THAT(message, HasSubstr("LSTM (opset 14: node"));
+  EXPECT_THAT(message, HasSubstr("ConstantOfShape (opset 14: node"));
+  EXPECT_THAT(EventReasons(plan), ElementsAre(kReasonJobCreated, kReasonUnsupportedModel));
+}
+
+TEST(ReconcileTest, GpuWorkersAreCheckedAgainstTheCudaKernels) {
+  // The embedding model runs on the CPU; its Gather has no CUDA kernel yet.
+  const std::string embedding = testing::kFixtures + "/models/embedding.onnx";
+  Cluster cpu(JobObject({{"model", {{"path", embedding}}}}));
+  cpu.Reconcile(At(0));
+  EXPECT_EQ(cpu.ConditionStatus(kCompiled), "True");
+  Cluster gpu(JobObject(
+      {{"model", {{"path", embedding}}}, {"resources", {{"workers", 2}, {"gpusPerWorker", 1}}}}));
+  const Plan plan = gpu.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(gpu.ConditionReason(kFailed), kReasonUnsupportedModel);
+  EXPECT_THAT(gpu.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("has an op the cuda backend has no kernel for: Gather (opset 14: node"));
 }
 
 TEST(ReconcileTest, ModelBinaryDataThatIsNotBase64FailsTheJob) {

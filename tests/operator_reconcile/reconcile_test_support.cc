@@ -62,6 +62,7 @@ Plan Cluster::Reconcile(TimePoint now, bool apply) {
   if (config_map_.has_value()) observed.config_map = SlimToMetadata(*config_map_);
   if (service_.has_value()) observed.service = SlimToMetadata(*service_);
   observed.pod_group = pod_group_;
+  if (network_policy_.has_value()) observed.network_policy = SlimToMetadata(*network_policy_);
   observed.progress = progress_;
   observed.rejection = rejection_;
   observed.now = now;
@@ -122,6 +123,9 @@ void Cluster::Apply(const Plan& plan) {
     } else if (kind == "PodGroup") {
       ASSERT_FALSE(pod_group_.has_value()) << "creating the PodGroup twice";
       pod_group_ = std::move(object);
+    } else if (kind == "NetworkPolicy") {
+      ASSERT_FALSE(network_policy_.has_value()) << "creating the NetworkPolicy twice";
+      network_policy_ = std::move(object);
     } else {
       ADD_FAILURE() << "unexpected create of a " << kind;
     }

@@ -95,6 +95,13 @@ docs/operator.md has the table, and tests/deploy/check_chart.py fails on any ext
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.networkPolicy.enabled }}
+# One NetworkPolicy per job, created once and removed by garbage collection with the job; the
+# informer lists and watches them.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["list", "watch", "create"]
+{{- end }}
 {{- if .Values.gangScheduling.enabled }}
 # Gang scheduling: one PodGroup per job, minMember = all of its pods.
 - apiGroups: [{{ include "autodist-operator.podGroupApiGroup" . | quote }}]
@@ -105,4 +112,13 @@ docs/operator.md has the table, and tests/deploy/check_chart.py fails on any ext
 
 {{- define "autodist-operator.podGroupApiGroup" -}}
 {{- if eq .Values.gangScheduling.provider "volcano" }}scheduling.volcano.sh{{ else }}scheduling.x-k8s.io{{ end }}
+{{- end }}
+
+{{/* A map of labels as the operator's flags take them: k=v,k2=v2, sorted by key. */}}
+{{- define "autodist-operator.labelList" -}}
+{{- $pairs := list -}}
+{{- range $key, $value := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) -}}
+{{- end -}}
+{{- join "," $pairs -}}
 {{- end }}

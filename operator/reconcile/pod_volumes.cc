@@ -1,0 +1,100 @@
+#include "operator/reconcile/pod_volumes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace autodist::reconcile {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Absolute(const std::string& path, const std::string& working_dir) {
+  const fs::path given(path);
+  if (given.is_absolute() || working_dir.empty()) return given.lexically_normal().string();
+  return (fs::path(working_dir) / given).lexically_normal().string();
+}
+
+// Whether `path` is `mount` or lies under it ("/ckpt/run1" under "/ckpt", not "/ckpt2").
+bool Covers(const std::string& mount, const std::string& path) {
+  const fs::path relative =
+      fs::path(path).lexically_normal().lexically_relative(fs::path(mount).lexically_normal());
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+bool Covered(const nlohmann::json& mounts, const std::string& path) {
+  return std::ranges::any_of(mounts, [&path](const nlohmann::json& mount) {
+    return Covers(mount.value("mountPath", ""), path);
+  });
+}
+
+nlohmann::json* FindContainer(nlohmann::json& pod_spec, const std::string& name) {
+  for (nlohmann::json& container : pod_spec["containers"]) {
+    if (container.value("name", "") == name) return &container;
+  }
+  return nullptr;
+}
+
+void AddEmptyDir(nlohmann::json& pod_spec, nlohmann::json& container, const std::string& name,
+                 const std::string& path, bool in_memory) {
+  nlohmann::json empty_dir = nlohmann::json::object();
+  if (in_memory) empty_dir["medium"] = "Memory";
+  pod_spec["volumes"].push_back({{"name", name}, {"emptyDir", std::move(empty_dir)}});
+  container["volumeMounts"].push_back({{"name", name}, {"mountPath", path}});
+}
+
+}  // namespace
+
+std::vector<OutputDirectory> OutputDirectories(const job::JobSpec& job,
+                                               const std::string& working_dir) {
+  std::vector<OutputDirectory> directories;
+  const job::TrainingSpec& training = job.training;
+  if (training.checkpoint.has_value()) {
+    directories.push_back(
+        {"spec.training.checkpoint.path", Absolute(training.checkpoint->path, working_dir)});
+  }
+  if (!training.timeline_path.empty()) {
+    directories.push_back(
+        {"spec.training.timeline.path", Absolute(training.timeline_path, working_dir)});
+  }
+  if (!training.tensorboard_path.empty()) {
+    directories.push_back(
+        {"spec.training.tensorboard.path", Absolute(training.tensorboard_path, working_dir)});
+  }
+  if (!training.export_path.empty()) {
+    directories.push_back(
+        {"spec.training.exportPath",
+         fs::path(Absolute(training.export_path, working_dir)).parent_path().string()});
+  }
+  return directories;
+}
+
+std::vector<OutputDirectory> AddWritableVolumes(nlohmann::json& pod_spec,
+                                                const std::string& container_name,
+                                                const job::JobSpec& job,
+                                                const ReconcilerOptions& options) {
+  nlohmann::json* container = FindContainer(pod_spec, container_name);
+  std::vector<OutputDirectory> ephemeral;
+  if (container == nullptr) return ephemeral;
+  if (!container->contains("volumeMounts")) (*container)["volumeMounts"] = nlohmann::json::array();
+  if (!pod_spec.contains("volumes")) pod_spec["volumes"] = nlohmann::json::array();
+  if (!options.tmp_mount_path.empty() &&
+      !Covered((*container)["volumeMounts"], options.tmp_mount_path)) {
+    AddEmptyDir(pod_spec, *container, "autodist-tmp", options.tmp_mount_path, false);
+  }
+  if (!options.shm_mount_path.empty() &&
+      !Covered((*container)["volumeMounts"], options.shm_mount_path)) {
+    AddEmptyDir(pod_spec, *container, "autodist-shm", options.shm_mount_path, true);
+  }
+  int index = 0;
+  for (const OutputDirectory& directory : OutputDirectories(job, options.working_dir)) {
+    if (Covered((*container)["volumeMounts"], directory.path)) continue;
+    AddEmptyDir(pod_spec, *container, fmt::format("autodist-output-{}", index++), directory.path,
+                false);
+    ephemeral.push_back(directory);
+  }
+  return ephemeral;
+}
+
+}  // namespace autodist::reconcile
