@@ -51,7 +51,12 @@ class RunPolicyEndToEnd : public OperatorEndToEnd {
 TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoint) {
   const std::string name = "fmnist-restart";
   const std::shared_ptr<PodEvents> events = RecordPods(name);
-  Apply(RestartableJob(name, (root_ / "ckpt").string()).ToYaml());
+  JobManifest manifest = RestartableJob(name, (root_ / "ckpt").string());
+  // The status learns where the new gang resumed from a progress read (every 500 ms here) while
+  // its chief runs: 200 steps in all let a fast machine finish the resumed part between two
+  // reads, so the resumed gang gets many reads' worth of steps.
+  manifest.steps = 2000;
+  Apply(manifest.ToYaml());
   // Kill once a checkpoint exists.
   ASSERT_TRUE(WaitPastTheFirstCheckpoint(name));
   std::set<std::string> first_uids;
@@ -79,7 +84,7 @@ TEST_F(RunPolicyEndToEnd, KilledWorkerRestartsTheGangWhichResumesFromTheCheckpoi
   EXPECT_FALSE(ConditionTrue(job, "Restarting")) << status.dump(2);
   // Every member of the new generation completed: the chief, worker 1 and the parameter server.
   ASSERT_TRUE(WaitForMembersSucceeded(name));
-  EXPECT_EQ(Job(name)["status"]["progress"].value("step", 0), 200) << Dump(name);
+  EXPECT_EQ(Job(name)["status"]["progress"].value("step", 0), 2000) << Dump(name);
 
   // The whole gang was replaced: new pods of the next restart generation, under names of their
   // own (the old ones may still have been Terminating when they started).
