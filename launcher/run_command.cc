@@ -44,9 +44,10 @@ using observe::kTimelineSuffix;
 constexpr int kExitJobFailed = 1;
 constexpr size_t kFailureLines = 20;
 constexpr auto kPollInterval = std::chrono::milliseconds(250);
-// A member's heartbeat period (1 s) and a margin: how long stopping members get to finish their
-// timelines when one is recorded.
-constexpr auto kTimelineGrace = std::chrono::milliseconds(2000);
+// A member's heartbeat period (1 s) and a margin: how long stopping members get to hear why the
+// job stops, say so in their logs ("stopped: worker-1 ... failed: ...") and finish their
+// timelines, before the signals.
+constexpr auto kAbortGrace = std::chrono::milliseconds(2000);
 constexpr auto kStatusInterval = std::chrono::milliseconds(500);
 // autodist-runtime's exit code for "stopped because another member failed" (job_member.h).
 constexpr int kMemberStoppedByJobFailure = 3;
@@ -389,12 +390,10 @@ class JobRun {
     } catch (const Error&) {
       // The coordinator lives in the chief, which may be the process that died.
     }
-    if (!merged_timeline_.empty()) {
-      // Members hear of the abort at their next heartbeat and finish their timelines before
-      // they exit: give them that long before the signals.
-      const auto until = Clock::now() + kTimelineGrace;
-      while (!group.AllExited() && Clock::now() < until) group.WaitAny(kPollInterval);
-    }
+    // Members hear of the abort at their next heartbeat (or from a connection that broke with
+    // the failed member) and exit by themselves: give them that long before the signals.
+    const auto until = Clock::now() + kAbortGrace;
+    while (!group.AllExited() && Clock::now() < until) group.WaitAny(kPollInterval);
     return group.TerminateAll(options_.stop_grace);
   }
 

@@ -37,11 +37,15 @@ void Heartbeat::Loop() {
   while (!stopping_) {
     lock.unlock();
     std::string abort_reason;
+    bool job_failed = false;
     bool finished = false;
     try {
       const coordinator::HeartbeatResult reply = coordinator_.Heartbeat(node_, 0);
       last_contact = Clock::now();
-      if (reply.abort) abort_reason = fmt::format("the job failed: {}", reply.reason);
+      if (reply.abort) {
+        abort_reason = reply.reason;
+        job_failed = true;
+      }
       finished = reply.workers_finished;
     } catch (const Error& error) {
       const auto silent = Clock::now() - last_contact;
@@ -54,7 +58,7 @@ void Heartbeat::Loop() {
             std::chrono::duration<double>(silent).count(), error.what());
       }
     }
-    if (!abort_reason.empty()) on_abort_(abort_reason);
+    if (!abort_reason.empty()) on_abort_(abort_reason, job_failed);
     lock.lock();
     if (finished && !workers_finished_) {
       workers_finished_ = true;

@@ -23,10 +23,11 @@ struct HeartbeatOptions {
 
 class Heartbeat {
  public:
-  // Called on the heartbeat thread when the job failed or the coordinator was lost, with the
-  // reason. It must not return (the process ends: a blocked training step cannot be unwound
-  // from another thread, and nothing of this member's state outlives a failed job).
-  using AbortHandler = std::function<void(const std::string& reason)>;
+  // Called on the heartbeat thread when the job failed (`job_failed`; the reason is the
+  // coordinator's: "worker-1 (worker rank 1, pid 7) failed: ...") or the coordinator was lost
+  // (the reason says so). It must not return (the process ends: a blocked training step cannot
+  // be unwound from another thread, and nothing of this member's state outlives a failed job).
+  using AbortHandler = std::function<void(const std::string& reason, bool job_failed)>;
 
   Heartbeat(coordinator::CoordinatorClient& coordinator, std::string node, HeartbeatOptions options,
             AbortHandler on_abort);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "runtime/cli/heartbeat.h"
 #include "runtime/cli/trainer_options.h"
@@ -70,12 +71,19 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
 // `own_failure` is this member's own exit code once it has failed itself (0 before): the job's
 // failure it then hears of is its own, and the launcher and the operator must see the cause's
 // code, not "stopped because another member failed".
-[[noreturn]] void AbortProcess(const std::string& node, const std::string& reason,
+[[noreturn]] void AbortProcess(const std::string& node, const std::string& reason, bool job_failed,
                                int own_failure) {
   // The timeline of a failed job is the one most worth reading: finish its file first.
   observe::FinishTimeline(observe::ActiveTimeline(), "autodist-runtime: " + node);
   std::fflush(stdout);
-  std::fprintf(stderr, "autodist-runtime: %s: stopping: %s\n", node.c_str(), reason.c_str());
+  if (own_failure != 0) {
+    std::fprintf(stderr, "autodist-runtime: %s: stopping: %s%s\n", node.c_str(),
+                 job_failed ? "the job failed: " : "", reason.c_str());
+  } else {
+    // Another member's failure (its node and error) or the lost coordinator: the cause, not
+    // whatever this member was doing when it heard.
+    std::fprintf(stderr, "autodist-runtime: %s: stopped: %s\n", node.c_str(), reason.c_str());
+  }
   std::fflush(stderr);
   std::_Exit(own_failure != 0 ? own_failure : job::kMemberExitJobFailed);
 }
@@ -143,11 +151,67 @@ void RequireWorkerDevices(const job::JobSpec& job) {
        gpus, found);
 }
 
+// The reason the job failed, when another member's failure (reported to the coordinator) failed
+// it: a member whose own error followed from it (a connection that broke as that member went)
+// is then stopped by that failure rather than failing with its own. nullopt when the job has
+// not failed, failed by this member, or the coordinator cannot say.
+std::optional<std::string> FailureOfAnotherMember(coordinator::CoordinatorClient& coordinator,
+                                                  const std::string& node) {
+  try {
+    const coordinator::StatusSnapshot status = coordinator.Status(std::chrono::milliseconds(1000));
+    if (status.phase == coordinator::JobPhase::kFailed && !status.reason.starts_with(node + " ")) {
+      return status.reason;
+    }
+  } catch (const Error&) {
+    // The coordinator is gone or silent: this member's error is the one it knows.
+  }
+  return std::nullopt;
+}
+
+// Whose failure a member's error is, decided once: another member's (the job had already
+// failed by its hand) or this member's own, which it then reports to the coordinator.
+class FailureVerdict {
+ public:
+  FailureVerdict(coordinator::CoordinatorClient& coordinator, std::string node,
+                 std::atomic<int>& own_failure)
+      : coordinator_(coordinator), node_(std::move(node)), own_failure_(own_failure) {}
+
+  void Decide(const Error& error) {
+    if (decided_) return;
+    decided_ = true;
+    stopped_by_ = FailureOfAnotherMember(coordinator_, node_);
+    if (stopped_by_.has_value()) return;
+    // Before the coordinator hears of it: the abort that follows is this member's own failure.
+    own_failure_ = error.IsUserError() ? job::kMemberExitBadInput : job::kMemberExitFailure;
+    try {
+      coordinator_.Finish(node_, true, error.what());
+    } catch (const Error& unreachable) {
+      // Unavailable: the coordinator (in the chief) is gone, so the job has ended and whoever
+      // watches it reports the chief's exit; anything else is worth a line.
+      if (unreachable.code() != ErrorCode::kUnavailable) {
+        std::cerr << fmt::format("autodist-runtime: {}: could not report the failure: {}", node_,
+                                 unreachable.what())
+                  << std::endl;
+      }
+    }
+  }
+
+  const std::optional<std::string>& stopped_by() const { return stopped_by_; }
+
+ private:
+  coordinator::CoordinatorClient& coordinator_;
+  const std::string node_;
+  std::atomic<int>& own_failure_;
+  bool decided_ = false;
+  std::optional<std::string> stopped_by_;
+};
+
 // Trains this worker's replicas under the Strategy; fills the worker part of `result`.
 void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resources,
                  const coordinator::RegisterResult& registration, const MemberOptions& member,
                  const std::string& node, const std::string& host,
-                 coordinator::CoordinatorClient& coordinator, job::MemberResult& result) {
+                 coordinator::CoordinatorClient& coordinator, FailureVerdict& verdict,
+                 job::MemberResult& result) {
   const sync::StrategyPlan plan =
       sync::PlanStrategy(registration.strategy, ModelVariables(job), resources);
   sync::StrategySynchronizerOptions options;
@@ -178,8 +242,18 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
     communicator = std::make_unique<sync::TracedCommunicator>(std::move(communicator));
   }
   sync::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
-  const exec::TrainResult trained = exec::Train(
-      trainer, synchronizer, [](const std::string& line) { std::cout << line << std::endl; });
+  exec::TrainResult trained;
+  try {
+    trained = exec::Train(trainer, synchronizer,
+                          [](const std::string& line) { std::cout << line << std::endl; });
+  } catch (const Error& error) {
+    // Decided (and reported) while this worker's connections are still open: they close as the
+    // synchronizer and the communicator go with this scope, and a peer whose collective or push
+    // then breaks finds this failure at the coordinator, instead of reporting its broken
+    // connection as the job's failure.
+    verdict.Decide(error);
+    throw;
+  }
   result.steps = trained.steps;
   result.seconds = trained.seconds;
   result.samples_per_second = trained.samples_per_second;
@@ -208,7 +282,7 @@ job::JobSpec LoadMemberJob(const MemberOptions& options) {
   return job;
 }
 
-void RunMember(const MemberOptions& options) {
+int RunMember(const MemberOptions& options) {
   if (options.threads > 0) ops::SetNumThreads(options.threads);
   const job::JobSpec job = LoadMemberJob(options);
   const strategy::ResourceSpec resources =
@@ -277,9 +351,10 @@ void RunMember(const MemberOptions& options) {
   std::atomic<int> own_failure{0};
   Heartbeat heartbeat(heartbeat_client, node,
                       HeartbeatOptions{options.heartbeat_interval, options.heartbeat_timeout},
-                      [node, &own_failure](const std::string& reason) {
-                        AbortProcess(node, reason, own_failure.load());
+                      [node, &own_failure](const std::string& reason, bool job_failed) {
+                        AbortProcess(node, reason, job_failed, own_failure.load());
                       });
+  FailureVerdict verdict(coordinator, node, own_failure);
   job::MemberResult result;
   result.node = node;
   result.role = coordinator::MemberRoleName(me.role);
@@ -288,7 +363,7 @@ void RunMember(const MemberOptions& options) {
   try {
     if (worker) {
       TrainWorker(job, resources, registration, options, node, HostOf(me.endpoint, "endpoint"),
-                  coordinator, result);
+                  coordinator, verdict, result);
       coordinator.Finish(node, false, "");
     }
     // Parameter servers (dedicated, or hosted by a worker) serve until every worker is done.
@@ -305,15 +380,7 @@ void RunMember(const MemberOptions& options) {
     // server goes: cancelling them would turn a finished job into a failed member.
     server.Shutdown(kShutdownGraceMs);
   } catch (const Error& error) {
-    // Before the coordinator hears of it: the abort that follows is this member's own failure.
-    own_failure = error.IsUserError() ? job::kMemberExitBadInput : job::kMemberExitFailure;
-    try {
-      coordinator.Finish(node, true, error.what());
-    } catch (const Error& unreachable) {
-      std::cerr << fmt::format("autodist-runtime: {}: could not report the failure: {}", node,
-                               unreachable.what())
-                << std::endl;
-    }
+    verdict.Decide(error);
     // The chief hosts the coordinator: stay until the others have heard why the job failed.
     if (coordinator_service) coordinator_service->WaitSettled(options.heartbeat_timeout);
     // Calls still blocked (a push waiting for a dead worker) end now instead of holding up the
@@ -321,9 +388,18 @@ void RunMember(const MemberOptions& options) {
     parameter_server.Shutdown();
     if (coordinator_service) coordinator_service->Shutdown();
     server.Shutdown(kShutdownGraceMs);
+    if (const std::optional<std::string>& cause = verdict.stopped_by()) {
+      observe::FinishTimeline(timeline.get(), "autodist-runtime: " + node);
+      std::cout << std::flush;
+      std::cerr << fmt::format("autodist-runtime: {}: stopped: {} (here: {})", node, *cause,
+                               error.what())
+                << std::endl;
+      return job::kMemberExitJobFailed;
+    }
     throw;
   }
   observe::FinishTimeline(timeline.get(), "autodist-runtime: " + node);
+  return job::kMemberExitOk;
 }
 
 }  // namespace autodist::cli

@@ -38,9 +38,12 @@ struct MemberOptions {
 // (kInvalidArgument) for a manifest that does not parse, or --resume without a checkpoint.
 job::JobSpec LoadMemberJob(const MemberOptions& options);
 
-// Runs the member to the end. Throws autodist::Error on bad input or failure (after telling the
-// coordinator, when it was reached). A job failure seen through the heartbeat ends the process
-// with job::kMemberExitJobFailed (runtime/job/member_exit.h).
-void RunMember(const MemberOptions& options);
+// Runs the member to the end; returns its exit code: job::kMemberExitOk, or
+// job::kMemberExitJobFailed when its training broke off because another member had failed (the
+// cause, printed as "stopped: <member> failed: ..."). Throws autodist::Error on bad input or this
+// member's own failure (after telling the coordinator, when it was reached). A job failure seen
+// through the heartbeat ends the process with job::kMemberExitJobFailed
+// (runtime/job/member_exit.h).
+int RunMember(const MemberOptions& options);
 
 }  // namespace autodist::cli

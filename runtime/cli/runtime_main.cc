@@ -193,8 +193,7 @@ int main(int argc, char** argv) {
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
       member.rendezvous_timeout = std::chrono::seconds(rendezvous_timeout_s);
-      autodist::cli::RunMember(member);
-      return 0;
+      return autodist::cli::RunMember(member);
     }
     AD_CHECK(!options.model.empty(), kInvalidArgument, "give --model (or --job)");
     if (threads > 0) autodist::ops::SetNumThreads(threads);

@@ -63,26 +63,33 @@ bool AllFinite(const tensor::Tensor& on_device) {
   return true;
 }
 
+bool GradientFinite(const Gradient& gradient) {
+  return gradient.is_sparse() ? AllFinite(gradient.sparse->values) : AllFinite(gradient.dense);
+}
+
+[[noreturn]] void FailDiverged(int64_t step, const std::string& what) {
+  Fail(ErrorCode::kFailedPrecondition,
+       "step {}: training diverged: {}; lower the learning rate or check the data", step, what);
+}
+
 void CheckFinite(int64_t step, double loss, const Session& session,
                  const std::map<std::string, Gradient>& gradients) {
   std::string first_bad;
   for (const std::string& name : session.trainable_names()) {
     const auto it = gradients.find(name);
     if (it == gradients.end()) continue;
-    const bool finite =
-        it->second.is_sparse() ? AllFinite(it->second.sparse->values) : AllFinite(it->second.dense);
-    if (!finite) {
+    if (!GradientFinite(it->second)) {
       first_bad = name;
       break;
     }
   }
   if (std::isfinite(loss) && first_bad.empty()) return;
-  Fail(ErrorCode::kFailedPrecondition,
-       "step {}: training diverged: loss is {}; {}; lower the learning rate or check the data",
-       step, loss,
-       first_bad.empty()
-           ? std::string("every gradient is finite")
-           : fmt::format("the first variable whose gradient is not finite is '{}'", first_bad));
+  FailDiverged(step,
+               fmt::format("loss is {}; {}", loss,
+                           first_bad.empty() ? std::string("every gradient is finite")
+                                             : fmt::format("the first variable whose gradient is "
+                                                           "not finite is '{}'",
+                                                           first_bad)));
 }
 
 // Top-1 accuracy counts of `logits` [B, C] against int64 `labels` [B].
@@ -214,12 +221,21 @@ class Run {
         GradientReadyFn on_ready;
         if (r + 1 == replicas_.size() && synchronizer_.overlaps_backward()) {
           on_ready = [&, r](const std::string& name, const Gradient& gradient) {
+            // Checked before it leaves this worker: a gradient that is not finite fails this
+            // worker here, instead of reaching every worker's weights through the all-reduce
+            // (and failing them all a step later, whichever of them is named).
+            if (!GradientFinite(gradient)) {
+              FailDiverged(step_ + 1, fmt::format("the gradient of '{}' is not finite", name));
+            }
             synchronizer_.GradientReady(step_, static_cast<int>(r), name, gradient, gradients);
           };
         }
         Session::StepResult step = replicas_[r].session->ForwardBackward(batch.feeds, on_ready);
         window_compute += since(compute_start);
-        CheckFinite(step_ + 1, step.loss, *replicas_[r].session, step.gradients);
+        // Gradients handed out as they were ready were checked then.
+        static const std::map<std::string, Gradient> kChecked;
+        CheckFinite(step_ + 1, step.loss, *replicas_[r].session,
+                    on_ready ? kChecked : step.gradients);
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;
         metrics.samples.Inc(static_cast<double>(batch.rows));

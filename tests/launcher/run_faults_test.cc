@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <optional>
 
 #include "launcher/local_limit.h"
@@ -132,6 +134,61 @@ TEST(RunFaultsTest, DeadlineStopsTheJob) {
   EXPECT_THAT(outcome.err, HasSubstr("activeDeadlineSeconds"));
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
 }
+
+// A copy of the parity images with NaN in every pixel of row `row`, written to `path`.
+void WriteImagesWithNanRow(const std::string& path, int64_t row) {
+  std::string bytes = ReadText(kParityDir + "mlp/image.npy");
+  // NPY 1.0: magic (6), version (2), header length (2, little-endian), header, then the data:
+  // float32 [320, 1, 28, 28] in C order.
+  const size_t header = 10 + static_cast<uint8_t>(bytes[8]) + 256 * static_cast<uint8_t>(bytes[9]);
+  constexpr int64_t kPixels = 28 * 28;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 0; i < kPixels; ++i) {
+    std::memcpy(&bytes[header + static_cast<size_t>((row * kPixels + i) * 4)], &nan, 4);
+  }
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Worker 1 diverges at step 4 (NaN in its data), while the others are mid-step with it: the
+// failure is named as that worker's, with its step, under both kinds of synchronization,
+// never as another member's broken connection.
+class DivergingWorker : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DivergingWorker, IsNamedWithItsStepNotAPeersBrokenConnection) {
+  TempDir dir;
+  JobParams params;
+  params.builder = GetParam();
+  params.parameter_servers = std::string(GetParam()) == "PS" ? 1 : 0;
+  params.steps = 10;
+  std::string yaml = JobYaml(params, dir / "ckpt");
+  // Unshuffled, rank r reads rows r, r + 2, ...: worker 1's step 4 (batch 8) starts at row
+  // 1 + 2 * 3 * 8.
+  yaml.replace(yaml.find("shuffle: true"), 13, "shuffle: false");
+  const std::string images = kParityDir + "mlp/image.npy";
+  WriteImagesWithNanRow(dir / "images.npy", 49);
+  yaml.replace(yaml.find(images), images.size(), dir / "images.npy");
+  const RunOutcome outcome = RunManifest(OptionsFor(dir, WriteManifest(dir, yaml)));
+  EXPECT_EQ(outcome.exit_code, 1);
+  const std::string summary = outcome.err.substr(0, outcome.err.find("\n--- "));
+  EXPECT_THAT(summary, HasSubstr("job parity failed: worker-1 exited with code 1")) << summary;
+  EXPECT_THAT(summary, HasSubstr("step 4: training diverged")) << summary;
+  EXPECT_THAT(summary, ::testing::Not(HasSubstr("could not report the failure"))) << summary;
+  // The others say why they stopped: the diverged worker, not a broken connection.
+  for (const char* other : {"worker-0", "ps-0"}) {
+    if (std::string(other) == "ps-0" && params.parameter_servers == 0) continue;
+    const std::string log = ReadText(dir / (std::string("logs/") + other + ".log"));
+    EXPECT_THAT(log, ::testing::ContainsRegex(
+                         "stopped: worker-1 \\(worker rank 1, pid [0-9]+\\) failed: step 4: "
+                         "training diverged"))
+        << other << ":\n"
+        << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("autodist-runtime: error:"))) << other << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("could not report the failure"))) << log;
+  }
+  EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, DivergingWorker, ::testing::Values("PS", "AllReduce"));
 
 TEST(RunFaultsTest, MemberFailingAtStartNamesItsError) {
   TempDir dir;
