@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # operator) is built by `make build` and `make test`.
 RUN_TARGETS := autodist autodist-runtime
 
-.PHONY: all setup configure build build-run run test test-browser bench format tidy clean
+.PHONY: all setup configure build build-run run test test-browser bench fuzz format tidy clean
 
 all: build
 
@@ -52,6 +52,11 @@ bench: build
 	scripts/bench-allreduce.sh $(BUILD_DIR)
 	scripts/bench-allreduce-train.sh $(BUILD_DIR)
 	scripts/bench-operator.sh $(BUILD_DIR)
+
+# libFuzzer with sanitizers over the parsers (tests/fuzz), in build-fuzz with clang: FUZZ_SECONDS
+# per target (default 60), FUZZ_TARGETS to choose some. ctest only replays their corpora.
+fuzz:
+	scripts/fuzz.sh
 
 format:
 	scripts/format.sh

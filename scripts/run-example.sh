@@ -15,6 +15,6 @@ echo "== autodist compile --strategy PSLoadBalancing --workers 2 --ps 1"
   --strategy PSLoadBalancing --option sync=true -o "$BUILD_DIR/fmnist_mlp.strategy.txt"
 echo
 echo "== autodist run $EXAMPLE/job-ps.yaml"
-# The job resumes from its latest checkpoint when there is one; `make run` trains from scratch.
-rm -rf "$EXAMPLE/fmnist-ps-ckpt"
-"$AUTODIST" run "$EXAMPLE/job-ps.yaml" --log-dir "$BUILD_DIR/autodist-logs/fmnist-ps"
+# The job resumes from its latest checkpoint when there is one (and a finished one is not run
+# again); `make run` trains from scratch: --fresh deletes the earlier run's checkpoints.
+"$AUTODIST" run "$EXAMPLE/job-ps.yaml" --fresh --log-dir "$BUILD_DIR/autodist-logs/fmnist-ps"

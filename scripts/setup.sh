@@ -8,6 +8,7 @@
 #                               # scripts/bench-allreduce.sh); the normal build never needs them
 #   scripts/setup.sh device     # also what scripts/device-check.sh needs to pack a GPU bundle
 #   scripts/setup.sh browser    # also Chromium, for the browser tests (make test-browser)
+#   scripts/setup.sh fuzz       # also clang and its libFuzzer and sanitizer runtimes (make fuzz)
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -27,6 +28,7 @@ FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
 DEVICE_PACKAGES=(patchelf)
 BROWSER_PACKAGES=(chromium)
+FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
 packages=("${BUILD_PACKAGES[@]}")
 case "${1:-}" in
@@ -34,6 +36,7 @@ case "${1:-}" in
   bench) packages+=("${BENCH_PACKAGES[@]}") ;;
   device) packages+=("${DEVICE_PACKAGES[@]}") ;;
   browser) packages+=("${BROWSER_PACKAGES[@]}") ;;
+  fuzz) packages+=("${FUZZ_PACKAGES[@]}") ;;
 esac
 
 missing=()

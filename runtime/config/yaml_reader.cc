@@ -1,11 +1,14 @@
 #include "runtime/config/yaml_reader.h"
 
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <set>
+#include <sstream>
 
 namespace autodist::config {
 namespace {
@@ -16,10 +19,47 @@ bool IsPlainKey(const std::string& key) {
   });
 }
 
+// Counts documents without building them (yaml-cpp's events).
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override { ++documents; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnAlias(const YAML::Mark& /*mark*/, YAML::anchor_t /*anchor*/) override {}
+  void OnScalar(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                const std::string& /*value*/) override {}
+  void OnSequenceStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/,
+                       YAML::anchor_t /*anchor*/, YAML::EmitterStyle::value /*style*/) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& /*mark*/, const std::string& /*tag*/, YAML::anchor_t /*anchor*/,
+                  YAML::EmitterStyle::value /*style*/) override {}
+  void OnMapEnd() override {}
+
+  int documents = 0;
+};
+
+// More documents than any file we read holds. yaml-cpp 0.7 finds a new empty document at a
+// stray flow indicator (a text of just ",") forever: LoadAll would allocate until the process
+// dies (found by tests/fuzz/job_manifest_fuzzer.cc), so the documents are counted first.
+constexpr int kMaxDocuments = 1000;
+
+void CheckDocumentCount(const std::string& text, const std::string& source) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentCounter counter;
+  while (parser.HandleNextDocument(counter)) {
+    AD_CHECK(counter.documents <= kMaxDocuments, kInvalidArgument,
+             "{}: invalid YAML: more than {} documents (a stray ',' or '-' where a document "
+             "should start?)",
+             source, kMaxDocuments);
+  }
+}
+
 }  // namespace
 
 std::vector<YAML::Node> LoadYamlDocuments(const std::string& text, const std::string& source) {
   try {
+    CheckDocumentCount(text, source);
     return YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) Fail(ErrorCode::kInvalidArgument, "{}: invalid YAML: {}", source, e.msg);

@@ -1,5 +1,6 @@
 #include "runtime/tensor/float16.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <bit>
@@ -71,7 +72,16 @@ namespace {
 // compares them bit for bit), at a fraction of the cost. Chosen at run time, so binaries still
 // run on CPUs without it.
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") != 0 && __builtin_cpu_supports("avx") != 0;
+  // F16C from CPUID (leaf 1, ECX): clang's __builtin_cpu_supports does not know "f16c". AVX from
+  // the compiler's test, which also checks that the OS saves the AVX registers.
+  static const bool has = [] {
+    unsigned int eax = 0;
+    unsigned int ebx = 0;
+    unsigned int ecx = 0;
+    unsigned int edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx") != 0;
+  }();
   return has;
 }
 

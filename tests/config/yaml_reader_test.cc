@@ -52,5 +52,18 @@ TEST(YamlReaderTest, LocationWithoutLinesOrPath) {
   EXPECT_EQ(context.Location(""), "resource spec code: ");
 }
 
+TEST(YamlReaderTest, AStrayCommaIsAnErrorNotEndlessDocuments) {
+  // yaml-cpp 0.7's LoadAll finds empty documents at "," forever (the fuzzer's find).
+  try {
+    LoadYamlDocuments(",\n", "job.yaml");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("job.yaml: invalid YAML: more than 1000 documents"));
+  }
+  // Several documents of a real file are all read.
+  EXPECT_EQ(LoadYamlDocuments("a: 1\n---\nb: 2\n---\nc: 3\n", "m.yaml").size(), 3U);
+}
+
 }  // namespace
 }  // namespace autodist::config
