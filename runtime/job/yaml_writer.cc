@@ -1,6 +1,8 @@
 #include "runtime/job/yaml_writer.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <string_view>
 
@@ -31,6 +33,16 @@ bool IsNumber(std::string_view text) {
 
 bool NeedsQuotes(const std::string& text) {
   if (text.empty()) return true;
+  // A plain scalar loses its leading and trailing spaces, and line breaks (\r included) fold:
+  // such strings, and any with control characters, are written double-quoted (escaped).
+  if (std::isspace(static_cast<unsigned char>(text.front())) != 0 ||
+      std::isspace(static_cast<unsigned char>(text.back())) != 0) {
+    return true;
+  }
+  if (std::any_of(text.begin(), text.end(),
+                  [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    return true;
+  }
   for (const std::string_view word : kReservedWords) {
     if (text == word) return true;
   }

@@ -8,8 +8,9 @@
 
 namespace autodist::job::detail {
 
-// Whether a plain (unquoted) scalar with this text would be read as something other than a
-// string: empty, null, a boolean or a number.
+// Whether a plain (unquoted) scalar with this text would be read back as something else: as
+// another type (empty, null, a boolean, a number), or as another string (leading or trailing
+// whitespace, line breaks and other control characters).
 bool NeedsQuotes(const std::string& text);
 
 // Writes `text` as a string value (quoted when NeedsQuotes).

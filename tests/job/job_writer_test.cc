@@ -140,6 +140,26 @@ TEST(JobWriterTest, EmitsDefaultsExplicitly) {
   EXPECT_EQ(text.find("~"), std::string::npos) << text;
 }
 
+TEST(JobWriterTest, StringsWithEdgeWhitespaceOrControlCharactersKeepEveryByte) {
+  // The fuzzer's find: a path ending in carriage returns was written plain and read back with
+  // one fewer.
+  JobSpec job = ParseJob(R"(apiVersion: autodist.io/v1alpha1
+kind: AutoDistJob
+metadata: {name: spaces}
+spec:
+  model: {path: "  lead.onnx"}
+  data: {format: fashion-mnist, batchSizePerReplica: 1}
+  training:
+    steps: 1
+    optimizer: {name: sgd, lr: 0.1}
+    checkpoint: {path: "ckpt/   \r\r\r"}
+    exportPath: "out\tmodel.onnx "
+)",
+                         "spaces.yaml", "");
+  EXPECT_EQ(job.training.checkpoint->path, "ckpt/   \r\r\r");
+  ExpectRoundTrip(job);
+}
+
 TEST(JobWriterTest, StringsThatLookLikeOtherTypesStayStrings) {
   const std::string text = R"(apiVersion: autodist.io/v1alpha1
 kind: AutoDistJob
