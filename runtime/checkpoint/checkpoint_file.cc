@@ -84,6 +84,21 @@ uint64_t ShapeBytes(const tensor::Shape& shape, tensor::DType dtype) {
   return elements * tensor::ElementSize(dtype);
 }
 
+// The bytes a tensor of `shape` read from a file needs, checked: no negative dimension, and no
+// product that overflows (which could wrap around to the stored length and have a damaged file
+// allocate without bound; the fuzzer's find). Throws InvalidArgument naming `what`.
+uint64_t CheckedShapeBytes(const tensor::Shape& shape, tensor::DType dtype,
+                           const std::string& what) {
+  uint64_t bytes = tensor::ElementSize(dtype);
+  for (const int64_t dim : shape) {
+    AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
+             tensor::ShapeToString(shape));
+    AD_CHECK(!__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes), kInvalidArgument,
+             "{}: shape {} is too large", what, tensor::ShapeToString(shape));
+  }
+  return bytes;
+}
+
 uint64_t AlignUp(uint64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
 
 template <typename T>
@@ -188,10 +203,7 @@ std::vector<CheckpointReader::Entry> EntriesOf(
     e.name = entry.name();
     e.dtype = tensor::DTypeFromOnnx(entry.data_type(), what);
     e.shape.assign(entry.dims().begin(), entry.dims().end());
-    for (const int64_t dim : e.shape) {
-      AD_CHECK(dim >= 0, kInvalidArgument, "{}: negative dimension in {}", what,
-               tensor::ShapeToString(e.shape));
-    }
+    const uint64_t shape_bytes = CheckedShapeBytes(e.shape, e.dtype, what);
     e.offset = entry.offset();
     e.length = entry.length();
     e.crc32c = entry.crc32c();
@@ -210,9 +222,8 @@ std::vector<CheckpointReader::Entry> EntriesOf(
       out.push_back(std::move(e));
       continue;
     }
-    AD_CHECK(e.length == ShapeBytes(e.shape, e.dtype), kInvalidArgument,
-             "{}: {} bytes for shape {} of {}", what, e.length, tensor::ShapeToString(e.shape),
-             tensor::DTypeName(e.dtype));
+    AD_CHECK(e.length == shape_bytes, kInvalidArgument, "{}: {} bytes for shape {} of {}", what,
+             e.length, tensor::ShapeToString(e.shape), tensor::DTypeName(e.dtype));
     AD_CHECK(e.offset <= data_end && e.length <= data_end - e.offset, kInvalidArgument,
              "{}: bytes {}..{} lie outside the file's data (which ends at {})", what, e.offset,
              e.offset + e.length, data_end);
@@ -231,6 +242,10 @@ std::vector<CheckpointReader::Entry> LegacyEntriesOf(
     e.dtype = tensor::DTypeFromOnnx(value.data_type(), what);
     e.shape.assign(value.dims().begin(), value.dims().end());
     e.length = value.data().size();
+    // Checked here, before a read allocates the tensor its dims describe.
+    AD_CHECK(e.length == CheckedShapeBytes(e.shape, e.dtype, what), kInvalidArgument,
+             "{}: holds {} bytes, its shape {} needs {}", what, e.length,
+             tensor::ShapeToString(e.shape), ShapeBytes(e.shape, e.dtype));
     e.legacy = &value;
     out.push_back(std::move(e));
   }
@@ -414,7 +429,26 @@ void CheckpointReader::ReadPieces(const Entry& entry, tensor::Tensor& out) const
   }
 }
 
+void CheckpointReader::CheckPiecesHoldEnough(const Entry& entry) const {
+  uint64_t held = 0;
+  for (const ShardPieceRef& piece : entry.pieces) {
+    const CheckpointReader& shard = Shard(piece.file);
+    const Entry* source = shard.Find(piece.name);
+    AD_CHECK(source != nullptr && source->pieces.empty(), kInvalidArgument,
+             "checkpoint '{}': '{}' of '{}' is missing from '{}'", path_, piece.name, entry.name,
+             shard.path());
+    held += source->length;  // checked against its own file when the shard was opened
+  }
+  const uint64_t needed = ShapeBytes(entry.shape, entry.dtype);
+  AD_CHECK(held >= needed, kInvalidArgument,
+           "checkpoint '{}': the pieces of '{}' hold {} bytes; its shape {} needs {}", path_,
+           entry.name, held, tensor::ShapeToString(entry.shape), needed);
+}
+
 tensor::Tensor CheckpointReader::Read(const Entry& entry) const {
+  // A header could describe a tensor of any size: what its pieces hold is checked before the
+  // whole is allocated (entries without pieces were checked against their file when opened).
+  if (!entry.pieces.empty()) CheckPiecesHoldEnough(entry);
   // Overwritten whole: its pages are mapped in at once rather than one fault per page.
   tensor::Tensor out = tensor::Tensor::Prefaulted(entry.dtype, entry.shape);
   ReadInto(entry, out);

@@ -122,6 +122,9 @@ class CheckpointReader {
   // Reads `entry`'s own bytes (no pieces) to `out`, checking the checksum.
   void ReadBytes(const Entry& entry, void* out) const;
   void ReadPieces(const Entry& entry, tensor::Tensor& out) const;
+  // Throws InvalidArgument when the shard files' pieces of `entry` hold fewer bytes than its
+  // shape needs (or one is missing).
+  void CheckPiecesHoldEnough(const Entry& entry) const;
   const CheckpointReader& Shard(const std::string& file) const;
 
   std::string path_;

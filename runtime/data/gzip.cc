@@ -16,13 +16,20 @@ constexpr size_t kMaxChunk = UINT_MAX;
 // gzip's window size (15 bits) + 16 selects the gzip wrapper (not zlib's or raw deflate).
 constexpr int kGzipWindowBits = 15 + 16;
 
+// Deflate's largest expansion (zlib's technical notes: 1032:1): no stream decompresses to more
+// than this many bytes per compressed byte.
+constexpr size_t kMaxDeflateRatio = 1032;
+
 // The uncompressed size modulo 2^32 that a gzip member stores in its last four bytes; only a hint
-// for reserving the output (wrong for files of several members or of 4 GiB and more).
+// for reserving the output (wrong for files of several members or of 4 GiB and more), and bounded
+// by what the compressed bytes can expand to: the trailer is the file's word, and a damaged one
+// asked for 2.5 GB up front (the fuzzer's find).
 size_t SizeHint(std::string_view bytes) {
   if (bytes.size() < 18) return 0;
   const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size() - 4);
-  return static_cast<size_t>(tail[0]) | static_cast<size_t>(tail[1]) << 8 |
-         static_cast<size_t>(tail[2]) << 16 | static_cast<size_t>(tail[3]) << 24;
+  const size_t stored = static_cast<size_t>(tail[0]) | static_cast<size_t>(tail[1]) << 8 |
+                        static_cast<size_t>(tail[2]) << 16 | static_cast<size_t>(tail[3]) << 24;
+  return std::min(stored, bytes.size() * kMaxDeflateRatio);
 }
 
 // Owns a z_stream so that every exit path releases zlib's state.

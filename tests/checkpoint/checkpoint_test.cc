@@ -169,6 +169,26 @@ TEST_F(CheckpointTest, PreviousFormatIsStillRead) {
   EXPECT_EQ(Values(reader.Read(reader.variables()[0])), data);
 }
 
+TEST_F(CheckpointTest, DimsThatDoNotFitTheBytesAreRefusedBeforeAnythingIsAllocated) {
+  // The fuzzer's find: a previous-format message whose dims asked for a tensor of terabytes
+  // (and dims whose product overflows to the stored size) was allocated before being checked.
+  fs::create_directories(dir_);
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{int64_t{1} << 40}, {int64_t{1} << 62, 4}, {-2}}) {
+    proto::Checkpoint old;
+    proto::TensorValue* value = old.add_variables();
+    value->set_name("w");
+    value->set_data_type(1);
+    for (const int64_t dim : dims) value->add_dims(dim);
+    value->set_data(std::string(8, '\0'));
+    const std::string path = dir_ + "/checkpoint-1.pb";
+    WriteFileBytes(path, old.SerializeAsString());
+    const Error error = ErrorOf([&] { CheckpointReader reader(path); });
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("tensor 'w'")) << error.what();
+  }
+}
+
 TEST_F(CheckpointTest, KeepsTheNewestAndRemovesUnfinishedWrites) {
   fs::create_directories(dir_);
   WriteFileBytes(dir_ + "/checkpoint-99.ckpt.tmp", "cut short");
