@@ -17,7 +17,8 @@
 
 namespace autodist::config {
 
-// Every document of `text`: "<source>:<line>:<column>: invalid YAML: ..." when it does not parse.
+// Every document of `text`: "<source>:<line>:<column>: invalid YAML: ..." when it does not parse
+// or is not UTF-8 text.
 std::vector<YAML::Node> LoadYamlDocuments(const std::string& text, const std::string& source);
 
 // The file's name for messages and the line of every field seen so far, so that checks that span

@@ -52,6 +52,25 @@ TEST(YamlReaderTest, LocationWithoutLinesOrPath) {
   EXPECT_EQ(context.Location(""), "resource spec code: ");
 }
 
+TEST(YamlReaderTest, TextThatIsNotUtf8IsRefusedNamingTheLineAndColumn) {
+  // yaml-cpp reads such bytes without a word and writes them back as U+FFFD (the fuzzer's find).
+  try {
+    LoadYamlDocuments("a: 1\nname: caf\xe9\n", "job.yaml");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "job.yaml:2:10: invalid YAML: byte 0xe9 is not UTF-8 text");
+  }
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80", "\xe2\x82"}) {
+    EXPECT_THROW(LoadYamlDocuments(std::string("k: ") + bad, "x.yaml"), Error) << bad;
+  }
+  // Every plane of Unicode is fine.
+  EXPECT_EQ(
+      LoadYamlDocuments("k: \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\n", "x.yaml")[0]["k"]
+          .as<std::string>(),
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+}
+
 TEST(YamlReaderTest, AStrayCommaIsAnErrorNotEndlessDocuments) {
   // yaml-cpp 0.7's LoadAll finds empty documents at "," forever (the fuzzer's find).
   try {
