@@ -10,11 +10,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Absolute(const std::string& path, const std::string& working_dir) {
-  const fs::path given(path);
-  if (given.is_absolute() || working_dir.empty()) return given.lexically_normal().string();
-  return (fs::path(working_dir) / given).lexically_normal().string();
-}
+std::string Normal(const std::string& path) { return fs::path(path).lexically_normal().string(); }
 
 // Whether `path` is `mount` or lies under it ("/ckpt/run1" under "/ckpt", not "/ckpt2").
 bool Covers(const std::string& mount, const std::string& path) {
@@ -46,26 +42,21 @@ void AddEmptyDir(nlohmann::json& pod_spec, nlohmann::json& container, const std:
 
 }  // namespace
 
-std::vector<OutputDirectory> OutputDirectories(const job::JobSpec& job,
-                                               const std::string& working_dir) {
+std::vector<OutputDirectory> OutputDirectories(const job::JobSpec& job) {
   std::vector<OutputDirectory> directories;
   const job::TrainingSpec& training = job.training;
   if (training.checkpoint.has_value()) {
-    directories.push_back(
-        {"spec.training.checkpoint.path", Absolute(training.checkpoint->path, working_dir)});
+    directories.push_back({"spec.training.checkpoint.path", Normal(training.checkpoint->path)});
   }
   if (!training.timeline_path.empty()) {
-    directories.push_back(
-        {"spec.training.timeline.path", Absolute(training.timeline_path, working_dir)});
+    directories.push_back({"spec.training.timeline.path", Normal(training.timeline_path)});
   }
   if (!training.tensorboard_path.empty()) {
-    directories.push_back(
-        {"spec.training.tensorboard.path", Absolute(training.tensorboard_path, working_dir)});
+    directories.push_back({"spec.training.tensorboard.path", Normal(training.tensorboard_path)});
   }
   if (!training.export_path.empty()) {
-    directories.push_back(
-        {"spec.training.exportPath",
-         fs::path(Absolute(training.export_path, working_dir)).parent_path().string()});
+    directories.push_back({"spec.training.exportPath",
+                           fs::path(Normal(training.export_path)).parent_path().string()});
   }
   return directories;
 }
@@ -88,7 +79,7 @@ std::vector<OutputDirectory> AddWritableVolumes(nlohmann::json& pod_spec,
     AddEmptyDir(pod_spec, *container, "autodist-shm", options.shm_mount_path, true);
   }
   int index = 0;
-  for (const OutputDirectory& directory : OutputDirectories(job, options.working_dir)) {
+  for (const OutputDirectory& directory : OutputDirectories(job)) {
     if (Covered((*container)["volumeMounts"], directory.path)) continue;
     AddEmptyDir(pod_spec, *container, fmt::format("autodist-output-{}", index++), directory.path,
                 false);

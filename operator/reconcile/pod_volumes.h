@@ -17,13 +17,13 @@ namespace autodist::reconcile {
 
 struct OutputDirectory {
   std::string field;  // "spec.training.checkpoint.path"
-  std::string path;   // absolute, as the runtime resolves it in the pod
+  std::string path;   // as the runtime sees it in the pod
 };
 
-// The directories the manifest's output goes to, relative paths resolved against `working_dir`
-// (the runtime container's working directory) as the runtime resolves them.
-std::vector<OutputDirectory> OutputDirectories(const job::JobSpec& job,
-                                               const std::string& working_dir);
+// The directories the manifest's output goes to. The operator's job was parsed with the runtime
+// container's working directory as its manifest directory (job_object.cc), so relative paths are
+// already resolved the way the runtime resolves them.
+std::vector<OutputDirectory> OutputDirectories(const job::JobSpec& job);
 
 // Adds an emptyDir volume and its mount to container `container` of `pod_spec` for each of
 // options' scratch paths (/tmp, /dev/shm as medium Memory) and each output directory that no
