@@ -141,6 +141,21 @@ class CliTest : public ::testing::Test {
     }
   }
 
+  // The minimal manifest (tests/fixtures/jobs/minimal.yaml) of job `name` with `model` and
+  // `workers`, as <dir>/<name>.yaml; returns its path.
+  std::string WriteMinimalManifest(const std::string& name, const std::string& model,
+                                   int workers) const {
+    const std::string manifest = (dir_ / (name + ".yaml")).string();
+    std::ofstream(manifest) << "apiVersion: autodist.io/v1alpha1\nkind: AutoDistJob\n"
+                               "metadata:\n  name: "
+                            << name << "\nspec:\n  model:\n    path: " << model
+                            << "\n  data:\n    format: fashion-mnist\n    batchSizePerReplica: 16\n"
+                               "  training:\n    epochs: 1\n    optimizer:\n      name: sgd\n"
+                               "      lr: 0.1\n  resources:\n    workers: "
+                            << workers << "\n";
+    return manifest;
+  }
+
   fs::path dir_;
 };
 
@@ -460,13 +475,7 @@ TEST_F(CliTest, InspectAndCompileCheckTheCudaKernelsForGpus) {
 }
 
 TEST_F(CliTest, RunRefusesAnLstmExportBeforeStartingAnyProcess) {
-  const std::string manifest = (dir_ / "lstm.yaml").string();
-  std::ofstream(manifest) << "apiVersion: autodist.io/v1alpha1\nkind: AutoDistJob\n"
-                             "metadata:\n  name: lstm\nspec:\n  model:\n    path: "
-                          << Model("lstm.onnx")
-                          << "\n  data:\n    format: fashion-mnist\n    batchSizePerReplica: 16\n"
-                             "  training:\n    epochs: 1\n    optimizer:\n      name: sgd\n"
-                             "      lr: 0.1\n  resources:\n    workers: 2\n";
+  const std::string manifest = WriteMinimalManifest("lstm", Model("lstm.onnx"), 2);
   const fs::path logs = dir_ / "logs";
   ExpectUserError(
       {"run", manifest, "--log-dir", logs.string()},
@@ -535,14 +544,7 @@ TEST_F(CliTest, UnknownFormatIsRejectedByTheParser) {
 // ---- usage ------------------------------------------------------------------------------------
 
 TEST_F(CliTest, RunRefusesAJobLargerThanTheMachineAndAZeroMaxProcesses) {
-  // The minimal manifest (tests/fixtures/jobs/minimal.yaml) with 100000 workers.
-  const std::string manifest = (dir_ / "huge.yaml").string();
-  std::ofstream(manifest) << "apiVersion: autodist.io/v1alpha1\nkind: AutoDistJob\n"
-                             "metadata:\n  name: huge\nspec:\n  model:\n    path: "
-                          << Model("mlp.onnx")
-                          << "\n  data:\n    format: fashion-mnist\n    batchSizePerReplica: 16\n"
-                             "  training:\n    epochs: 1\n    optimizer:\n      name: sgd\n"
-                             "      lr: 0.1\n  resources:\n    workers: 100000\n";
+  const std::string manifest = WriteMinimalManifest("huge", Model("mlp.onnx"), 100000);
   const RunResult huge = Run({"run", manifest});
   EXPECT_EQ(huge.exit_code, 2) << huge.err;
   EXPECT_TRUE(Contains(huge.err,

@@ -18,18 +18,23 @@
 namespace autodist::launcher {
 namespace {
 
-// PartitionedPS over two servers, SGD with momentum (state on the servers), a checkpoint after
-// every step and the newest two kept, resuming from the newest.
-std::string Manifest(const std::string& checkpoint_dir, int steps) {
-  JobParams params;
-  params.builder = "PartitionedPS";
-  params.parameter_servers = 2;
-  params.steps = steps;
+// `params` resuming from the newest checkpoint in `checkpoint_dir`, written after every step, the
+// newest two kept.
+std::string ResumingManifest(const JobParams& params, const std::string& checkpoint_dir) {
   std::string yaml = JobYaml(params, checkpoint_dir);
   const std::string resume = "      resume: false\n";
   yaml.replace(yaml.find(resume), resume.size(),
                "      resume: true\n      intervalSteps: 1\n      keep: 2\n");
   return yaml;
+}
+
+// PartitionedPS over two servers, SGD with momentum (state on the servers), resuming.
+std::string Manifest(const std::string& checkpoint_dir, int steps) {
+  JobParams params;
+  params.builder = "PartitionedPS";
+  params.parameter_servers = 2;
+  params.steps = steps;
+  return ResumingManifest(params, checkpoint_dir);
 }
 
 // Where the chief's last run resumed and the last step it logged (its log, worker-0.log).
@@ -103,22 +108,17 @@ TEST(RunKillResumeTest, KilledAtRandomMomentsEndsBitIdenticalToAnUninterruptedRu
 
 // ---- a job that already finished -------------------------------------------------------------
 
-// The parity MLP on two workers and a parameter server, `steps` steps, resuming from the newest
-// checkpoint in `checkpoint_dir` (written every step, the newest two kept).
-std::string ResumingManifest(const std::string& checkpoint_dir, int steps) {
+// The parity MLP on two workers and a parameter server, `steps` steps, resuming.
+std::string ParityManifest(const std::string& checkpoint_dir, int steps) {
   JobParams params;
   params.steps = steps;
-  std::string yaml = JobYaml(params, checkpoint_dir);
-  const std::string resume = "      resume: false\n";
-  yaml.replace(yaml.find(resume), resume.size(),
-               "      resume: true\n      intervalSteps: 1\n      keep: 2\n");
-  return yaml;
+  return ResumingManifest(params, checkpoint_dir);
 }
 
 TEST(RunFinishedJobTest, IsNotRunAgainButResumesForMoreStepsAndStartsOverWithFresh) {
   TempDir dir;
   const std::string ckpt = dir / "ckpt";
-  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, ResumingManifest(ckpt, 3)));
+  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, ParityManifest(ckpt, 3)));
   const RunOutcome first = RunManifest(options);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const std::string chief_log = ReadText(dir / "logs/worker-0.log");
@@ -134,7 +134,7 @@ TEST(RunFinishedJobTest, IsNotRunAgainButResumesForMoreStepsAndStartsOverWithFre
   EXPECT_EQ(ReadText(dir / "logs/worker-0.log"), chief_log) << "a member ran again";
 
   // Two more steps asked for: the run resumes where the last one ended.
-  WriteManifest(dir, ResumingManifest(ckpt, 5));
+  WriteManifest(dir, ParityManifest(ckpt, 5));
   const RunOutcome more = RunManifest(options);
   ASSERT_EQ(more.exit_code, 0) << more.err;
   EXPECT_THAT(more.out, ::testing::HasSubstr("(resumed from step 3)"));
