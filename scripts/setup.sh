@@ -13,7 +13,7 @@ set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config lld
-  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc libssl-dev
   libonnx-dev
   libgloo-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <csignal>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -29,6 +28,7 @@
 #include "runtime/collective/gloo/store_adapter.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
+#include "runtime/common/sigpipe.h"
 
 namespace autodist::collective {
 namespace {
@@ -61,20 +61,6 @@ int64_t BroadcastSends(int rank, int size, int root) {
     if (distance < step && distance + step < size) ++sends;
   }
   return sends;
-}
-
-// Gloo's synchronous pairs write with plain send(2): a write to a peer that died (or closed after
-// its own failure) would raise SIGPIPE and kill this process instead of failing the collective.
-// Ignoring the signal turns it into EPIPE, which Gloo reports. Only a default action is replaced:
-// a handler the program installed stays.
-void IgnoreSigpipe() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction current {};
-    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-      std::signal(SIGPIPE, SIG_IGN);
-    }
-  });
 }
 
 // One full mesh of connections, its keys under `name` in `store`.
