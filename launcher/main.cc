@@ -96,6 +96,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_flag("--fresh", options.fresh,
                 "Train from step 0: delete the checkpoints in spec.training.checkpoint.path first "
                 "(without it, a run resumes from the newest, and a finished job is not run again)");
+  run->add_flag("--insecure", options.insecure,
+                "Run the members without the run's own CA: plaintext and unauthenticated, even "
+                "to other users of this machine (docs/security.md)");
 }
 
 void AddTimeline(CLI::App& app, autodist::cli::TimelineMergeOptions& options) {

@@ -16,6 +16,7 @@
 #include "launcher/local_limit.h"
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
+#include "launcher/run_credentials.h"
 #include "launcher/run_report.h"
 #include "launcher/run_summary.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
@@ -132,8 +133,11 @@ class JobRun {
          << std::endl;
     started_ = Clock::now();
     ShowMetricsAddresses();
+    MakeCredentials();
     for (size_t i = 0; i < members_.size(); ++i) group.Start(Spec(i));
-    coordinator_.emplace(coordinator_endpoint_);
+    coordinator::CoordinatorClientOptions progress_calls;
+    progress_calls.credentials = credentials_ ? credentials_->launcher() : nullptr;
+    coordinator_.emplace(coordinator_endpoint_, progress_calls);
     const int code = Watch(group, interrupt);
     MergeTimeline();
     WriteReport(code == 0);
@@ -168,6 +172,19 @@ class JobRun {
                           removed == 1 ? "" : "s", dir)
            << std::endl;
     }
+  }
+
+  // The run's own CA and its members' credentials, unless --insecure.
+  void MakeCredentials() {
+    if (options_.insecure) {
+      err_ << "autodist run: --insecure: the members talk plaintext and accept any peer"
+           << std::endl;
+      return;
+    }
+    std::vector<std::string> nodes;
+    nodes.reserve(members_.size());
+    for (const coordinator::MemberInfo& member : members_) nodes.push_back(member.node);
+    credentials_.emplace(job_.metadata.name, nodes);
   }
 
   int CountRole(coordinator::MemberRole role) const {
@@ -323,6 +340,12 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
+    if (credentials_) {
+      spec.argv.emplace_back("--tls-dir");
+      spec.argv.push_back(credentials_->DirectoryOf(member.node));
+    } else {
+      spec.argv.emplace_back("--insecure");
+    }
     if (!merged_timeline_.empty()) {
       spec.argv.emplace_back("--timeline");
       spec.argv.push_back(TimelineFile(member.node));
@@ -463,6 +486,7 @@ class JobRun {
   std::string runtime_;
   std::string coordinator_endpoint_;
   std::string log_dir_;
+  std::optional<RunCredentials> credentials_;  // removed when the run ends
   std::optional<coordinator::CoordinatorClient> coordinator_;
   Clock::time_point started_;
 };

@@ -28,6 +28,9 @@ struct RunOptions {
   // Start from step 0: delete the checkpoints in spec.training.checkpoint.path first. Without
   // it, a job whose newest checkpoint already holds its last step is not run again.
   bool fresh = false;
+  // Members talk plaintext and accept any peer (autodist-runtime --insecure). By default the
+  // run has its own CA and every connection is mutual TLS (run_credentials.h).
+  bool insecure = false;
 };
 
 // Exit codes: 0 the job succeeded; 1 a process failed (or the deadline passed); 128 + signal

@@ -31,6 +31,8 @@
 #include "runtime/ops/parallel.h"
 #include "runtime/ps/service.h"
 #include "runtime/rpc/grpc_helpers.h"
+#include "runtime/security/job_credentials.h"
+#include "runtime/security/process_credentials.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/summary.h"
 #include "runtime/sync/strategy_synchronizer.h"
@@ -134,6 +136,32 @@ std::unique_ptr<collective::Communicator> MakeCommunicator(
   // bound the coordinator gives a silent member.
   communicator.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
   return collective::MakeCommunicator("gloo", communicator);
+}
+
+// Makes the credentials of --tls-dir this process's (every server and channel of the member uses
+// them), after checking they are this member's: a pod that mounted another member's directory
+// would otherwise answer under the wrong name.
+void UseMemberCredentials(const MemberOptions& options) {
+  if (options.insecure) {
+    AD_CHECK(options.tls_dir.empty(), kInvalidArgument,
+             "--insecure and --tls-dir exclude each other");
+    std::cerr << fmt::format(
+                     "autodist-runtime: {}: warning: --insecure: this member serves and "
+                     "connects in plaintext, and accepts any peer (docs/security.md)",
+                     options.node)
+              << std::endl;
+    return;
+  }
+  AD_CHECK(!options.tls_dir.empty(), kInvalidArgument,
+           "--job needs --tls-dir DIR, the member's credentials ({}, {} and {}; `autodist run` "
+           "and the operator give them), or --insecure to run without authentication",
+           security::kCaFile, security::kCertificateFile, security::kKeyFile);
+  auto credentials =
+      std::make_shared<const security::JobCredentials>(security::LoadCredentials(options.tls_dir));
+  AD_CHECK(credentials->member == options.node, kInvalidArgument,
+           "--tls-dir {}: the certificate is member '{}''s, but this is --node {}", options.tls_dir,
+           credentials->member, options.node);
+  security::SetProcessCredentials(std::move(credentials));
 }
 
 // A worker of a job that asks for GPUs checks they are here (naming the field), then says that a
@@ -284,6 +312,7 @@ job::JobSpec LoadMemberJob(const MemberOptions& options) {
 
 int RunMember(const MemberOptions& options) {
   if (options.threads > 0) ops::SetNumThreads(options.threads);
+  UseMemberCredentials(options);
   const job::JobSpec job = LoadMemberJob(options);
   const strategy::ResourceSpec resources =
       strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job));

@@ -25,6 +25,10 @@ struct MemberOptions {
   std::string timeline_path;           // this member's timeline (observe/timeline.h); empty: the
                                        // manifest's spec.training.timeline.path, or none
   bool ps_data_channel = true;         // serve PS Steps on the data channel too (ps_data_channel.h)
+  // This member's credentials (security/job_credentials.h: ca.crt, tls.crt, tls.key): every
+  // connection of the job is mutual TLS with them. Required unless `insecure`.
+  std::string tls_dir;
+  bool insecure = false;  // plaintext, unauthenticated: chosen explicitly, never by default
   // Continue from the latest checkpoint even when the manifest's checkpoint.resume is false
   // (which only keeps a first start from picking up older checkpoints): the operator starts the
   // pods of a gang restart or a resume with it. Needs spec.training.checkpoint.

@@ -89,6 +89,13 @@ int main(int argc, char** argv) {
   app.add_option("--result-file", member.result_file,
                  "With --job: write this member's result (JSON) here")
       ->needs(job_flag);
+  app.add_option("--tls-dir", member.tls_dir,
+                 "With --job: this member's credentials (ca.crt, tls.crt, tls.key); every "
+                 "connection of the job is mutual TLS with them")
+      ->needs(job_flag);
+  app.add_flag("--insecure", member.insecure,
+               "With --job: plaintext and unauthenticated instead of --tls-dir (docs/security.md)")
+      ->needs(job_flag);
   bool no_ps_data_channel = false;
   app.add_flag("--no-ps-data-channel", no_ps_data_channel,
                "With --job: parameter-server Steps over gRPC only, without the data channel")

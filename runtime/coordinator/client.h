@@ -24,6 +24,7 @@
 #include "proto/coordinator.grpc.pb.h"
 #include "runtime/coordinator/types.h"
 #include "runtime/rpc/tensor_wire.h"
+#include "runtime/security/process_credentials.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::coordinator {
@@ -40,6 +41,9 @@ struct CoordinatorClientOptions {
   int64_t piece_bytes = rpc::kDefaultPieceBytes;
   // Largest total size of the tensors one download may announce. Default 4 GiB.
   int64_t max_tensor_bytes = int64_t{4} << 30;
+  // The job credentials the channel is mutual TLS with; by default this process's (the operator
+  // passes each job's own). nullptr: plaintext.
+  std::shared_ptr<const security::JobCredentials> credentials = security::ProcessCredentials();
 };
 
 // The coordinator's answer to a heartbeat.

@@ -53,6 +53,7 @@ PsClient::PsClient(std::string name, std::string endpoint, rpc::RpcOptions optio
     : name_(std::move(name)),
       endpoint_(std::move(endpoint)),
       call_deadline_(call_deadline),
+      credentials_(options.credentials),
       grpc_channel_(rpc::MakeChannel(endpoint_, options)),
       stub_(autodist::proto::ParameterServer::NewStub(grpc_channel_)) {}
 
@@ -133,8 +134,8 @@ PsDataChannelClient* PsClient::Channel() {
   } else if (status.ok()) {
     channel_known_ = true;
     if (reply.port() > 0) {
-      auto channel = std::make_unique<PsDataChannelClient>(rpc::HostOfEndpoint(endpoint_),
-                                                           reply.port(), call_deadline_);
+      auto channel = std::make_unique<PsDataChannelClient>(
+          rpc::HostOfEndpoint(endpoint_), reply.port(), call_deadline_, credentials_);
       try {
         channel->Connect();
         channel_ = std::move(channel);

@@ -85,6 +85,7 @@ class PsClient {
   std::string name_;
   std::string endpoint_;
   std::chrono::milliseconds call_deadline_;
+  std::shared_ptr<const security::JobCredentials> credentials_;  // the data channel's too
   std::shared_ptr<grpc::Channel> grpc_channel_;
   std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;
   // The server was reached once (the channel was READY): from then on a call to a server that is

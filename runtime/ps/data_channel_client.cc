@@ -53,9 +53,15 @@ void SendGradient(rpc::FrameSocket& socket, const PsStepRequest& request, const 
 
 }  // namespace
 
-PsDataChannelClient::PsDataChannelClient(std::string host, int port,
-                                         std::chrono::milliseconds timeout)
-    : host_(std::move(host)), port_(port), timeout_(timeout) {}
+PsDataChannelClient::PsDataChannelClient(
+    std::string host, int port, std::chrono::milliseconds timeout,
+    const std::shared_ptr<const security::JobCredentials>& credentials)
+    : host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      tls_(credentials ? std::make_unique<security::TlsContext>(*credentials,
+                                                                security::TlsContext::Side::kClient)
+                       : nullptr) {}
 
 void PsDataChannelClient::Connect() { Return(Take()); }
 
@@ -68,7 +74,7 @@ std::unique_ptr<rpc::FrameSocket> PsDataChannelClient::Take() {
       return socket;
     }
   }
-  return rpc::FrameSocket::Connect(host_, port_, timeout_);
+  return rpc::FrameSocket::Connect(host_, port_, timeout_, tls_.get());
 }
 
 void PsDataChannelClient::Return(std::unique_ptr<rpc::FrameSocket> socket) {

@@ -13,13 +13,17 @@
 #include "runtime/compress/push_encoder.h"
 #include "runtime/ps/types.h"
 #include "runtime/rpc/frame_socket.h"
+#include "runtime/security/job_credentials.h"
+#include "runtime/security/tls_context.h"
 
 namespace autodist::ps {
 
 class PsDataChannelClient {
  public:
-  // `timeout` bounds connecting and every send or receive of a Step.
-  PsDataChannelClient(std::string host, int port, std::chrono::milliseconds timeout);
+  // `timeout` bounds connecting and every send or receive of a Step. With `credentials` each
+  // connection is mutual TLS (the server must hold a certificate of the same job).
+  PsDataChannelClient(std::string host, int port, std::chrono::milliseconds timeout,
+                      const std::shared_ptr<const security::JobCredentials>& credentials);
 
   // Opens a connection now, so that a channel that cannot be reached is known before the first
   // Step. Throws Unavailable naming the address.
@@ -40,7 +44,8 @@ class PsDataChannelClient {
   std::string host_;
   int port_;
   std::chrono::milliseconds timeout_;
-  std::mutex mutex_;  // guards idle_
+  std::unique_ptr<security::TlsContext> tls_;  // nullptr: plaintext
+  std::mutex mutex_;                           // guards idle_
   std::vector<std::unique_ptr<rpc::FrameSocket>> idle_;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <iostream>
 #include <optional>
 #include <utility>
 
@@ -21,6 +22,8 @@ namespace autodist::ps {
 namespace {
 
 constexpr std::chrono::seconds kStopGrace{2};
+// A client that connects and then says nothing (or speaks no TLS and waits) is dropped after this.
+constexpr std::chrono::seconds kHandshakeTimeout{10};
 
 // Ends a reply with `status`. False when the connection is broken.
 bool SendStatus(rpc::FrameSocket& socket, const grpc::Status& status) {
@@ -41,8 +44,15 @@ bool SendError(rpc::FrameSocket& socket, const Error& error) {
 
 }  // namespace
 
-PsDataChannelServer::PsDataChannelServer(ParameterServerService& service, const std::string& host)
-    : service_(service), listener_(host), acceptor_([this] { AcceptLoop(); }) {}
+PsDataChannelServer::PsDataChannelServer(
+    ParameterServerService& service, const std::string& host,
+    const std::shared_ptr<const security::JobCredentials>& credentials)
+    : service_(service),
+      tls_(credentials ? std::make_unique<security::TlsContext>(*credentials,
+                                                                security::TlsContext::Side::kServer)
+                       : nullptr),
+      listener_(host),
+      acceptor_([this] { AcceptLoop(); }) {}
 
 PsDataChannelServer::~PsDataChannelServer() { Stop(); }
 
@@ -112,6 +122,14 @@ void PsDataChannelServer::ReapLocked() {
 }
 
 void PsDataChannelServer::Serve(rpc::FrameSocket& socket) {
+  if (tls_) {
+    try {
+      socket.AcceptTls(*tls_, kHandshakeTimeout);
+    } catch (const Error& error) {
+      std::cerr << fmt::format("autodist: {}\n", error.what()) << std::flush;
+      return;  // the connection closes; the server goes on serving the others
+    }
+  }
   try {
     while (std::optional<rpc::FrameHead> head = socket.ReadHead()) {
       if (head->kind != kStepHeaderFrame) {

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "runtime/rpc/frame_socket.h"
+#include "runtime/security/job_credentials.h"
+#include "runtime/security/tls_context.h"
 
 namespace autodist::ps {
 
@@ -18,8 +20,11 @@ class ParameterServerService;
 
 class PsDataChannelServer {
  public:
-  // Listens on host:0 and starts accepting. Throws Unavailable when it cannot.
-  PsDataChannelServer(ParameterServerService& service, const std::string& host);
+  // Listens on host:0 and starts accepting: over mutual TLS with `credentials` (a client whose
+  // certificate the job's CA did not issue is refused with one line on stderr saying why), else
+  // plaintext. Throws Unavailable when it cannot listen.
+  PsDataChannelServer(ParameterServerService& service, const std::string& host,
+                      const std::shared_ptr<const security::JobCredentials>& credentials);
   ~PsDataChannelServer();
   PsDataChannelServer(const PsDataChannelServer&) = delete;
   PsDataChannelServer& operator=(const PsDataChannelServer&) = delete;
@@ -48,6 +53,7 @@ class PsDataChannelServer {
   void ReapLocked();
 
   ParameterServerService& service_;
+  std::unique_ptr<security::TlsContext> tls_;  // nullptr: plaintext
   rpc::TcpListener listener_;
   std::mutex mutex_;  // guards connections_ and stopped_
   std::list<std::unique_ptr<Connection>> connections_;

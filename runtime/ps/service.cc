@@ -207,12 +207,13 @@ grpc::Status ParameterServerService::DataChannel(
   return grpc::Status::OK;
 }
 
-int ParameterServerService::ServeDataChannel(const std::string& host) {
+int ParameterServerService::ServeDataChannel(
+    const std::string& host, const std::shared_ptr<const security::JobCredentials>& credentials) {
   const std::lock_guard lock(data_channel_mutex_);
   AD_CHECK(data_channel_ == nullptr, kFailedPrecondition,
            "the parameter server's data channel is served already (port {})",
            data_channel_->port());
-  data_channel_ = std::make_unique<PsDataChannelServer>(*this, host);
+  data_channel_ = std::make_unique<PsDataChannelServer>(*this, host, credentials);
   return data_channel_->port();
 }
 

@@ -17,6 +17,7 @@
 #include "runtime/ps/store.h"
 #include "runtime/ps/types.h"
 #include "runtime/rpc/tensor_wire.h"
+#include "runtime/security/process_credentials.h"
 
 namespace autodist::ps {
 
@@ -60,8 +61,11 @@ class ParameterServerService final : public autodist::proto::ParameterServer::Se
 
   // Starts serving Steps on a data channel (ps_data_channel_server.h) bound to `host` on a port
   // the OS picks, which the DataChannel RPC announces to clients; returns the port. Without it
-  // every Step travels over gRPC. Throws Unavailable when the port cannot be bound.
-  int ServeDataChannel(const std::string& host);
+  // every Step travels over gRPC. With `credentials` (the process's by default) the channel is
+  // mutual TLS, as the gRPC server is. Throws Unavailable when the port cannot be bound.
+  int ServeDataChannel(const std::string& host,
+                       const std::shared_ptr<const security::JobCredentials>& credentials =
+                           security::ProcessCredentials());
 
   // Wakes every waiting call, which then fails with UNAVAILABLE; later waits fail at once; stops
   // the data channel. Call before RpcServer::Shutdown so that blocked Steps do not hold the

@@ -4,6 +4,10 @@
 // writes straight from where they are. The parameter server's data channel runs on it
 // (ps_data_channel_server.h, ps_data_channel_client.h); the frame kinds are the caller's.
 //
+// With a TLS context (security/tls_context.h) the frames travel over mutual TLS: the client's
+// Connect and the server's AcceptTls run the handshake, and a peer whose certificate the job's
+// CA did not issue never gets a frame through.
+//
 // Not thread-safe, except ShutdownBoth, which another thread may call to wake a blocked call.
 // Errors are autodist::Error: kUnavailable when the connection fails, closes or times out,
 // kInvalidArgument for a malformed frame (wrong magic, meta over the limit).
@@ -16,9 +20,16 @@
 #include <optional>
 #include <string>
 
+struct iovec;
+
 namespace google::protobuf {
 class MessageLite;
 }  // namespace google::protobuf
+
+namespace autodist::security {
+class TlsContext;
+class TlsSession;
+}  // namespace autodist::security
 
 namespace autodist::rpc {
 
@@ -42,10 +53,19 @@ class FrameSocket {
   FrameSocket(const FrameSocket&) = delete;
   FrameSocket& operator=(const FrameSocket&) = delete;
 
-  // Connects to host:port (TCP_NODELAY). `timeout` bounds the connect and, later, every single
-  // send or receive (0: none). Throws kUnavailable naming the address.
+  // Connects to host:port (TCP_NODELAY), then, with `tls`, runs the TLS handshake. `timeout`
+  // bounds the connect, the handshake and, later, every single send or receive (0: none).
+  // Throws kUnavailable naming the address (and, for a refused handshake, why).
   static std::unique_ptr<FrameSocket> Connect(const std::string& host, int port,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              const security::TlsContext* tls = nullptr);
+
+  // The server's side of the TLS handshake on an accepted connection, within `timeout` (a
+  // client that says nothing does not hold the connection). Throws kUnavailable naming the peer
+  // and why it was refused (tls_context.h).
+  void AcceptTls(const security::TlsContext& tls, std::chrono::milliseconds timeout);
+  // The common name of the peer's certificate after a TLS handshake, else "".
+  std::string PeerMember() const;
 
   // Sends one frame: head, `meta` serialized, then `data_bytes` from `data`, in one sendmsg where
   // the kernel takes it all.
@@ -75,10 +95,14 @@ class FrameSocket {
   // Reads exactly `length` bytes; false when the peer closed before the first byte and
   // `eof_ok`.
   bool ReadExactly(char* destination, size_t length, bool eof_ok);
+  // recv(2) and sendmsg(2), or their TLS equivalents.
+  ssize_t ReceiveSome(char* destination, size_t length);
+  ssize_t SendSome(const iovec* parts, size_t count);
   [[noreturn]] void FailIo(const char* what, int error) const;
 
   int fd_;
   std::string peer_;
+  std::unique_ptr<security::TlsSession> tls_;
   std::string meta_scratch_;  // kept across sends: one allocation for the connection's life
 };
 

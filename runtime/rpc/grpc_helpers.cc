@@ -1,10 +1,20 @@
 #include "runtime/rpc/grpc_helpers.h"
 
 #include <fmt/format.h>
+#include <grpc/support/log.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <limits>
+#include <mutex>
+#include <string_view>
+
+#include "runtime/security/certificate_authority.h"
+#include "runtime/security/peer_check.h"
 
 namespace autodist::rpc {
 namespace {
@@ -22,6 +32,103 @@ template <typename SetInt>
 void SetFlowControl(SetInt&& set) {
   set(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   set(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);
+}
+
+// The server's check of a client: the chain its certificate came with must lead to the job's
+// CA (PeerCheck). gRPC's own verification would refuse the same clients, but it logs only
+// "certificate verify failed"; this says which certificate and why, and keeps the refusal to one
+// line.
+class JobClientVerifier : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  JobClientVerifier(const std::string& ca, std::string server)
+      : check_(ca, "the job's CA certificate"), server_(std::move(server)) {}
+
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)> /*callback*/, grpc::Status* sync_status) override {
+    // The leaf alone: a job's CA signs its members' certificates directly (no intermediates),
+    // and what else a client sends along (OpenSSL adds the CA it trusts) must not count.
+    const grpc::string_ref leaf = request->peer_cert();
+    const std::optional<std::string> failure =
+        check_.CheckChain(std::string(leaf.data(), leaf.size()));
+    if (failure) {
+      std::cerr << fmt::format("autodist: RPC server {}: refused a client: {}\n", server_, *failure)
+                << std::flush;
+      *sync_status = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, *failure);
+    } else {
+      *sync_status = grpc::Status::OK;
+    }
+    return true;  // decided synchronously
+  }
+
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest* /*request*/) override {}
+
+ private:
+  security::PeerCheck check_;
+  std::string server_;
+};
+
+// gRPC's log, with its TLS handshake failures said in our words. A client that fails the job's
+// check is refused by JobClientVerifier with its own line; what reaches this is a handshake that
+// broke before any certificate was looked at, which on a job's server is almost always a
+// plaintext client. Everything else is printed as gRPC would (its verbosity still applies: gRPC
+// calls this only for what GRPC_VERBOSITY lets through).
+void LogGrpc(gpr_log_func_args* args) {
+  const std::string_view message = args->message;
+  constexpr std::string_view kHandshakeFailed = "Handshake failed with fatal error ";
+  if (message.substr(0, kHandshakeFailed.size()) == kHandshakeFailed) {
+    const std::string_view detail = message.substr(kHandshakeFailed.size());
+    const bool plaintext = detail.find("wrong version number") != std::string_view::npos ||
+                           detail.find("http request") != std::string_view::npos ||
+                           detail.find("packet length too long") != std::string_view::npos;
+    std::cerr << fmt::format("autodist: RPC: {}: {}\n",
+                             plaintext ? "refused a client that does not speak TLS (a plaintext "
+                                         "client?)"
+                             : detail.find("certificate verify failed") != std::string_view::npos
+                                 ? "a TLS handshake failed: the server's certificate is not of "
+                                   "this job's CA (another job's server?)"
+                                 : "a TLS handshake failed",
+                             detail)
+              << std::flush;
+    return;
+  }
+  std::cerr << fmt::format("grpc {} {}:{}] {}\n", gpr_log_severity_string(args->severity),
+                           args->file, args->line, message)
+            << std::flush;
+}
+
+void InstallGrpcLog() {
+  static std::once_flag once;
+  std::call_once(once, [] { gpr_set_log_function(LogGrpc); });
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const RpcOptions& options,
+                                                           const std::string& address) {
+  if (!options.credentials) return grpc::InsecureServerCredentials();
+  InstallGrpcLog();
+  const security::JobCredentials& own = *options.credentials;
+  auto certificates = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+      own.ca, std::vector<grpc::experimental::IdentityKeyCertPair>{{own.key, own.certificate}});
+  grpc::experimental::TlsServerCredentialsOptions tls(certificates);
+  tls.watch_root_certs();
+  tls.watch_identity_key_cert_pairs();
+  // The verifier decides alone, so that every refusal is explained (JobClientVerifier); a
+  // client without a certificate still fails the handshake itself.
+  tls.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
+  tls.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<JobClientVerifier>(own.ca, address));
+  return grpc::experimental::TlsServerCredentials(tls);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const RpcOptions& options,
+                                                             grpc::ChannelArguments& arguments) {
+  if (!options.credentials) return grpc::InsecureChannelCredentials();
+  InstallGrpcLog();
+  const security::JobCredentials& own = *options.credentials;
+  // Every member's certificate names kMemberDnsName: members reach each other by addresses
+  // (IPs on a laptop, Service names in a cluster), and the job's CA is what proves the server
+  // is the job's.
+  arguments.SetSslTargetNameOverride(security::kMemberDnsName);
+  return grpc::SslCredentials(grpc::SslCredentialsOptions{own.ca, own.key, own.certificate});
 }
 
 int ClampToInt(int64_t bytes) {
@@ -44,7 +151,7 @@ RpcServer::RpcServer(const std::string& address, const std::vector<grpc::Service
   builder.SetMaxReceiveMessageSize(ClampToInt(options.max_message_bytes));
   builder.SetMaxSendMessageSize(ClampToInt(options.max_message_bytes));
   SetFlowControl([&](const char* name, int value) { builder.AddChannelArgument(name, value); });
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, ServerCredentials(options, address), &port_);
   for (grpc::Service* service : services) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
@@ -84,7 +191,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint, const Rp
   // until the rendezvous deadline). A second keeps the retries meaningful.
   arguments.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   SetFlowControl([&](const char* name, int value) { arguments.SetInt(name, value); });
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), arguments);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = ChannelCredentials(options, arguments);
+  return grpc::CreateCustomChannel(endpoint, credentials, arguments);
 }
 
 grpc::Status ToStatus(const autodist::Error& error) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/common/error.h"
+#include "runtime/security/process_credentials.h"
 
 namespace autodist::rpc {
 
@@ -18,14 +19,20 @@ struct RpcOptions {
   // Largest single message either side accepts. Tensors travel as pieces (tensor_wire.h), so a
   // message above this is malformed or hostile and is rejected by gRPC (RESOURCE_EXHAUSTED).
   int64_t max_message_bytes = int64_t{64} << 20;
+  // The job credentials the server presents and checks its clients against, or a channel
+  // presents and checks its server against (mutual TLS, docs/security.md); by default this
+  // process's (process_credentials.h). nullptr: plaintext.
+  std::shared_ptr<const security::JobCredentials> credentials = security::ProcessCredentials();
 };
 
 class RpcServer {
  public:
   // Binds `address` ("127.0.0.1:0" lets the OS pick a free port) and starts serving `services`
-  // (not owned; they must outlive the server). Throws kUnavailable naming the address when it
-  // cannot be bound, e.g. because the port is in use (port sharing is turned off, so a second
-  // server on a port fails instead of silently splitting the traffic).
+  // (not owned; they must outlive the server). With credentials, only clients whose certificate
+  // the job's CA issued get through; each refusal is one line on stderr, naming why. Throws
+  // kUnavailable naming the address when it cannot be bound, e.g. because the port is in use (port
+  // sharing is turned off, so a second server on a port fails instead of silently splitting the
+  // traffic).
   RpcServer(const std::string& address, const std::vector<grpc::Service*>& services,
             const RpcOptions& options = {});
   ~RpcServer();
@@ -48,7 +55,8 @@ class RpcServer {
 // "host:port" -> "host"; "[::1]:80" -> "[::1]"; an endpoint without a port is all host.
 std::string HostOfEndpoint(const std::string& endpoint);
 
-// An insecure channel to `endpoint` with the same message limits.
+// A channel to `endpoint` with the same message limits: mutual TLS with options' credentials
+// (the server must hold a certificate of the same job), else plaintext.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint,
                                            const RpcOptions& options = {});
 
