@@ -14,6 +14,7 @@
 #include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/reconciler.h"
+#include "operator/reconcile/tls_secret.h"
 #include "runtime/common/error.h"
 
 namespace autodist::app {
@@ -55,10 +56,12 @@ struct JobController::Scope {
   std::unique_ptr<Informer> config_maps;
   std::unique_ptr<Informer> services;
   std::unique_ptr<Informer> network_policies;  // only with --network-policy
+  std::unique_ptr<Informer> tls_secrets;       // only with --job-tls
 
   std::vector<Informer*> all() const {
     std::vector<Informer*> informers{jobs.get(), pods.get(), config_maps.get(), services.get()};
     if (network_policies) informers.push_back(network_policies.get());
+    if (tls_secrets) informers.push_back(tls_secrets.get());
     return informers;
   }
 };
@@ -112,6 +115,11 @@ JobController::JobController(kube::Client& client, OperatorOptions options,
       policies.transform = reconcile::SlimToMetadata;
       scope->network_policies =
           std::make_unique<Informer>(client_, kube::resources::kNetworkPolicies, policies);
+    }
+    if (options_.reconciler.tls.enabled) {
+      InformerOptions secrets = children;
+      secrets.transform = reconcile::SlimTlsSecret;
+      scope->tls_secrets = std::make_unique<Informer>(client_, kube::resources::kSecrets, secrets);
     }
     scope->jobs->AddHandler(EnqueueJob());
     for (Informer* informer : scope->all()) {
@@ -272,6 +280,12 @@ controller::Result JobController::Reconcile(const std::string& key) {
       observed.network_policy = *policy;
     }
   }
+  if (scope.tls_secrets) {
+    if (const ObjectPtr secret =
+            scope.tls_secrets->cache().Get(ns, reconcile::TlsSecretName(name))) {
+      observed.tls_secret = *secret;
+    }
+  }
   if (options_.reconciler.gang_scheduler != reconcile::GangScheduler::kNone) {
     try {
       const kube::Resource pod_groups = ResourceOfApiVersion(
@@ -302,7 +316,9 @@ controller::Result JobController::Reconcile(const std::string& key) {
   // A change of progress queues the job again. A new gang's coordinator replaces the old one's
   // (and what was read there).
   if (plan.coordinator.has_value()) {
-    if (const auto replaced = progress_poller_.Track(key, *plan.coordinator)) {
+    progress_.UseCredentials(*plan.coordinator, plan.coordinator_credentials);
+    if (const auto replaced = progress_poller_.Track(key, *plan.coordinator);
+        replaced.has_value() && *replaced != *plan.coordinator) {
       progress_.Forget(*replaced);
     }
   }

@@ -122,6 +122,17 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
                  "Port of the runtime pods' Prometheus /metrics (0 turns it off)");
   app.add_option("--runtime-scrape-annotations", options.reconciler.runtime_scrape_annotations,
                  "Annotate runtime pods with prometheus.io/scrape, port and path");
+  reconcile::JobTlsOptions& tls = options.reconciler.tls;
+  app.add_option("--job-tls", tls.enabled,
+                 "Give every job its own CA and its members certificates (Secret <job>-tls): all "
+                 "of a job's traffic is mutual TLS (false: plaintext, unauthenticated)");
+  app.add_option("--tls-mount-path", tls.mount_path,
+                 "Where pods mount their member's credentials, in a directory per member");
+  app.add_option_function<int64_t>(
+         "--job-certificate-lifetime-days",
+         [&tls](int64_t days) { tls.lifetime = std::chrono::hours(24 * days); },
+         "How long the certificates of a new job are valid (default 365)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3650}));
   reconcile::NetworkPolicyOptions& policy = options.reconciler.network_policy;
   app.add_option("--network-policy", policy.enabled,
                  "Give every job a NetworkPolicy admitting only its pods, the operator and the "

@@ -15,7 +15,7 @@ namespace autodist::app {
 
 kube::Resource ResourceOfApiVersion(const std::string& api_version, const std::string& kind) {
   AD_CHECK(kind == "Pod" || kind == "Service" || kind == "ConfigMap" || kind == "PodGroup" ||
-               kind == "NetworkPolicy" || kind == "Event",
+               kind == "NetworkPolicy" || kind == "Secret" || kind == "Event",
            kInternal, "the operator does not manage objects of kind '{}'", kind);
   kube::Resource resource;
   const size_t slash = api_version.find('/');

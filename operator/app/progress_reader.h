@@ -10,6 +10,7 @@
 #include <string>
 
 #include "operator/reconcile/progress.h"
+#include "runtime/security/job_credentials.h"
 
 namespace autodist::coordinator {
 class CoordinatorClient;
@@ -27,14 +28,21 @@ class ProgressReader {
   std::optional<reconcile::Progress> Read(const std::string& coordinator,
                                           std::chrono::milliseconds timeout);
 
-  // Drops the connection to `coordinator` (its job finished or was deleted).
+  // The job credentials to read `coordinator` with (the operator's certificate of that job,
+  // tls_secret.h); nullptr: plaintext. A change replaces the connection.
+  void UseCredentials(const std::string& coordinator,
+                      std::shared_ptr<const security::JobCredentials> credentials);
+
+  // Drops the connection to `coordinator` and its credentials (its job finished or was deleted).
   void Forget(const std::string& coordinator);
 
  private:
   std::shared_ptr<coordinator::CoordinatorClient> ClientFor(const std::string& coordinator);
+  void DropClient(const std::string& coordinator);
 
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<coordinator::CoordinatorClient>> clients_;
+  std::map<std::string, std::shared_ptr<const security::JobCredentials>> credentials_;
 };
 
 }  // namespace autodist::app

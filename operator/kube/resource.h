@@ -29,6 +29,7 @@ namespace resources {
 inline const Resource kPods{"", "v1", "pods", "Pod", true};
 inline const Resource kServices{"", "v1", "services", "Service", true};
 inline const Resource kConfigMaps{"", "v1", "configmaps", "ConfigMap", true};
+inline const Resource kSecrets{"", "v1", "secrets", "Secret", true};
 inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kAutoDistJobs{"autodist.io", "v1alpha1", "autodistjobs", "AutoDistJob", true};

@@ -8,6 +8,7 @@
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "operator/reconcile/service.h"
+#include "operator/reconcile/tls_secret.h"
 
 namespace autodist::reconcile::detail {
 namespace {
@@ -48,6 +49,11 @@ void PlanChildren(Context& context, const job::JobSpec& job, const JobMembers& m
   // EnsureCompiled builds it whenever the ConfigMap is missing.
   if (config_map.has_value()) creates.push_back(*config_map);
   if (!observed.service.has_value()) creates.push_back(BuildService(context.ref, members));
+  // Before the pods, which mount it; made once, like the ConfigMap, so its keys never change
+  // under running pods.
+  if (options.tls.enabled && !observed.tls_secret.has_value()) {
+    creates.push_back(BuildTlsSecret(context.ref, members, options.tls));
+  }
   if (options.network_policy.enabled && !observed.network_policy.has_value()) {
     creates.push_back(
         BuildNetworkPolicy(context.ref, options.network_policy, RuntimeMetricsPort(options)));

@@ -14,6 +14,8 @@ std::string ServiceName(const std::string& job) { return job; }
 
 std::string NetworkPolicyName(const std::string& job) { return job; }
 
+std::string TlsSecretName(const std::string& job) { return job + "-tls"; }
+
 std::string PodGroupName(const std::string& job) { return job; }
 
 std::string NodeName(Role role, int index) { return fmt::format("{}-{}", RoleLabel(role), index); }

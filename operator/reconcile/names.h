@@ -44,6 +44,7 @@ const char* RoleStatusKey(Role role);
 std::string ConfigMapName(const std::string& job);      // <job>-autodist
 std::string ServiceName(const std::string& job);        // <job>
 std::string NetworkPolicyName(const std::string& job);  // <job>
+std::string TlsSecretName(const std::string& job);      // <job>-tls
 std::string PodGroupName(const std::string& job);       // <job>
 std::string NodeName(Role role, int index);  // worker-<i> | ps-<i> (the runtime's --node)
 // <job>-worker-<i>; from the first gang restart on, <job>-worker-<i>-r<generation>. Each gang's

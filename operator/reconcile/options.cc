@@ -67,6 +67,12 @@ void ValidateOptions(const ReconcilerOptions& options) {
            kInvalidArgument,
            "runtime metrics port: {} is the members' own port; choose another one",
            options.runtime_metrics_port);
+  AD_CHECK(!options.tls.enabled ||
+               (!options.tls.mount_path.empty() && options.tls.mount_path.front() == '/'),
+           kInvalidArgument, "--tls-mount-path: expected an absolute path, got '{}'",
+           options.tls.mount_path);
+  AD_CHECK(options.tls.lifetime.count() > 0, kInvalidArgument,
+           "--job-certificate-lifetime-days: expected at least 1 day");
   AD_CHECK(!options.config_mount_path.empty() && options.config_mount_path.front() == '/',
            kInvalidArgument, "config mount path: expected an absolute path, got '{}'",
            options.config_mount_path);

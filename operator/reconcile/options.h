@@ -58,6 +58,18 @@ struct NetworkPolicyOptions {
   std::map<std::string, std::string> scraper_pod_labels;        // ...-scraper-pod-labels
 };
 
+// Each job's own CA and its members' certificates (tls_secret.h): every connection of the job's
+// pods is mutual TLS, and the operator reads progress with a certificate of the job's.
+struct JobTlsOptions {
+  bool enabled = true;  // --job-tls; off: the runtime pods run --insecure (docs/security.md)
+  // Each pod's credentials are mounted at <mount_path>/<member> (--tls-mount-path).
+  std::string mount_path = "/etc/autodist-tls";
+  // How long a job's certificates are valid (--job-certificate-lifetime-days). A job running
+  // longer cannot open new connections past it; deleting the Secret and restarting the job
+  // issues new ones.
+  std::chrono::hours lifetime{24 * 365};
+};
+
 struct ReconcilerOptions {
   std::string runtime_image = "autodist/autodist-runtime:0.1.0";  // --runtime-image
   std::string runtime_image_pull_policy = "IfNotPresent";         // --runtime-image-pull-policy
@@ -89,6 +101,7 @@ struct ReconcilerOptions {
   // the scheduler's reason (or the scheduler that never acted on it). --scheduling-timeout
   std::chrono::milliseconds scheduling_timeout{std::chrono::minutes(5)};
   NetworkPolicyOptions network_policy;
+  JobTlsOptions tls;
 };
 
 // The port the runtime serves /metrics on in the pods, or 0 when it serves none (turned off, or

@@ -9,10 +9,13 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "runtime/security/job_credentials.h"
 
 namespace autodist::reconcile {
 
@@ -49,6 +52,9 @@ struct Plan {
   // Where the running gang's coordinator listens (host:port), while its chief pod runs: the
   // controller polls the job's progress there (progress_poller.h). Not an action.
   std::optional<std::string> coordinator;
+  // The operator's certificate of the job (tls_secret.h), to read its coordinator with; nullptr
+  // when the job's pods run without TLS.
+  std::shared_ptr<const security::JobCredentials> coordinator_credentials;
 
   // True when the plan changes anything (a requeue alone changes nothing).
   bool HasActions() const;

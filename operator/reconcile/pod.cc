@@ -10,6 +10,7 @@
 #include "operator/reconcile/pod_group.h"
 #include "operator/reconcile/pod_template.h"
 #include "operator/reconcile/pod_volumes.h"
+#include "operator/reconcile/tls_secret.h"
 
 namespace autodist::reconcile {
 namespace {
@@ -48,6 +49,7 @@ nlohmann::json Volumes(const PodRequest& request) {
           {{"name", model->name},
            {"items", nlohmann::json::array({{{"key", model->key}, {"path", model->key}}})}}}});
   }
+  if (request.options.tls.enabled) volumes.push_back(TlsVolume(request.ref, request.member));
   return volumes;
 }
 
@@ -58,6 +60,11 @@ nlohmann::json VolumeMounts(const PodRequest& request) {
   if (request.job.model.config_map.has_value()) {
     mounts.push_back({{"name", kModelVolume},
                       {"mountPath", request.options.model_mount_path},
+                      {"readOnly", true}});
+  }
+  if (request.options.tls.enabled) {
+    mounts.push_back({{"name", kTlsVolume},
+                      {"mountPath", TlsMountPath(request.options.tls, request.member)},
                       {"readOnly", true}});
   }
   return mounts;
@@ -110,6 +117,12 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
         {"capabilities", {{"drop", {"ALL"}}}}}},
   };
   if (ForcesResume(request.job, request.continuing)) container["args"].push_back("--resume");
+  if (options.tls.enabled) {
+    container["args"].push_back("--tls-dir");
+    container["args"].push_back(TlsMountPath(options.tls, member));
+  } else {
+    container["args"].push_back("--insecure");
+  }
   if (const int metrics_port = RuntimeMetricsPort(options); metrics_port > 0) {
     container["args"].push_back("--metrics-bind-address");
     container["args"].push_back(fmt::format("{}:{}", options.addresses.listen_host, metrics_port));

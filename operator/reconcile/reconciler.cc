@@ -9,6 +9,7 @@
 
 #include "operator/reconcile/object_meta.h"
 #include "operator/reconcile/reconcile_steps.h"
+#include "operator/reconcile/tls_secret.h"
 #include "operator/reconcile/verdict.h"
 #include "runtime/common/error.h"
 
@@ -327,7 +328,16 @@ void ReconcileJob(Context& context, const std::vector<ObservedPod>& pods, ModelS
   for (const ObservedPod& pod : current) {
     if (pod.role == Role::kWorker && pod.index == 0 && !pod.terminating &&
         pod.phase == MemberPhase::kPodRunning) {
-      context.plan.coordinator = members.Coordinator();
+      // With job TLS the coordinator accepts only the job's certificates: the operator's is in
+      // the job's Secret, and until that is observed there is nothing to read progress with.
+      if (!context.options.tls.enabled) {
+        context.plan.coordinator = members.Coordinator();
+      } else if (context.observed.tls_secret.has_value()) {
+        if (auto credentials = OperatorCredentials(*context.observed.tls_secret)) {
+          context.plan.coordinator = members.Coordinator();
+          context.plan.coordinator_credentials = std::move(credentials);
+        }
+      }
     }
   }
 }
@@ -347,9 +357,10 @@ Plan Reconcile(const Observed& observed, const ReconcilerOptions& options, Model
   // older Strategy, other members) must never reach the job's pods, so it counts as missing: the
   // create meets its name, and the controller reports the holder (rejection.h).
   if (Foreign(observed.config_map, ref) || Foreign(observed.service, ref) ||
-      Foreign(observed.pod_group, ref)) {
+      Foreign(observed.pod_group, ref) || Foreign(observed.tls_secret, ref)) {
     Observed own = observed;
-    for (std::optional<nlohmann::json>* child : {&own.config_map, &own.service, &own.pod_group}) {
+    for (std::optional<nlohmann::json>* child :
+         {&own.config_map, &own.service, &own.pod_group, &own.tls_secret}) {
       if (Foreign(*child, ref)) child->reset();
     }
     return Reconcile(own, options, models);

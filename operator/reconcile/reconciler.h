@@ -27,6 +27,8 @@ struct Observed {
   std::optional<nlohmann::json> pod_group;   // PodGroup <job>, if it exists
   // NetworkPolicy <job>, if it exists (looked at only with options.network_policy.enabled).
   std::optional<nlohmann::json> network_policy;
+  // Secret <job>-tls, if it exists (looked at only with options.tls.enabled).
+  std::optional<nlohmann::json> tls_secret;
   std::optional<Progress> progress;  // from the chief's coordinator, when reachable
   // The API server's refusal of the controller's last attempt to create one of the job's
   // children; cleared by an attempt whose creates all succeed.

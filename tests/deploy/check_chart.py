@@ -46,6 +46,8 @@ JOB_RULES = {
     ("", "events", verb) for verb in ("create", "patch")
 } | {
     ("networking.k8s.io", "networkpolicies", verb) for verb in ("list", "watch", "create")
+} | {
+    ("", "secrets", verb) for verb in ("get", "list", "watch", "create")
 }
 GANG_VERBS = ("create", "get", "delete")
 LEASE_RULES = {("coordination.k8s.io", "leases", "create", None),
@@ -351,6 +353,22 @@ def check_gang_scheduling(checker, helm):
                           f"--gang-scheduling={provider} missing: {args}")
 
 
+def check_turned_off(checker, helm, value, resource, flag_prefix, flags):
+    """With `value` set, the ClusterRole lacks the rules on `resource`, and the operator's flags
+    that start with `flag_prefix` are `flags` alone."""
+    objects = helm.template(value)
+    role = one(checker, objects, "ClusterRole", name=FULLNAME)
+    if role is not None:
+        expected = {rule for rule in JOB_RULES if rule[1] != resource}
+        checker.equal(flatten_rules(role["rules"]), {(*rule, None) for rule in expected},
+                      f"ClusterRole with {value}")
+    deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
+    if deployment is not None:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        checker.equal([a for a in args if a.startswith(flag_prefix)], flags,
+                      f"{flag_prefix}* flags with {value}")
+
+
 def check_network_policy(checker, helm):
     """On by default: the operator's namespace and selector labels, the scraper's labels; off:
     no flags but --network-policy=false and no access to NetworkPolicies."""
@@ -370,17 +388,22 @@ def check_network_policy(checker, helm):
         checker.check(labels.get("app.kubernetes.io/instance") == RELEASE and
                       labels.get("app.kubernetes.io/name") == "autodist-operator",
                       f"the operator's pods lack the labels its policy flag names: {labels}")
-    objects = helm.template("networkPolicy.enabled=false")
-    role = one(checker, objects, "ClusterRole", name=FULLNAME)
-    if role is not None:
-        expected = {rule for rule in JOB_RULES if rule[1] != "networkpolicies"}
-        checker.equal(flatten_rules(role["rules"]), {(*rule, None) for rule in expected},
-                      "ClusterRole without network policies")
+    check_turned_off(checker, helm, "networkPolicy.enabled=false", "networkpolicies",
+                     "--network-policy", ["--network-policy=false"])
+
+
+def check_job_tls(checker, helm):
+    """On by default: --job-tls=true with the certificate lifetime and access to Secrets; off:
+    --job-tls=false alone and no access to Secrets."""
+    objects = helm.template("jobTls.certificateLifetimeDays=30")
     deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
     if deployment is not None:
         args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-        checker.equal([a for a in args if a.startswith("--network-policy")],
-                      ["--network-policy=false"], "network policy flags when disabled")
+        checker.equal([a for a in args if a.startswith("--job-")],
+                      ["--job-tls=true", "--job-certificate-lifetime-days=30"],
+                      "job TLS flags")
+    check_turned_off(checker, helm, "jobTls.enabled=false", "secrets", "--job-",
+                     ["--job-tls=false"])
 
 
 def check_other_values(checker, helm):
@@ -410,6 +433,7 @@ def check_other_values(checker, helm):
             (["operator.workers=0"], "workers"),
             (["runtimeMetrics.port=70000"], "port"),
             (["networkPolicy.enabled=maybe"], "enabled"),
+            (["jobTls.certificateLifetimeDays=0"], "certificateLifetimeDays"),
             (["runtimeMetrics.podMonitor.enabled=true", "runtimeMetrics.port=0"],
              "runtimeMetrics.port")):
         args = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
@@ -459,7 +483,7 @@ def main():
                       f"NOTES.txt did not render: {result.stderr.strip()[:300]}")
         for check in (check_defaults, check_watch_namespaces, check_no_leader_election,
                       check_gang_scheduling, check_runtime_metrics, check_network_policy,
-                      check_other_values):
+                      check_job_tls, check_other_values):
             try:
                 check(checker, helm, crd) if check is check_defaults else check(checker, helm)
             except (RuntimeError, KeyError, TypeError, subprocess.TimeoutExpired) as error:

@@ -137,6 +137,9 @@ TEST_F(OperatorEndToEnd, ARecreatedJobWaitsForTheOldChildrenAndNeverUsesThem) {
   ASSERT_EQ(Kubectl("delete configmap " + name + "-autodist").exit_code, 0);
   ASSERT_TRUE(waits_on("Service " + name));
   ASSERT_EQ(Kubectl("delete service " + name).exit_code, 0);
+  // The old job's keys are never the new job's: its own CA comes only once the name is free.
+  ASSERT_TRUE(waits_on("Secret " + name + "-tls"));
+  ASSERT_EQ(Kubectl("delete secret " + name + "-tls").exit_code, 0);
   ASSERT_TRUE(waits_on("Pod " + name + "-worker-0"));
   const std::string uid = Job(name)["metadata"].value("uid", "");
 

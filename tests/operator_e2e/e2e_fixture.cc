@@ -269,6 +269,7 @@ void OperatorEndToEnd::SetUp() {
   // double materializes volumes.
   options_.reconciler.tmp_mount_path = (root_ / "tmp").string();
   options_.reconciler.shm_mount_path = (root_ / "shm").string();
+  options_.reconciler.tls.mount_path = (root_ / "autodist-tls").string();
   FinishOperatorOptions(options_);
   reconcile::ValidateOptions(options_.reconciler);
   StartOperator();

@@ -64,6 +64,27 @@ TEST_F(OperatorEndToEnd, FashionMnistJobSucceedsAndDeletingItRemovesItsChildren)
   EXPECT_EQ(CountObjects("pods", name), 3u);
   EXPECT_EQ(CountObjects("services", name), 1u);
   EXPECT_EQ(CountObjects("configmaps", name), 1u);
+  // Its members trained over mutual TLS with the job's own CA: the Secret holds a pair per member
+  // and the operator's (which read the progress above), and each pod got only its own.
+  EXPECT_EQ(CountObjects("secrets", name), 1u);
+  const CommandResult secret = Kubectl("get secret " + name + "-tls -o json");
+  ASSERT_EQ(secret.exit_code, 0) << secret.output;
+  const nlohmann::json secret_object = nlohmann::json::parse(secret.output);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : secret_object.at("data").items()) {
+    keys.push_back(key);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"ca.crt", "ca.key", "operator.crt", "operator.key",
+                                            "ps-0.crt", "ps-0.key", "worker-0.crt", "worker-0.key",
+                                            "worker-1.crt", "worker-1.key"}));
+  for (const std::string member : {"worker-0", "worker-1", "ps-0"}) {
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(root_ / "autodist-tls" / member)) {
+      files.push_back(entry.path().filename().string());
+    }
+    std::sort(files.begin(), files.end());
+    EXPECT_EQ(files, (std::vector<std::string>{"ca.crt", "tls.crt", "tls.key"})) << member;
+  }
   // The job's NetworkPolicy, as kubectl shows it: the job's pods accept its own pods (any port)
   // and the operator's (the coordinator's port). The double stores policies but enforces none.
   const CommandResult policy = Kubectl("get networkpolicy " + name + " -o json");
@@ -94,7 +115,8 @@ TEST_F(OperatorEndToEnd, FashionMnistJobSucceedsAndDeletingItRemovesItsChildren)
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   WaitFor(name, "the job's children to be garbage-collected", std::chrono::seconds(20), [&] {
     return CountObjects("pods", name) + CountObjects("services", name) +
-               CountObjects("configmaps", name) + CountObjects("networkpolicies", name) ==
+               CountObjects("configmaps", name) + CountObjects("networkpolicies", name) +
+               CountObjects("secrets", name) ==
            0;
   });
 }

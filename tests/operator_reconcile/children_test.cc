@@ -50,7 +50,7 @@ TEST(ChildrenTest, EveryChildIsControlledByTheJobAndLabelled) {
                                 {"uid", "job-uid"},
                                 {"controller", true},
                                 {"blockOwnerDeletion", true}};
-  ASSERT_EQ(plan.creates.size(), 6U);  // ConfigMap, Service, NetworkPolicy, 3 pods
+  ASSERT_EQ(plan.creates.size(), 7U);  // ConfigMap, Service, Secret, NetworkPolicy, 3 pods
   for (const nlohmann::json& object : plan.creates) {
     SCOPED_TRACE(object["metadata"]["name"]);
     EXPECT_EQ(object["metadata"]["namespace"], "ml");
@@ -146,12 +146,12 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
   EXPECT_EQ(runtime["image"], "registry.test/autodist-runtime:1.0");
   EXPECT_EQ(runtime["imagePullPolicy"], "IfNotPresent");
   EXPECT_EQ(runtime["command"], nlohmann::json::array({"autodist-runtime"}));
-  EXPECT_EQ(
-      runtime["args"],
-      nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "worker-1",
-                             "--coordinator", "fmnist-worker-0.fmnist.ml.svc:29500", "--listen",
-                             "0.0.0.0:29500", "--advertise-host", "fmnist-worker-1.fmnist.ml.svc",
-                             "--metrics-bind-address", "0.0.0.0:9400"}));
+  EXPECT_EQ(runtime["args"],
+            nlohmann::json::array(
+                {"--job", "/etc/autodist/job.yaml", "--node", "worker-1", "--coordinator",
+                 "fmnist-worker-0.fmnist.ml.svc:29500", "--listen", "0.0.0.0:29500",
+                 "--advertise-host", "fmnist-worker-1.fmnist.ml.svc", "--tls-dir",
+                 "/etc/autodist-tls/worker-1", "--metrics-bind-address", "0.0.0.0:9400"}));
   EXPECT_EQ(runtime["workingDir"], "/workspace");
   EXPECT_EQ(runtime["ports"], nlohmann::json::parse(
                                   R"([{"name": "autodist", "containerPort": 29500,
@@ -176,13 +176,18 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
   EXPECT_EQ(spec["restartPolicy"], "Never");
   EXPECT_EQ(spec["hostname"], "fmnist-worker-1");
   EXPECT_EQ(spec["subdomain"], "fmnist");
-  // The job's ConfigMap, and the scratch directories of a read-only root filesystem.
+  // The job's ConfigMap, the member's own credentials from the job's Secret (mode 0440), and
+  // the scratch directories of a read-only root filesystem.
   EXPECT_EQ(spec["volumes"], nlohmann::json::parse(R"([
     {"name": "autodist-config", "configMap": {"name": "fmnist-autodist"}},
+    {"name": "autodist-tls", "secret": {"secretName": "fmnist-tls", "defaultMode": 288,
+      "items": [{"key": "ca.crt", "path": "ca.crt"}, {"key": "worker-1.crt", "path": "tls.crt"},
+                {"key": "worker-1.key", "path": "tls.key"}]}},
     {"name": "autodist-tmp", "emptyDir": {}},
     {"name": "autodist-shm", "emptyDir": {"medium": "Memory"}}])"));
   EXPECT_EQ(runtime["volumeMounts"], nlohmann::json::parse(R"([
     {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
+    {"name": "autodist-tls", "mountPath": "/etc/autodist-tls/worker-1", "readOnly": true},
     {"name": "autodist-tmp", "mountPath": "/tmp"},
     {"name": "autodist-shm", "mountPath": "/dev/shm"}])"));
   EXPECT_FALSE(spec.contains("schedulerName"));
@@ -245,10 +250,11 @@ TEST(ChildrenTest, LocalProcessesGetDistinctPortsOnLoopback) {
   EXPECT_EQ(members.members[2].port, base + 2);
   const nlohmann::json& ps = RuntimeOf(cluster.pod("fmnist-ps-0"));
   const std::string coordinator = "127.0.0.1:" + std::to_string(base);
-  EXPECT_EQ(ps["args"], nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "ps-0",
-                                               "--coordinator", coordinator, "--listen",
-                                               "127.0.0.1:" + std::to_string(base + 2),
-                                               "--advertise-host", "127.0.0.1"}));
+  EXPECT_EQ(ps["args"],
+            nlohmann::json::array({"--job", "/etc/autodist/job.yaml", "--node", "ps-0",
+                                   "--coordinator", coordinator, "--listen",
+                                   "127.0.0.1:" + std::to_string(base + 2), "--advertise-host",
+                                   "127.0.0.1", "--tls-dir", "/etc/autodist-tls/ps-0"}));
   EXPECT_EQ(EnvOf(ps).at("AUTODIST_COORDINATOR"), coordinator);
   // Deterministic: every reconcile (and every operator) derives the same ports.
   EXPECT_EQ(ListMembers("fmnist", "ml", 2, 1, options.addresses).chief().port, base);

@@ -65,16 +65,19 @@ TEST(PodTemplateTest, RuntimeIsInjectedAsASidecarKeepingTheUsersPod) {
   EXPECT_EQ(spec["serviceAccountName"], "trainer");
   // The operator restarts gangs; the template's restartPolicy cannot stand.
   EXPECT_EQ(spec["restartPolicy"], "Never");
-  // The user's volumes stay, the config volume and the runtime's scratch ones join them.
-  ASSERT_EQ(spec["volumes"].size(), 5U);
+  // The user's volumes stay, the config and credentials volumes and the runtime's scratch ones
+  // join them.
+  ASSERT_EQ(spec["volumes"].size(), 6U);
   EXPECT_EQ(spec["volumes"][0], kTemplate["spec"]["volumes"][0]);
   EXPECT_EQ(spec["volumes"][1], kTemplate["spec"]["volumes"][1]);
   EXPECT_EQ(spec["volumes"][2]["name"], "autodist-config");
-  EXPECT_EQ(spec["volumes"][3]["name"], "autodist-tmp");
-  EXPECT_EQ(spec["volumes"][4]["name"], "autodist-shm");
+  EXPECT_EQ(spec["volumes"][3]["name"], "autodist-tls");
+  EXPECT_EQ(spec["volumes"][4]["name"], "autodist-tmp");
+  EXPECT_EQ(spec["volumes"][5]["name"], "autodist-shm");
   // The runtime sees the user's volumes where the user's containers do (first mount per path).
   EXPECT_EQ(ContainerNamed(pod, "autodist-runtime")["volumeMounts"], nlohmann::json::parse(R"([
     {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
+    {"name": "autodist-tls", "mountPath": "/etc/autodist-tls/worker-0", "readOnly": true},
     {"name": "data", "mountPath": "/data"},
     {"name": "logs", "mountPath": "/logs"},
     {"name": "autodist-tmp", "mountPath": "/tmp"},
@@ -114,6 +117,7 @@ TEST(PodTemplateTest, AUserRuntimeContainerIsCompletedNotReplaced) {
   EXPECT_EQ(runtime["volumeMounts"], nlohmann::json::parse(R"([
     {"name": "scratch", "mountPath": "/logs"},
     {"name": "autodist-config", "mountPath": "/etc/autodist", "readOnly": true},
+    {"name": "autodist-tls", "mountPath": "/etc/autodist-tls/worker-0", "readOnly": true},
     {"name": "data", "mountPath": "/data"},
     {"name": "autodist-tmp", "mountPath": "/tmp"},
     {"name": "autodist-shm", "mountPath": "/dev/shm"}])"));

@@ -3,6 +3,7 @@
 #include "operator/reconcile/names.h"
 #include "operator/reconcile/observed_fields.h"
 #include "operator/reconcile/time_format.h"
+#include "operator/reconcile/tls_secret.h"
 
 namespace autodist::reconcile::testing {
 
@@ -63,6 +64,7 @@ Plan Cluster::Reconcile(TimePoint now, bool apply) {
   if (service_.has_value()) observed.service = SlimToMetadata(*service_);
   observed.pod_group = pod_group_;
   if (network_policy_.has_value()) observed.network_policy = SlimToMetadata(*network_policy_);
+  if (tls_secret_.has_value()) observed.tls_secret = SlimTlsSecret(*tls_secret_);
   observed.progress = progress_;
   observed.rejection = rejection_;
   observed.now = now;
@@ -96,6 +98,10 @@ void Cluster::Apply(const Plan& plan) {
       }
     } else if (ref.kind == "PodGroup") {
       pod_group_.reset();
+    } else if (ref.kind == "Secret") {
+      ASSERT_TRUE(tls_secret_.has_value()) << "deleting a Secret that does not exist";
+      ASSERT_EQ((*tls_secret_)["metadata"]["uid"], ref.uid);
+      tls_secret_.reset();
     } else {
       ADD_FAILURE() << "unexpected delete of a " << ref.kind;
     }
@@ -126,6 +132,9 @@ void Cluster::Apply(const Plan& plan) {
     } else if (kind == "NetworkPolicy") {
       ASSERT_FALSE(network_policy_.has_value()) << "creating the NetworkPolicy twice";
       network_policy_ = std::move(object);
+    } else if (kind == "Secret") {
+      ASSERT_FALSE(tls_secret_.has_value()) << "creating the TLS Secret twice";
+      tls_secret_ = std::move(object);
     } else {
       ADD_FAILURE() << "unexpected create of a " << kind;
     }

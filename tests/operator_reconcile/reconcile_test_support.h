@@ -80,6 +80,7 @@ class Cluster {
   std::optional<nlohmann::json>& service() { return service_; }
   std::optional<nlohmann::json>& pod_group() { return pod_group_; }
   std::optional<nlohmann::json>& network_policy() { return network_policy_; }
+  std::optional<nlohmann::json>& tls_secret() { return tls_secret_; }
   std::optional<Progress>& progress() { return progress_; }
   FakeModels& models() { return models_; }
   ReconcilerOptions& options() { return options_; }
@@ -95,7 +96,7 @@ class Cluster {
   ReconcilerOptions options_;
   FakeModels models_;
   std::map<std::string, nlohmann::json> pods_;
-  std::optional<nlohmann::json> config_map_, service_, pod_group_, network_policy_;
+  std::optional<nlohmann::json> config_map_, service_, pod_group_, network_policy_, tls_secret_;
   std::optional<Progress> progress_;
   std::optional<Rejection> rejection_;
   TimePoint now_;  // of the last Reconcile: created pods' creationTimestamp

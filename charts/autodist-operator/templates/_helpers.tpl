@@ -102,6 +102,14 @@ docs/operator.md has the table, and tests/deploy/check_chart.py fails on any ext
   resources: ["networkpolicies"]
   verbs: ["list", "watch", "create"]
 {{- end }}
+{{- if .Values.jobTls.enabled }}
+# One Secret per job (its CA and its members' certificates), created once and removed by
+# garbage collection with the job; the informer lists and watches them (only those the operator
+# labelled); get reads who holds the name when a create meets AlreadyExists.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create"]
+{{- end }}
 {{- if .Values.gangScheduling.enabled }}
 # Gang scheduling: one PodGroup per job, minMember = all of its pods.
 - apiGroups: [{{ include "autodist-operator.podGroupApiGroup" . | quote }}]
