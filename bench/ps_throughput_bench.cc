@@ -288,13 +288,6 @@ class TlsEcho {
   std::vector<char> reply_;
 };
 
-autodist::rpc::RpcOptions WithCredentials(
-    std::shared_ptr<const autodist::security::JobCredentials> credentials) {
-  autodist::rpc::RpcOptions options;
-  options.credentials = std::move(credentials);
-  return options;
-}
-
 // A parameter server hosting one float32 tensor of `bytes` bytes and a client pushing dense
 // gradients of that size with pull=true; Steps travel on the data channel (the default of a
 // job's PS) or, with `data_channel` false, as gRPC streams; with credentials, as mutual TLS.
@@ -303,8 +296,8 @@ class PsLoop {
   PsLoop(int64_t bytes, bool data_channel,
          const std::shared_ptr<const autodist::security::JobCredentials>& server = nullptr,
          const std::shared_ptr<const autodist::security::JobCredentials>& client = nullptr)
-      : server_("127.0.0.1:0", {&service_}, WithCredentials(server)),
-        client_("ps-0", server_.endpoint(), WithCredentials(client)) {
+      : server_("127.0.0.1:0", {&service_}, autodist::rpc::WithCredentials(server)),
+        client_("ps-0", server_.endpoint(), autodist::rpc::WithCredentials(client)) {
     if (data_channel) service_.ServeDataChannel("127.0.0.1", server);
     const int64_t elements = bytes / 4;
     Tensor value(DType::kFloat32, {elements});

@@ -48,19 +48,13 @@ std::map<std::string, tensor::Tensor> Dense(rpc::PieceAssembler& assembler) {
   return out;
 }
 
-rpc::RpcOptions ChannelOptions(std::shared_ptr<const security::JobCredentials> credentials) {
-  rpc::RpcOptions options;
-  options.credentials = std::move(credentials);
-  return options;
-}
-
 }  // namespace
 
 CoordinatorClient::CoordinatorClient(std::string endpoint, CoordinatorClientOptions options)
     : endpoint_(std::move(endpoint)),
       options_(options),
       stub_(autodist::proto::Coordinator::NewStub(
-          rpc::MakeChannel(endpoint_, ChannelOptions(options.credentials)))) {}
+          rpc::MakeChannel(endpoint_, rpc::WithCredentials(options.credentials)))) {}
 
 std::string CoordinatorClient::What(const char* call) const {
   return fmt::format("coordinator ({}): {}", endpoint_, call);

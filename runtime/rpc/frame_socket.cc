@@ -38,9 +38,10 @@ void SetNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+// 0: no timeout (also clearing an earlier one).
 void SetTimeouts(int fd, std::chrono::milliseconds timeout) {
-  if (timeout.count() <= 0) return;
   timeval tv{};
+  if (timeout.count() <= 0) timeout = std::chrono::milliseconds(0);
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -161,10 +162,8 @@ std::unique_ptr<FrameSocket> FrameSocket::Connect(const std::string& host, int p
 void FrameSocket::AcceptTls(const security::TlsContext& tls, std::chrono::milliseconds timeout) {
   SetTimeouts(fd_, timeout);
   tls_ = tls.Handshake(fd_, "data channel: refused a connection from " + peer_);
-  timeval
-      none{};  // back to no timeout: the server waits for a client's next Step as long as it likes
-  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
-  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+  // Back to no timeout: the server waits for a client's next Step as long as it likes.
+  SetTimeouts(fd_, std::chrono::milliseconds(0));
 }
 
 std::string FrameSocket::PeerMember() const { return tls_ ? tls_->peer_member() : ""; }

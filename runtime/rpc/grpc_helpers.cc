@@ -15,6 +15,7 @@
 
 #include "runtime/security/certificate_authority.h"
 #include "runtime/security/peer_check.h"
+#include "runtime/security/tls_context.h"
 
 namespace autodist::rpc {
 namespace {
@@ -77,12 +78,10 @@ void LogGrpc(gpr_log_func_args* args) {
   constexpr std::string_view kHandshakeFailed = "Handshake failed with fatal error ";
   if (message.substr(0, kHandshakeFailed.size()) == kHandshakeFailed) {
     const std::string_view detail = message.substr(kHandshakeFailed.size());
-    const bool plaintext = detail.find("wrong version number") != std::string_view::npos ||
-                           detail.find("http request") != std::string_view::npos ||
-                           detail.find("packet length too long") != std::string_view::npos;
     std::cerr << fmt::format("autodist: RPC: {}: {}\n",
-                             plaintext ? "refused a client that does not speak TLS (a plaintext "
-                                         "client?)"
+                             security::SpeaksNoTls(detail)
+                                 ? "refused a client that does not speak TLS (a plaintext "
+                                   "client?)"
                              : detail.find("certificate verify failed") != std::string_view::npos
                                  ? "a TLS handshake failed: the server's certificate is not of "
                                    "this job's CA (another job's server?)"
@@ -136,6 +135,12 @@ int ClampToInt(int64_t bytes) {
 }
 
 }  // namespace
+
+RpcOptions WithCredentials(std::shared_ptr<const security::JobCredentials> credentials) {
+  RpcOptions options;
+  options.credentials = std::move(credentials);
+  return options;
+}
 
 std::string HostOfEndpoint(const std::string& endpoint) {
   const size_t colon = endpoint.rfind(':');

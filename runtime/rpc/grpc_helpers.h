@@ -25,6 +25,9 @@ struct RpcOptions {
   std::shared_ptr<const security::JobCredentials> credentials = security::ProcessCredentials();
 };
 
+// Default options with `credentials` (nullptr: plaintext) instead of the process's.
+RpcOptions WithCredentials(std::shared_ptr<const security::JobCredentials> credentials);
+
 class RpcServer {
  public:
   // Binds `address` ("127.0.0.1:0" lets the OS pick a free port) and starts serving `services`

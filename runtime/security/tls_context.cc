@@ -87,6 +87,16 @@ void TlsSession::Close() {
   ERR_clear_error();
 }
 
+bool SpeaksNoTls(std::string_view openssl_errors) {
+  // The record layer's complaints about bytes that are no TLS record: a version field that is
+  // none of TLS's, an HTTP request line, or a "length" read from plain text.
+  for (const std::string_view sign :
+       {"wrong version number", "http request", "packet length too long"}) {
+    if (openssl_errors.find(sign) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 TlsContext::TlsContext(const JobCredentials& credentials, Side side)
     : context_(std::make_unique<Context>()), side_(side), member_(credentials.member) {
   IgnoreSigpipe();  // OpenSSL's socket writes are plain write(2)s
@@ -141,12 +151,8 @@ std::unique_ptr<TlsSession> TlsContext::Handshake(int fd, const std::string& pee
                    : fmt::format("the TLS handshake failed: {}", std::strerror(system_error));
     } else {
       const std::string detail = TakeOpenSslErrors();
-      // A client that speaks no TLS sends bytes that are no TLS record.
-      const bool plaintext = detail.find("wrong version number") != std::string::npos ||
-                             detail.find("http request") != std::string::npos ||
-                             detail.find("packet length too long") != std::string::npos;
-      reason = plaintext ? "the peer does not speak TLS (a plaintext client?): " + detail
-                         : "the TLS handshake failed: " + detail;
+      reason = SpeaksNoTls(detail) ? "the peer does not speak TLS (a plaintext client?): " + detail
+                                   : "the TLS handshake failed: " + detail;
     }
     Fail(ErrorCode::kUnavailable, "{}: {}", peer, reason);
   }

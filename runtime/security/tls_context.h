@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "runtime/security/job_credentials.h"
 
@@ -44,6 +45,10 @@ class TlsSession {
   std::string peer_member_;
   std::string error_text_;
 };
+
+// True when OpenSSL's error text of a failed handshake says the peer sent bytes that are no TLS
+// record at all: a plaintext client (or server).
+bool SpeaksNoTls(std::string_view openssl_errors);
 
 class TlsContext {
  public:

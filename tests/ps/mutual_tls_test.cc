@@ -127,10 +127,8 @@ class MutualTlsTest : public ::testing::Test {
 
   void SetUp() override {
     service_ = std::make_unique<ParameterServerService>();
-    rpc::RpcOptions options;
-    options.credentials = server_;
     server_rpc_ = std::make_unique<rpc::RpcServer>(
-        "127.0.0.1:0", std::vector<grpc::Service*>{service_.get()}, options);
+        "127.0.0.1:0", std::vector<grpc::Service*>{service_.get()}, rpc::WithCredentials(server_));
     port_ = service_->ServeDataChannel("127.0.0.1", server_);
     PsInitRequest init;
     init.tensors = {{"p"}};
@@ -148,9 +146,8 @@ class MutualTlsTest : public ::testing::Test {
 
   std::unique_ptr<PsClient> Client(const Credentials& credentials,
                                    std::chrono::milliseconds deadline = std::chrono::minutes(1)) {
-    rpc::RpcOptions options;
-    options.credentials = credentials;
-    return std::make_unique<PsClient>("ps-0", server_rpc_->endpoint(), options, deadline);
+    return std::make_unique<PsClient>("ps-0", server_rpc_->endpoint(),
+                                      rpc::WithCredentials(credentials), deadline);
   }
 
   // One Step over the data channel with `credentials`; its error, "" when it succeeded.
