@@ -2,6 +2,8 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -90,11 +92,11 @@ void TlsSession::Close() {
 bool SpeaksNoTls(std::string_view openssl_errors) {
   // The record layer's complaints about bytes that are no TLS record: a version field that is
   // none of TLS's, an HTTP request line, or a "length" read from plain text.
-  for (const std::string_view sign :
-       {"wrong version number", "http request", "packet length too long"}) {
-    if (openssl_errors.find(sign) != std::string_view::npos) return true;
-  }
-  return false;
+  constexpr std::array<std::string_view, 3> kSigns = {"wrong version number", "http request",
+                                                      "packet length too long"};
+  return std::ranges::any_of(kSigns, [&](std::string_view sign) {
+    return openssl_errors.find(sign) != std::string_view::npos;
+  });
 }
 
 TlsContext::TlsContext(const JobCredentials& credentials, Side side)
