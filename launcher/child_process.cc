@@ -1,6 +1,7 @@
 #include "launcher/child_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@ namespace {
 
 // What a child reports through its status pipe when it cannot exec; an exec that succeeds closes
 // the pipe (close-on-exec) without writing, which is how Start learns the program is running.
-enum class SetupStage : int { kProcessGroup, kDeathSignal, kRedirect, kExec };
+enum class SetupStage : int { kProcessGroup, kDeathSignal, kNetworkNamespace, kRedirect, kExec };
 
 struct SetupFailure {
   SetupStage stage;
@@ -34,6 +35,8 @@ const char* StageName(SetupStage stage) {
       return "setpgid";
     case SetupStage::kDeathSignal:
       return "prctl(PR_SET_PDEATHSIG)";
+    case SetupStage::kNetworkNamespace:
+      return "setns(CLONE_NEWNET)";
     case SetupStage::kRedirect:
       return "redirecting stdin/stdout/stderr";
     case SetupStage::kExec:
@@ -83,7 +86,8 @@ std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
 
 // Everything the child does between fork and exec. Only async-signal-safe calls: the launcher has
 // other threads, whose locks may be held forever in the child.
-[[noreturn]] void RunChild(pid_t launcher, int stdin_fd, int output_fd, int status_fd,
+// `output_fd` -1: stdout and stderr stay as they are. `network` -1: the launcher's namespace.
+[[noreturn]] void RunChild(pid_t launcher, int stdin_fd, int output_fd, int status_fd, int network,
                            const char* path, char* const* argv, char* const* envp) {
   const auto fail = [status_fd](SetupStage stage) {
     const SetupFailure failure{stage, errno};
@@ -94,6 +98,7 @@ std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
   if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) fail(SetupStage::kDeathSignal);
   // The launcher may have died before prctl took effect; then no signal would ever come.
   if (getppid() != launcher) _exit(127);
+  if (network >= 0 && setns(network, CLONE_NEWNET) != 0) fail(SetupStage::kNetworkNamespace);
 
   sigset_t none;
   sigemptyset(&none);
@@ -107,8 +112,9 @@ std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
     sigaction(signal_number, &default_action, nullptr);
   }
 
-  if (dup2(stdin_fd, STDIN_FILENO) < 0 || dup2(output_fd, STDOUT_FILENO) < 0 ||
-      dup2(output_fd, STDERR_FILENO) < 0) {
+  if (dup2(stdin_fd, STDIN_FILENO) < 0 ||
+      (output_fd >= 0 &&
+       (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0))) {
     fail(SetupStage::kRedirect);
   }
   // Descriptors that other code opened without close-on-exec are none of the child's business.
@@ -178,7 +184,7 @@ SpawnedChild SpawnChild(const ProcessSpec& spec) {
   const std::vector<char*> envp = NullTerminated(env_strings);
   const std::string& path = spec.argv[0];
 
-  Pipe output = MakePipe(spec.name);
+  Pipe output = spec.share_output ? Pipe{} : MakePipe(spec.name);
   Pipe status;
   int stdin_fd = -1;
   try {
@@ -194,8 +200,8 @@ SpawnedChild SpawnChild(const ProcessSpec& spec) {
   const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    RunChild(launcher, stdin_fd, output.write, status.write, path.c_str(), argv.data(),
-             envp.data());
+    RunChild(launcher, stdin_fd, output.write, status.write, spec.network_namespace, path.c_str(),
+             argv.data(), envp.data());
   }
   const int fork_error = errno;
   CloseIfOpen(output.write);
@@ -223,7 +229,7 @@ SpawnedChild SpawnChild(const ProcessSpec& spec) {
     CloseIfOpen(output.read);
     throw;
   }
-  fcntl(output.read, F_SETFL, O_NONBLOCK);
+  if (output.read >= 0) fcntl(output.read, F_SETFL, O_NONBLOCK);
 
   return {pid, output.read};
 }

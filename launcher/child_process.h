@@ -17,11 +17,17 @@ struct ProcessSpec {
   std::string name;               // "worker-0", "ps-1": in messages and as the log file's name
   std::vector<std::string> argv;  // argv[0] is the executable's path (no PATH search)
   std::map<std::string, std::string> env;  // added to (or replacing in) the launcher's environment
+  // A network namespace (an open descriptor, netemu/network_namespace.h) the child joins before
+  // exec; -1: the launcher's own.
+  int network_namespace = -1;
+  // stdout and stderr stay the launcher's own instead of going into the output pipe.
+  bool share_output = false;
 };
 
 struct SpawnedChild {
   pid_t pid = 0;
-  int output = -1;  // read end of its stdout+stderr pipe, non-blocking, owned by the caller
+  int output = -1;  // read end of its stdout+stderr pipe, non-blocking, owned by the caller;
+                    // -1 with share_output
 };
 
 // Starts `spec` (argv checked non-empty by the caller) once its executable is running, and

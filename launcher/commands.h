@@ -64,4 +64,20 @@ struct ReportOptions {
 // `out`. Throws NotFound naming a directory or file that is missing or holds no event file.
 void RunReportFromFiles(const ReportOptions& options, std::ostream& out);
 
+struct NetworkCommandOptions {
+  int hosts = 2;                     // namespaces h0 .. h<hosts-1>
+  std::string rate = "unshaped";     // each link, each direction (netemu/link_rate.h)
+  double latency_ms = 0;             // one-way delay between two hosts; 0: none (needs netem)
+  std::vector<std::string> command;  // run beside the network; argv[0] looked up in PATH
+};
+
+// `autodist network`: builds an emulated network (netemu/emulated_network.h), runs `command` in
+// this namespace with the hosts in its environment (AUTODIST_NETWORK_HOSTS, and for each host i
+// AUTODIST_NETWORK_ADDRESS_<i> and AUTODIST_NETWORK_NETNS_<i>, a path for `nsenter --net=`;
+// AUTODIST_NETWORK_CALLER, this namespace's address on it), and removes the network when the
+// command ends. Describes the network on `err`. Returns the command's exit code, 128 + signal
+// when it was killed. Throws InvalidArgument for a bad rate or host count, FailedPrecondition
+// where namespaces cannot be created or netem is missing for a latency.
+int RunNetwork(const NetworkCommandOptions& options, std::ostream& err);
+
 }  // namespace autodist::cli

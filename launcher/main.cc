@@ -71,7 +71,9 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_option("manifest", options.manifest, "AutoDistJob manifest (YAML)")->required();
   run->add_option("--log-dir", options.log_dir,
                   "Where each process's log goes (default: ./autodist-logs/<job name>)");
-  run->add_option("--port", options.port, "Coordinator port on 127.0.0.1 (default: a free one)")
+  run->add_option("--port", options.port,
+                  "Coordinator port on 127.0.0.1 (default: a free one); with --network, on the "
+                  "chief's address (default 29400)")
       ->check(CLI::Range(1, 65535));
   run->add_flag("-v,--verbose", options.verbose, "Also print every process's output");
   run->add_option("--runtime", options.runtime,
@@ -96,6 +98,13 @@ void AddRun(CLI::App& app, autodist::cli::RunOptions& options) {
   run->add_flag("--fresh", options.fresh,
                 "Train from step 0: delete the checkpoints in spec.training.checkpoint.path first "
                 "(without it, a run resumes from the newest, and a finished job is not run again)");
+  run->add_option("--network", options.network,
+                  "Run every member in its own network namespace on links of this rate, as if "
+                  "on a real network: 100mbit, 1gbit, 2.5gbit, ... or unshaped (root only; "
+                  "docs/networks.md)");
+  run->add_option("--network-latency-ms", options.network_latency_ms,
+                  "With --network: one-way delay between two members (needs tc's netem)")
+      ->check(CLI::NonNegativeNumber);
   run->add_flag("--insecure", options.insecure,
                 "Run the members without the run's own CA: plaintext and unauthenticated, even "
                 "to other users of this machine (docs/security.md)");
@@ -128,6 +137,29 @@ void AddReport(CLI::App& app, autodist::cli::ReportOptions& options) {
   report->add_option("-o,--output", options.output, "The page (default: report.html)");
 }
 
+void AddNetwork(CLI::App& app, autodist::cli::NetworkCommandOptions& options) {
+  auto* network = app.add_subcommand(
+      "network",
+      "Run a command beside an emulated network: hosts in network namespaces joined by a "
+      "bridge, links shaped with tc (root only; docs/networks.md)");
+  network->add_option("--hosts", options.hosts, "Hosts, one network namespace each")
+      ->check(CLI::Range(1, 250))
+      ->default_str("2");
+  network
+      ->add_option("--rate", options.rate,
+                   "Each host's link, each direction: 100mbit, 1gbit, 2.5gbit, ... or unshaped")
+      ->default_str("unshaped");
+  network
+      ->add_option("--latency-ms", options.latency_ms,
+                   "One-way delay between two hosts (needs tc's netem in the kernel)")
+      ->check(CLI::NonNegativeNumber);
+  network
+      ->add_option("command", options.command,
+                   "The command and its arguments, after --; it finds the hosts in "
+                   "AUTODIST_NETWORK_* variables")
+      ->required();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +179,8 @@ int main(int argc, char** argv) {
   AddTimeline(app, timeline_options);
   autodist::cli::ReportOptions report_options;
   AddReport(app, report_options);
+  autodist::cli::NetworkCommandOptions network_options;
+  AddNetwork(app, network_options);
 
   try {
     app.parse(argc, argv);
@@ -170,6 +204,8 @@ int main(int argc, char** argv) {
       autodist::cli::RunTimelineMerge(timeline_options, std::cout);
     } else if (app.got_subcommand("report")) {
       autodist::cli::RunReportFromFiles(report_options, std::cout);
+    } else if (app.got_subcommand("network")) {
+      return autodist::cli::RunNetwork(network_options, std::cerr);
     }
   } catch (const autodist::Error& error) {
     std::cerr << "autodist: error: " << error.what() << "\n";

@@ -14,6 +14,8 @@
 #include "launcher/finished_run.h"
 #include "launcher/interrupt_guard.h"
 #include "launcher/local_limit.h"
+#include "launcher/netemu/emulated_network.h"
+#include "launcher/netemu/link_rate.h"
 #include "launcher/process_group.h"
 #include "launcher/progress_printer.h"
 #include "launcher/run_credentials.h"
@@ -53,6 +55,8 @@ constexpr auto kStatusInterval = std::chrono::milliseconds(500);
 // autodist-runtime's exit code for "stopped because another member failed" (job_member.h).
 constexpr int kMemberStoppedByJobFailure = 3;
 constexpr auto kCauseWait = std::chrono::seconds(5);
+// The coordinator's port on an emulated network, where the chief has a namespace to itself.
+constexpr int kEmulatedCoordinatorPort = 29400;
 
 // Binds 127.0.0.1:`port` (0: any) and returns the port bound; throws Unavailable when it is in
 // use. The socket is closed again: the chief binds it for real a moment later.
@@ -113,8 +117,14 @@ class JobRun {
     const strategy::ResourceSpec resources =
         strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job_));
     members_ = coordinator::ExpectedMembers(resources);
-    const int port = ReservePort(options_.port);
-    coordinator_endpoint_ = fmt::format("127.0.0.1:{}", port);
+    BuildNetwork();
+    if (network_) {
+      coordinator_endpoint_ =
+          fmt::format("{}:{}", network_->Host(members_.front().node).address,
+                      options_.port != 0 ? options_.port : kEmulatedCoordinatorPort);
+    } else {
+      coordinator_endpoint_ = fmt::format("127.0.0.1:{}", ReservePort(options_.port));
+    }
     log_dir_ = options_.log_dir.empty()
                    ? (fs::current_path() / "autodist-logs" / job_.metadata.name).string()
                    : options_.log_dir;
@@ -160,6 +170,23 @@ class JobRun {
     AD_CHECK(::access(runtime_.c_str(), X_OK) == 0, kNotFound,
              "the runtime executable '{}' does not exist or is not executable (give --runtime)",
              runtime_);
+    if (!options_.network.empty())
+      network_rate_ = netemu::ParseLinkRate(options_.network, "--network");
+    AD_CHECK(options_.network_latency_ms == 0 || !options_.network.empty(), kInvalidArgument,
+             "--network-latency-ms needs --network");
+  }
+
+  // --network: every member in a namespace of its own, the launcher joined to them (unshaped),
+  // so that it still reads the chief's progress.
+  void BuildNetwork() {
+    if (options_.network.empty()) return;
+    netemu::NetworkOptions network;
+    for (const coordinator::MemberInfo& member : members_) network.hosts.push_back(member.node);
+    network.bits_per_second = network_rate_;
+    if (options_.network_latency_ms != 0) network.latency_ms = options_.network_latency_ms;
+    network.reach_from_caller = true;
+    network_ = std::make_unique<netemu::EmulatedNetwork>(network);
+    out_ << "autodist run: emulated network: " << network_->Describe() << std::endl;
   }
 
   // --fresh: the checkpoints of earlier runs go, so the members start from step 0.
@@ -300,7 +327,9 @@ class JobRun {
   // Where member `index` (in members_' order) serves /metrics; empty without --metrics-port.
   std::string MetricsAddress(size_t index) const {
     if (options_.metrics_port == 0) return "";
-    return fmt::format("127.0.0.1:{}", options_.metrics_port + static_cast<int>(index));
+    return fmt::format("{}:{}",
+                       network_ ? network_->Host(members_[index].node).address : "127.0.0.1",
+                       options_.metrics_port + static_cast<int>(index));
   }
 
   void ShowMetricsAddresses() {
@@ -340,6 +369,12 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
+    if (network_) {
+      const netemu::EmulatedHost& host = network_->Host(member.node);
+      spec.argv.emplace_back("--listen");
+      spec.argv.push_back(host.address + ":0");
+      spec.network_namespace = host.ns->fd();
+    }
     if (credentials_) {
       spec.argv.emplace_back("--tls-dir");
       spec.argv.push_back(credentials_->DirectoryOf(member.node));
@@ -487,6 +522,10 @@ class JobRun {
   std::string coordinator_endpoint_;
   std::string log_dir_;
   std::optional<RunCredentials> credentials_;  // removed when the run ends
+  std::optional<int64_t> network_rate_;        // --network's rate; nullopt: unshaped
+  // --network: the members' namespaces; outlives the process group, so that members being
+  // stopped can still reach each other.
+  std::unique_ptr<netemu::EmulatedNetwork> network_;
   std::optional<coordinator::CoordinatorClient> coordinator_;
   Clock::time_point started_;
 };

@@ -31,12 +31,17 @@ struct RunOptions {
   // Members talk plaintext and accept any peer (autodist-runtime --insecure). By default the
   // run has its own CA and every connection is mutual TLS (run_credentials.h).
   bool insecure = false;
+  // Run every member in its own network namespace, on links of this rate (netemu/link_rate.h:
+  // "1gbit", "unshaped"); empty: every member on this machine's loopback.
+  std::string network;
+  double network_latency_ms = 0;  // with network: one-way delay between members (needs netem)
 };
 
 // Exit codes: 0 the job succeeded; 1 a process failed (or the deadline passed); 128 + signal
 // when interrupted. Throws autodist::Error for a bad manifest, more processes than the machine
 // holds (or --max-processes allows), a missing model, a port in use or a missing runtime
-// executable, before anything is started.
+// executable, before anything is started; FailedPrecondition when --network cannot build the
+// emulated network (not root, no netem for a latency).
 int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace autodist::cli

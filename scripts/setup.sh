@@ -23,6 +23,7 @@ BUILD_PACKAGES=(
   dataset-fashion-mnist
   zlib1g-dev
   python3-yaml python3-onnx
+  iproute2
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
