@@ -34,6 +34,14 @@ struct CompileOptions {
   // Compile even when a node has no kernel on the backend the resources imply (a plan for a model
   // this release cannot train yet, to read or to hand to another runtime).
   bool skip_kernel_check = false;
+  // Auto's inputs (strategy/auto_search.h): a step profile (`autodist profile`), else the
+  // estimate at batch_size samples per replica; lossy compressors allowed or not; the bandwidth
+  // of links the resources leave unstated.
+  std::string profile;
+  int64_t batch_size = 32;
+  bool allow_lossy_compression = false;
+  double network_bandwidth_gbps = 10;
+  bool explain = false;  // print Auto's ranked candidates
 };
 
 // Compiles and writes the Strategy; the summary goes to `out` when the strategy goes to a file,
@@ -79,5 +87,18 @@ struct NetworkCommandOptions {
 // when it was killed. Throws InvalidArgument for a bad rate or host count, FailedPrecondition
 // where namespaces cannot be created or netem is missing for a latency.
 int RunNetwork(const NetworkCommandOptions& options, std::ostream& err);
+
+struct ProfileCommandOptions {
+  std::string manifest;
+  std::string output = "profile.json";
+  int steps = 20;       // measured, after a few warm-up steps
+  int threads = 0;      // compute threads; 0: all cores
+  std::string runtime;  // the autodist-runtime executable; default: next to `autodist`
+};
+
+// `autodist profile`: measures the job's step on this machine (runtime/cli/step_profiler.h) by
+// running autodist-runtime --profile-job, and writes the profile Auto reads
+// (spec.strategy.profile, `autodist compile --profile`). Returns the runtime's exit code.
+int RunProfile(const ProfileCommandOptions& options);
 
 }  // namespace autodist::cli

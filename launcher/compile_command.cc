@@ -83,19 +83,40 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
                              resources.NumGpus() > 0 ? graph::Backend::kCuda : graph::Backend::kCpu,
                              options.model);
   }
+  const bool for_auto = options.builder == "Auto";
+  AD_CHECK(
+      for_auto || (!options.explain && options.profile.empty() && !options.allow_lossy_compression),
+      kInvalidArgument,
+      "--explain, --profile and --allow-lossy-compression are for --strategy Auto, which "
+      "chooses among candidates; --strategy {} names the builder",
+      options.builder);
+  AD_CHECK(options.batch_size > 0, kInvalidArgument, "--batch-size {}: expected at least 1",
+           options.batch_size);
+  AD_CHECK(options.network_bandwidth_gbps > 0, kInvalidArgument,
+           "--network-bandwidth-gbps {}: expected a rate above 0", options.network_bandwidth_gbps);
+  const std::vector<graph::Variable> variables = item.TrainableVariables();
   strategy::CompileRequest request;
   request.builder = options.builder;
   request.options = ParseOptions(options.options);
   request.colocation = ParseColocation(options.colocate);
+  request.batch_per_replica = options.batch_size;
+  request.allow_lossy_compression = options.allow_lossy_compression;
+  request.network.default_gbps = options.network_bandwidth_gbps;
+  if (!options.profile.empty()) {
+    request.profile = strategy::ReadStepProfile(options.profile);
+    strategy::CheckProfileMatches(*request.profile, variables, 0, 0, options.profile);
+  }
 
-  const std::vector<graph::Variable> variables = item.TrainableVariables();
   strategy::CompileResult result = strategy::Compile(variables, resources, request);
   if (!options.output.empty()) result.strategy.set_path(options.output);
 
-  const std::string summary =
+  std::string summary =
       strategy::FormatSummary(strategy::Summarize(result.strategy, variables, resources),
                               result.builder) +
       (result.note.empty() ? "" : result.note + "\n");
+  if (options.explain) {
+    summary = strategy::FormatRanking(result.ranking, result.auto_inputs, resources) + summary;
+  }
   const std::string serialized = strategy::SerializeStrategy(result.strategy, format);
   if (options.output.empty()) {
     out << serialized;

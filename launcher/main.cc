@@ -49,6 +49,22 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
       ->check(CLI::IsMember({"text", "json", "binary"}))
       ->default_str("text");
   compile->add_option("-o,--output", options.output, "Write the strategy to this file");
+  compile->add_flag("--explain", options.explain,
+                    "With Auto: print every candidate ranked by its predicted step time "
+                    "(compute, communication, total, the busiest link's bytes)");
+  compile->add_option("--profile", options.profile,
+                      "With Auto: the step profile `autodist profile` wrote (default: an "
+                      "estimate from the variables)");
+  compile
+      ->add_option("--batch-size", options.batch_size,
+                   "With Auto and no --profile: samples per replica for the estimate")
+      ->default_str("32");
+  compile->add_flag("--allow-lossy-compression", options.allow_lossy_compression,
+                    "With Auto: consider float16, PowerSGD and TopK compression");
+  compile
+      ->add_option("--network-bandwidth-gbps", options.network_bandwidth_gbps,
+                   "Links the resources give no network_bandwidth, in Gbit/s")
+      ->default_str("10");
   compile->add_flag("--skip-kernel-check", options.skip_kernel_check,
                     "Compile even when a node of the model has no kernel on the backend the "
                     "resources imply (cuda with GPUs, else cpu)");
@@ -160,6 +176,25 @@ void AddNetwork(CLI::App& app, autodist::cli::NetworkCommandOptions& options) {
       ->required();
 }
 
+void AddProfile(CLI::App& app, autodist::cli::ProfileCommandOptions& options) {
+  auto* profile = app.add_subcommand(
+      "profile",
+      "Measure a job's training step on this machine for Auto's cost model: forward, backward, "
+      "update, when each gradient is ready, rows a sparse table's step touches");
+  profile->add_option("manifest", options.manifest, "AutoDistJob manifest (YAML)")->required();
+  profile->add_option("-o,--output", options.output, "The profile (JSON)")
+      ->default_str("profile.json");
+  profile->add_option("--steps", options.steps, "Steps measured (after 3 warm-up steps)")
+      ->check(CLI::PositiveNumber)
+      ->default_str("20");
+  profile
+      ->add_option("--threads", options.threads,
+                   "Compute threads, as one worker of the job will have them (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  profile->add_option("--runtime", options.runtime,
+                      "The autodist-runtime executable (default: next to autodist)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,6 +216,8 @@ int main(int argc, char** argv) {
   AddReport(app, report_options);
   autodist::cli::NetworkCommandOptions network_options;
   AddNetwork(app, network_options);
+  autodist::cli::ProfileCommandOptions profile_options;
+  AddProfile(app, profile_options);
 
   try {
     app.parse(argc, argv);
@@ -204,6 +241,8 @@ int main(int argc, char** argv) {
       autodist::cli::RunTimelineMerge(timeline_options, std::cout);
     } else if (app.got_subcommand("report")) {
       autodist::cli::RunReportFromFiles(report_options, std::cout);
+    } else if (app.got_subcommand("profile")) {
+      return autodist::cli::RunProfile(profile_options);
     } else if (app.got_subcommand("network")) {
       return autodist::cli::RunNetwork(network_options, std::cerr);
     }

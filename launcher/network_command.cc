@@ -20,13 +20,6 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
-// The exit code a shell gives a command that ended with `status`.
-int ShellExitCode(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 }  // namespace
 
 int RunNetwork(const NetworkCommandOptions& options, std::ostream& err) {
@@ -65,7 +58,7 @@ int RunNetwork(const NetworkCommandOptions& options, std::ostream& err) {
   while (true) {
     int status = 0;
     const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
-    if (done == child.pid) return ShellExitCode(status);
+    if (done == child.pid) return launcher::ShellExitCode(status);
     AD_CHECK(done == 0 || errno == EINTR, kInternal, "autodist network: waitpid: {}",
              std::strerror(errno));
     if (interrupt.Requested() && !forwarded) {

@@ -21,6 +21,7 @@
 #include "launcher/run_credentials.h"
 #include "launcher/run_report.h"
 #include "launcher/run_summary.h"
+#include "launcher/runtime_executable.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
@@ -77,13 +78,6 @@ int ReservePort(int port) {
            "out to use a free one",
            port);
   return ntohs(address.sin_port);
-}
-
-std::string DefaultRuntime() {
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? std::string("autodist-runtime")
-               : (self.parent_path() / "autodist-runtime").string();
 }
 
 int DefaultThreads(int workers) {
@@ -165,11 +159,11 @@ class JobRun {
              "{}: spec.model.path: model file '{}' does not exist", options_.manifest, model);
     // Every node must have a kernel where the workers will run it: found out here, not by a
     // worker failing on its first unsupported op after the whole job started.
-    graph::CheckOpsSupported(graph::GraphItem::Load(model).ops(), job::WorkerBackend(job_), model);
-    runtime_ = options_.runtime.empty() ? DefaultRuntime() : options_.runtime;
-    AD_CHECK(::access(runtime_.c_str(), X_OK) == 0, kNotFound,
-             "the runtime executable '{}' does not exist or is not executable (give --runtime)",
-             runtime_);
+    const graph::GraphItem item = graph::GraphItem::Load(model);
+    graph::CheckOpsSupported(item.ops(), job::WorkerBackend(job_), model);
+    // Auto's profile, read and checked as the chief will: a wrong one fails here, not in it.
+    job::ReadLocalProfile(job_, item.TrainableVariables());
+    runtime_ = launcher::RuntimeExecutable(options_.runtime);
     if (!options_.network.empty())
       network_rate_ = netemu::ParseLinkRate(options_.network, "--network");
     AD_CHECK(options_.network_latency_ms == 0 || !options_.network.empty(), kInvalidArgument,

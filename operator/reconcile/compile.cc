@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "runtime/graph/graph_item.h"
@@ -24,12 +25,20 @@ std::map<std::string, int64_t> BytesPerNode(const strategy::StrategySummary& sum
 
 }  // namespace
 
-CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables) {
+CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables,
+                       const std::optional<std::string>& profile_json) {
   const strategy::ResourceSpec resources =
       strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(job));
+  std::optional<strategy::StepProfile> profile;
+  if (profile_json.has_value()) {
+    profile = strategy::StepProfileFromJson(*profile_json, "spec.strategy.profile");
+    job::CheckProfileMatches(*profile, job, variables, "spec.strategy.profile");
+  }
   const strategy::CompileResult result =
-      strategy::Compile(variables, resources, job::ToCompileRequest(job));
+      strategy::Compile(variables, resources, job::ToCompileRequest(job, profile));
   CompiledJob compiled;
+  compiled.predicted_step_seconds = result.predicted_step_seconds;
+  compiled.profile_json = profile_json.value_or("");
   compiled.builder = result.builder;
   compiled.note = result.note;
   compiled.builder_reason =
@@ -55,6 +64,10 @@ nlohmann::json StrategyStatus(const CompiledJob& compiled) {
       {"partitioned", summary.partitioned_variables},
       {"allReduceGroups", summary.allreduce_groups},
   };
+  if (compiled.predicted_step_seconds.has_value()) {
+    status["predictedStepMicroseconds"] =
+        static_cast<int64_t>(std::llround(*compiled.predicted_step_seconds * 1e6));
+  }
   if (summary.ps_shards > 0) {
     nlohmann::json bytes = nlohmann::json::object();
     for (const auto& [node, count] : BytesPerNode(summary)) bytes[node] = count;

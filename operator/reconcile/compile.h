@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,15 +23,21 @@ struct CompiledJob {
   std::string resource_spec_yaml;  // the ResourceSpec compiled against (resource_spec.yml)
   int workers = 0;
   int parameter_servers = 0;
+  // Auto: the predicted step time of its choice, and the profile it read (the ConfigMap's
+  // profile.json, which the chief compiles with again; empty when the manifest names none).
+  std::optional<double> predicted_step_seconds;
+  std::string profile_json;
 };
 
+// Compiles as the chief will; `profile_json` is spec.strategy.profile's text (nullopt: none).
 // Throws InvalidArgument when the compiler rejects the job (no variables, colocation groups
-// naming unknown variables, ...).
-CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables);
+// naming unknown variables, a profile that is not one or was taken on another model, ...).
+CompiledJob CompileJob(const job::JobSpec& job, const std::vector<graph::Variable>& variables,
+                       const std::optional<std::string>& profile_json = std::nullopt);
 
 // status.strategy: builder, workers, parameterServers, replicas, variables, partitioned,
-// bytesPerPs (parameter-server node -> bytes; only when a parameter server holds anything) and
-// allReduceGroups.
+// bytesPerPs (parameter-server node -> bytes; only when a parameter server holds anything),
+// allReduceGroups, and for Auto predictedStepMicroseconds (its cost model's step time).
 nlohmann::json StrategyStatus(const CompiledJob& compiled);
 
 // One line for the Compiled condition: "PSLoadBalancing: 6 variables (0 partitioned), 2 replicas,

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "operator/reconcile/config_map.h"
+#include "operator/reconcile/model_source.h"
 #include "operator/reconcile/reconcile_steps.h"
 #include "runtime/common/error.h"
 #include "runtime/graph/graph_item.h"
@@ -75,9 +76,24 @@ CompileOutcome EnsureCompiled(Context& context, const job::JobSpec& job,
     return CompileOutcome::kFailed;
   }
   const std::vector<graph::Variable> variables = model->TrainableVariables();
+  std::optional<std::string> profile;
+  try {
+    profile = FetchProfile(job, context.ref.namespace_name, models);
+  } catch (const Error& error) {
+    if (!error.IsUserError()) throw;
+    // Like the model's: the user may create the profile's ConfigMap after the job.
+    const bool waiting = error.code() == ErrorCode::kNotFound;
+    context.record.NotCompiled(kReasonProfileNotFound, error.what(), waiting);
+    if (!waiting) {
+      Finish(context, job, pods, kReasonProfileNotFound, error.what());
+      return CompileOutcome::kFailed;
+    }
+    context.plan.RequeueAfter(context.options.model_retry_interval);
+    return CompileOutcome::kWaiting;
+  }
   std::optional<CompiledJob> compiled;
   if (!Attempt(context, job, pods, kReasonCompileFailed, [&] {
-        compiled = CompileJob(job, variables);
+        compiled = CompileJob(job, variables, profile);
         // Too large a Strategy for its ConfigMap fails here, with each key's size, rather than
         // as the API server's 422 on the create.
         if (!context.observed.config_map.has_value()) {

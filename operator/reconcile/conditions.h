@@ -17,6 +17,8 @@ inline constexpr char kSuspended[] = "Suspended";
 inline constexpr char kReasonJobCreated[] = "JobCreated";
 inline constexpr char kReasonStrategyCompiled[] = "StrategyCompiled";
 inline constexpr char kReasonModelNotFound[] = "ModelNotFound";  // waiting; retried
+// spec.strategy.profile: waiting for its ConfigMap (retried), or not readable (failed).
+inline constexpr char kReasonProfileNotFound[] = "ProfileNotFound";
 inline constexpr char kReasonInvalidSpec[] = "InvalidSpec";
 inline constexpr char kReasonInvalidModel[] = "InvalidModel";
 inline constexpr char kReasonUnsupportedModel[] = "UnsupportedModel";

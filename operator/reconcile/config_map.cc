@@ -48,6 +48,11 @@ std::string PodManifest(const job::JobSpec& job, const ReconcilerOptions& option
     pod_job.model.path = options.model_mount_path + "/" + pod_job.model.config_map->key;
     pod_job.model.config_map.reset();
   }
+  // The operator read the profile and put it in this ConfigMap: the chief compiles with the
+  // same bytes, wherever the manifest said they were.
+  if (pod_job.strategy.profile.has_value()) {
+    pod_job.strategy.profile = job::ProfileSpec{options.config_mount_path + "/" + kProfileKey, {}};
+  }
   return job::JobToYaml(pod_job);
 }
 
@@ -63,6 +68,7 @@ nlohmann::json BuildConfigMap(const JobRef& ref, const job::JobSpec& job,
       {kResourceSpecKey, compiled.resource_spec_yaml},
       {kSummaryKey, strategy::FormatSummary(compiled.summary, compiled.builder)},
   };
+  if (!compiled.profile_json.empty()) data[kProfileKey] = compiled.profile_json;
   CheckSize(ConfigMapName(ref.name), data);
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},

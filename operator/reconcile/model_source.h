@@ -31,4 +31,10 @@ class ModelSource {
 std::string FetchModel(const job::JobSpec& job, const std::string& namespace_name,
                        ModelSource& source);
 
+// The text of `job`'s step profile (spec.strategy.profile: the file or the ConfigMap key), or
+// nullopt when the manifest names none. Throws as FetchModel does, naming
+// spec.strategy.profile.
+std::optional<std::string> FetchProfile(const job::JobSpec& job, const std::string& namespace_name,
+                                        ModelSource& source);
+
 }  // namespace autodist::reconcile

@@ -33,6 +33,7 @@ inline constexpr char kManifestKey[] = "job.yaml";
 inline constexpr char kStrategyKey[] = "strategy.pbtxt";
 inline constexpr char kResourceSpecKey[] = "resource_spec.yml";
 inline constexpr char kSummaryKey[] = "summary.txt";
+inline constexpr char kProfileKey[] = "profile.json";  // Auto's step profile, when the job has one
 
 enum class Role { kWorker, kParameterServer };
 

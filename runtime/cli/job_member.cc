@@ -335,10 +335,11 @@ int RunMember(const MemberOptions& options) {
   if (chief) {
     // The chief compiles the Strategy once and hands it to everyone at the rendezvous.
     const std::vector<graph::Variable> variables = ModelVariables(job);
-    const strategy::CompileResult compiled =
-        strategy::Compile(variables, resources, job::ToCompileRequest(job));
+    const strategy::CompileResult compiled = strategy::Compile(
+        variables, resources, job::ToCompileRequest(job, job::ReadLocalProfile(job, variables)));
     std::cout << fmt::format("compiled strategy {} ({})", compiled.builder, compiled.strategy.id())
               << std::endl;
+    if (!compiled.reason.empty()) std::cout << compiled.reason << std::endl;
     strategy_summary =
         fmt::format("strategy {}\n", compiled.strategy.id()) +
         strategy::FormatSummary(strategy::Summarize(compiled.strategy, variables, resources),

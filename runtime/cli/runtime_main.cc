@@ -11,10 +11,13 @@
 #include <map>
 
 #include "runtime/cli/job_member.h"
+#include "runtime/cli/step_profiler.h"
 #include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/exec/device_backend.h"
 #include "runtime/exec/trainer.h"
+#include "runtime/job/job_parser.h"
 #include "runtime/job/member_exit.h"
 #include "runtime/observe/operability_server.h"
 #include "runtime/observe/runtime_metrics.h"
@@ -96,6 +99,22 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", member.insecure,
                "With --job: plaintext and unauthenticated instead of --tls-dir (docs/security.md)")
       ->needs(job_flag);
+  std::string profile_job;
+  std::string profile_output;
+  autodist::cli::ProfileOptions profile_options;
+  auto* profile_flag = app.add_option(
+      "--profile-job", profile_job,
+      "Measure this AutoDistJob's step for Auto's cost model (what `autodist profile` runs)");
+  profile_flag->excludes(job_flag);
+  app.add_option("--profile-output", profile_output, "With --profile-job: the profile (JSON)")
+      ->needs(profile_flag);
+  app.add_option("--profile-steps", profile_options.steps, "With --profile-job: steps measured")
+      ->check(CLI::PositiveNumber)
+      ->needs(profile_flag);
+  app.add_option("--profile-warmup", profile_options.warmup_steps,
+                 "With --profile-job: steps run first and not measured")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(profile_flag);
   bool no_ps_data_channel = false;
   app.add_flag("--no-ps-data-channel", no_ps_data_channel,
                "With --job: parameter-server Steps over gRPC only, without the data channel")
@@ -188,6 +207,21 @@ int main(int argc, char** argv) {
           autodist::observe::ProcessMetrics().registry);
       metrics_server->Start();
       std::cout << "serving /metrics on " << metrics_server->url() << std::endl;
+    }
+    if (!profile_job.empty()) {
+      AD_CHECK(!profile_output.empty(), kInvalidArgument, "--profile-job needs --profile-output");
+      profile_options.threads = threads;
+      const autodist::strategy::StepProfile profile =
+          autodist::cli::ProfileJob(autodist::job::LoadJobFile(profile_job), profile_options);
+      autodist::WriteFileBytes(profile_output, autodist::strategy::StepProfileToJson(profile));
+      std::cout << fmt::format(
+                       "profile: forward {:.3f} ms, backward {:.3f} ms, update {:.3f} ms per "
+                       "worker step ({} samples per replica, {} replica(s)); wrote {}",
+                       profile.forward_seconds * 1e3, profile.backward_seconds * 1e3,
+                       profile.update_seconds * 1e3, profile.batch_per_replica,
+                       profile.replicas_per_worker, profile_output)
+                << std::endl;
+      return 0;
     }
     if (!member.job_file.empty()) {
       AD_CHECK(!member.node.empty() && !member.coordinator.empty(), kInvalidArgument,

@@ -37,9 +37,7 @@ const std::map<std::string, Factory>& Factories() {
 BuilderPlacement CheckBuilderOptions(const std::string& builder,
                                      const strategy::BuilderOptions& options) {
   if (builder == "Auto") {
-    AD_CHECK(options.empty(), kInvalidArgument,
-             "builder Auto takes no options (got '{}'); name a builder to set its options",
-             options.empty() ? std::string() : options.begin()->first);
+    strategy::ReadAutoOptions(options);
     return BuilderPlacement::kChosenByAuto;
   }
   const auto factory = Factories().find(builder);

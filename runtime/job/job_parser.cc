@@ -63,7 +63,7 @@ JobSpec ParseDocument(const YAML::Node& document, const std::string& source,
   job.training =
       detail::ReadTraining(context, spec.Require("training"), spec.PathOf("training"), resolver);
   if (const YAML::Node* strategy = spec.Find("strategy")) {
-    job.strategy = detail::ReadStrategy(context, *strategy, spec.PathOf("strategy"));
+    job.strategy = detail::ReadStrategy(context, *strategy, spec.PathOf("strategy"), resolver);
   }
   if (const YAML::Node* resources = spec.Find("resources")) {
     job.resources = detail::ReadResources(context, *resources, spec.PathOf("resources"));

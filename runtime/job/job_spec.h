@@ -102,8 +102,8 @@ struct TrainingSpec {
   // TensorBoard event files go under this directory, one subdirectory per worker (its node name);
   // empty: none are written.
   std::string tensorboard_path;
-  // Every member records its timeline (runtime/observe/timeline.h) into <path>/<node>.timeline.json;
-  // empty: none is recorded.
+  // Every member records its timeline (runtime/observe/timeline.h) into
+  // <path>/<node>.timeline.json; empty: none is recorded.
   std::string timeline_path;
 
   bool operator==(const TrainingSpec& other) const;
@@ -113,11 +113,24 @@ struct TrainingSpec {
 // checkpoint or an export is written.
 enum class StateReduction { kMean, kSum };
 
+// Where Auto's step profile (`autodist profile`, strategy/step_profile.h) is: a file, or a
+// ConfigMap key in a cluster.
+struct ProfileSpec {
+  std::string path;
+  std::optional<ConfigMapRef> config_map;  // key default "profile.json"
+
+  bool operator==(const ProfileSpec&) const = default;
+};
+
 struct StrategySpec {
   std::string builder = "Auto";  // one of strategy::BuilderNames()
   strategy::BuilderOptions options;
   strategy::ColocationGroups colocation;
   std::map<std::string, StateReduction> state_reduction;  // variable -> reduction (default Mean)
+  // Auto may choose lossy gradient compressors (float16, PowerSGD, TopK); they change the
+  // training's numbers, so only when the user says so.
+  bool allow_lossy_compression = false;
+  std::optional<ProfileSpec> profile;  // none: Auto estimates the step from the variables
 
   bool operator==(const StrategySpec&) const = default;
 };
@@ -127,7 +140,9 @@ struct ResourcesSpec {
   int gpus_per_worker = 0;
   int replicas_per_worker = 1;  // CPU replicas per worker; > 1 only when gpus_per_worker == 0
   int parameter_servers = 0;    // 0: the workers host the parameter servers
-  std::string cpu;              // Kubernetes quantities; empty: no request
+  // Each node's link, for Auto's cost model (AutoDist's network_bandwidth); none: its default.
+  std::optional<double> network_bandwidth_gbps;
+  std::string cpu;  // Kubernetes quantities; empty: no request
   std::string memory;
 
   bool operator==(const ResourcesSpec&) const = default;

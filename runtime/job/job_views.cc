@@ -10,15 +10,42 @@ strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job) {
   counts.gpus_per_worker = job.resources.gpus_per_worker;
   counts.replicas_per_worker = job.resources.replicas_per_worker;
   counts.parameter_servers = job.resources.parameter_servers;
+  counts.network_bandwidth = job.resources.network_bandwidth_gbps;
   return counts;
 }
 
-strategy::CompileRequest ToCompileRequest(const JobSpec& job) {
+strategy::CompileRequest ToCompileRequest(const JobSpec& job,
+                                          std::optional<strategy::StepProfile> profile) {
   strategy::CompileRequest request;
   request.builder = job.strategy.builder;
   request.options = job.strategy.options;
   request.colocation = job.strategy.colocation;
+  request.allow_lossy_compression = job.strategy.allow_lossy_compression;
+  request.batch_per_replica = job.data.batch_size_per_replica;
+  request.profile = std::move(profile);
   return request;
+}
+
+std::optional<strategy::StepProfile> ReadLocalProfile(
+    const JobSpec& job, const std::vector<graph::Variable>& variables) {
+  if (!job.strategy.profile.has_value()) return std::nullopt;
+  const ProfileSpec& spec = *job.strategy.profile;
+  AD_CHECK(!spec.config_map.has_value(), kInvalidArgument,
+           "job '{}': spec.strategy.profile.configMap ({}/{}) is read by the operator in a "
+           "cluster; to run on this machine, set spec.strategy.profile.path to the file",
+           job.metadata.name, spec.config_map->name, spec.config_map->key);
+  strategy::StepProfile profile = strategy::ReadStepProfile(spec.path);
+  CheckProfileMatches(profile, job, variables, "spec.strategy.profile.path: " + spec.path);
+  return profile;
+}
+
+void CheckProfileMatches(const strategy::StepProfile& profile, const JobSpec& job,
+                         const std::vector<graph::Variable>& variables, const std::string& source) {
+  const ResourcesSpec& resources = job.resources;
+  const int per_worker =
+      resources.gpus_per_worker > 0 ? resources.gpus_per_worker : resources.replicas_per_worker;
+  strategy::CheckProfileMatches(profile, variables, job.data.batch_size_per_replica, per_worker,
+                                source);
 }
 
 int64_t TotalReplicas(const JobSpec& job) {

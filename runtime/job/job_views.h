@@ -14,8 +14,21 @@ namespace autodist::job {
 // spec.resources as the strategy compiler's replica counts (ResourceSpec::FromReplicaCounts).
 strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job);
 
-// spec.strategy as a compile request: builder, options and colocation groups.
-strategy::CompileRequest ToCompileRequest(const JobSpec& job);
+// spec.strategy as a compile request: builder, options, colocation groups, and what Auto reads
+// (lossy compression allowed or not, the batch per replica, the step profile when there is one).
+strategy::CompileRequest ToCompileRequest(const JobSpec& job,
+                                          std::optional<strategy::StepProfile> profile);
+
+// spec.strategy.profile.path read and checked against the model and the job (CheckProfileMatches);
+// nullopt when the manifest names no profile. Throws InvalidArgument for a ConfigMap profile
+// (only the operator reads those), NotFound for a missing file, InvalidArgument for a bad one.
+std::optional<strategy::StepProfile> ReadLocalProfile(
+    const JobSpec& job, const std::vector<graph::Variable>& variables);
+
+// Throws InvalidArgument naming `source` when `profile` was taken on another model, batch or
+// replica count than the job's (strategy::CheckProfileMatches).
+void CheckProfileMatches(const strategy::StepProfile& profile, const JobSpec& job,
+                         const std::vector<graph::Variable>& variables, const std::string& source);
 
 // Data-parallel replicas of the whole job: workers x GPUs per worker, or workers x CPU replicas
 // per worker without GPUs. The global batch is this times data.batchSizePerReplica.

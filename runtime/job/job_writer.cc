@@ -162,6 +162,20 @@ void EmitStrategy(YAML::Emitter& out, const StrategySpec& strategy) {
     }
     out << YAML::EndMap;
   }
+  if (strategy.allow_lossy_compression) {
+    out << YAML::Key << "allowLossyCompression" << YAML::Value << true;
+  }
+  if (strategy.profile.has_value()) {
+    out << YAML::Key << "profile" << YAML::Value << YAML::BeginMap;
+    if (!strategy.profile->path.empty()) EmitStringField(out, "path", strategy.profile->path);
+    if (strategy.profile->config_map.has_value()) {
+      out << YAML::Key << "configMap" << YAML::Value << YAML::BeginMap;
+      EmitStringField(out, "name", strategy.profile->config_map->name);
+      EmitStringField(out, "key", strategy.profile->config_map->key);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 
@@ -171,6 +185,9 @@ void EmitResources(YAML::Emitter& out, const ResourcesSpec& resources) {
   out << YAML::Key << "gpusPerWorker" << YAML::Value << resources.gpus_per_worker;
   out << YAML::Key << "replicasPerWorker" << YAML::Value << resources.replicas_per_worker;
   out << YAML::Key << "parameterServers" << YAML::Value << resources.parameter_servers;
+  if (resources.network_bandwidth_gbps.has_value()) {
+    out << YAML::Key << "networkBandwidthGbps" << YAML::Value << *resources.network_bandwidth_gbps;
+  }
   // Quoted as Kubernetes writes quantities ("2" would otherwise be an integer).
   if (!resources.cpu.empty()) {
     out << YAML::Key << "cpu" << YAML::Value << YAML::DoubleQuoted << resources.cpu;

@@ -13,6 +13,8 @@ namespace {
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+// 100 Tbit/s: far past any NIC, low enough that a unit mistake (bits for Gbit) is caught.
+constexpr double kMaxBandwidthGbps = 100000;
 
 // ObjectMeta fields the API server fills in: accepted so that objects read back from the cluster
 // parse, otherwise ignored.
@@ -172,9 +174,9 @@ JobMetadata ReadMetadata(ParseContext& context, const YAML::Node& node, const st
 
 ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
                             const std::string& path) {
-  const MapReader map(
-      context, node, path,
-      {"workers", "gpusPerWorker", "replicasPerWorker", "parameterServers", "cpu", "memory"});
+  const MapReader map(context, node, path,
+                      {"workers", "gpusPerWorker", "replicasPerWorker", "parameterServers",
+                       "networkBandwidthGbps", "cpu", "memory"});
   ResourcesSpec resources;
   resources.workers = static_cast<int>(map.Int("workers", 1, kMaxInt32).value_or(1));
   resources.gpus_per_worker = static_cast<int>(map.Int("gpusPerWorker", 0, kMaxInt32).value_or(0));
@@ -186,6 +188,15 @@ ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
     context.Fail(map.PathOf("replicasPerWorker"),
                  "must be 1 when gpusPerWorker > 0 (each GPU is one replica), got {}",
                  resources.replicas_per_worker);
+  }
+  if (const YAML::Node* bandwidth = map.Find("networkBandwidthGbps")) {
+    const double gbps = ReadNumber(context, *bandwidth, map.PathOf("networkBandwidthGbps"));
+    if (!(gbps > 0 && gbps <= kMaxBandwidthGbps)) {
+      context.Fail(map.PathOf("networkBandwidthGbps"),
+                   "expected each node's link in Gbit/s, above 0 and at most {}, got {}",
+                   kMaxBandwidthGbps, gbps);
+    }
+    resources.network_bandwidth_gbps = gbps;
   }
   if (const YAML::Node* cpu = map.Find("cpu")) {
     resources.cpu = ReadQuantity(context, *cpu, map.PathOf("cpu"), R"("500m", "2" or "1.5")");

@@ -8,10 +8,27 @@
 namespace autodist::job::detail {
 namespace {
 
+StringPairs ReadFiles(ParseContext& context, const YAML::Node& node, const std::string& path,
+                      const PathResolver& resolver) {
+  const MapReader map(context, node, path);
+  if (map.entries().empty()) {
+    context.Fail(path, "expected at least one graph input: file entry (e.g. image: x.npy)");
+  }
+  StringPairs files;
+  for (const MapReader::Entry& entry : map.entries()) {
+    if (entry.key.empty()) context.Fail(entry.path, "graph input names must not be empty");
+    files.emplace_back(entry.key, ReadPath(context, entry.value, entry.path, resolver));
+  }
+  return files;
+}
+
+}  // namespace
+
 ConfigMapRef ReadConfigMapRef(ParseContext& context, const YAML::Node& node,
-                              const std::string& path) {
+                              const std::string& path, const std::string& default_key) {
   const MapReader map(context, node, path, {"name", "key"});
   ConfigMapRef ref;
+  ref.key = default_key;
   ref.name = map.RequireString("name");
   if (!IsDns1123Subdomain(ref.name)) {
     context.Fail(map.PathOf("name"),
@@ -31,22 +48,6 @@ ConfigMapRef ReadConfigMapRef(ParseContext& context, const YAML::Node& node,
   return ref;
 }
 
-StringPairs ReadFiles(ParseContext& context, const YAML::Node& node, const std::string& path,
-                      const PathResolver& resolver) {
-  const MapReader map(context, node, path);
-  if (map.entries().empty()) {
-    context.Fail(path, "expected at least one graph input: file entry (e.g. image: x.npy)");
-  }
-  StringPairs files;
-  for (const MapReader::Entry& entry : map.entries()) {
-    if (entry.key.empty()) context.Fail(entry.path, "graph input names must not be empty");
-    files.emplace_back(entry.key, ReadPath(context, entry.value, entry.path, resolver));
-  }
-  return files;
-}
-
-}  // namespace
-
 ModelSpec ReadModel(ParseContext& context, const YAML::Node& node, const std::string& path,
                     const PathResolver& resolver) {
   const MapReader map(context, node, path, {"path", "configMap", "loss", "logits", "labels"});
@@ -61,7 +62,8 @@ ModelSpec ReadModel(ParseContext& context, const YAML::Node& node, const std::st
   }
   if (file != nullptr) model.path = ReadPath(context, *file, map.PathOf("path"), resolver);
   if (config_map != nullptr) {
-    model.config_map = ReadConfigMapRef(context, *config_map, map.PathOf("configMap"));
+    model.config_map =
+        ReadConfigMapRef(context, *config_map, map.PathOf("configMap"), ConfigMapRef{}.key);
   }
   if (const YAML::Node* loss = map.Find("loss")) {
     model.loss = ReadNonEmptyString(context, *loss, map.PathOf("loss"));

@@ -42,6 +42,9 @@ std::string ReadPath(const ParseContext& context, const YAML::Node& node, const 
 std::string ReadNonEmptyString(const ParseContext& context, const YAML::Node& node,
                                const std::string& path);
 
+// {name, key}: a ConfigMap and the key in it, `default_key` when none is given.
+ConfigMapRef ReadConfigMapRef(ParseContext& context, const YAML::Node& node,
+                              const std::string& path, const std::string& default_key);
 JobMetadata ReadMetadata(ParseContext& context, const YAML::Node& node, const std::string& path);
 ModelSpec ReadModel(ParseContext& context, const YAML::Node& node, const std::string& path,
                     const PathResolver& resolver);
@@ -49,7 +52,8 @@ DataSpec ReadData(ParseContext& context, const YAML::Node& node, const std::stri
                   const PathResolver& resolver);
 TrainingSpec ReadTraining(ParseContext& context, const YAML::Node& node, const std::string& path,
                           const PathResolver& resolver);
-StrategySpec ReadStrategy(ParseContext& context, const YAML::Node& node, const std::string& path);
+StrategySpec ReadStrategy(ParseContext& context, const YAML::Node& node, const std::string& path,
+                          const PathResolver& resolver);
 ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node, const std::string& path);
 RunPolicy ReadRunPolicy(ParseContext& context, const YAML::Node& node, const std::string& path);
 // The pod template re-emitted as YAML text (strings that look like numbers stay strings).

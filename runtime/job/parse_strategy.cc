@@ -63,10 +63,30 @@ std::map<std::string, StateReduction> ReadStateReduction(ParseContext& context,
   return reductions;
 }
 
+ProfileSpec ReadProfile(ParseContext& context, const YAML::Node& node, const std::string& path,
+                        const PathResolver& resolver) {
+  const MapReader map(context, node, path, {"path", "configMap"});
+  const YAML::Node* file = map.Find("path");
+  const YAML::Node* config_map = map.Find("configMap");
+  if ((file == nullptr) == (config_map == nullptr)) {
+    context.Fail(path, "give one of path (a file `autodist profile` wrote) or configMap");
+  }
+  ProfileSpec profile;
+  if (file != nullptr) profile.path = ReadPath(context, *file, map.PathOf("path"), resolver);
+  if (config_map != nullptr) {
+    profile.config_map =
+        ReadConfigMapRef(context, *config_map, map.PathOf("configMap"), "profile.json");
+  }
+  return profile;
+}
+
 }  // namespace
 
-StrategySpec ReadStrategy(ParseContext& context, const YAML::Node& node, const std::string& path) {
-  const MapReader map(context, node, path, {"builder", "options", "colocation", "stateReduction"});
+StrategySpec ReadStrategy(ParseContext& context, const YAML::Node& node, const std::string& path,
+                          const PathResolver& resolver) {
+  const MapReader map(
+      context, node, path,
+      {"builder", "options", "colocation", "stateReduction", "allowLossyCompression", "profile"});
   StrategySpec spec;
   if (const auto builder = map.String("builder")) {
     const auto& names = strategy::BuilderNames();
@@ -99,6 +119,20 @@ StrategySpec ReadStrategy(ParseContext& context, const YAML::Node& node, const s
   }
   if (const YAML::Node* reductions = map.Find("stateReduction")) {
     spec.state_reduction = ReadStateReduction(context, *reductions, map.PathOf("stateReduction"));
+  }
+  spec.allow_lossy_compression = map.Bool("allowLossyCompression").value_or(false);
+  if (const YAML::Node* profile = map.Find("profile")) {
+    spec.profile = ReadProfile(context, *profile, map.PathOf("profile"), resolver);
+  }
+  if (spec.builder != "Auto") {
+    for (const char* key : {"allowLossyCompression", "profile"}) {
+      if (map.Has(key)) {
+        context.Fail(map.PathOf(key),
+                     "applies to builder Auto only (it chooses the strategy); builder {} is "
+                     "named, so remove {}",
+                     spec.builder, key);
+      }
+    }
   }
   return spec;
 }

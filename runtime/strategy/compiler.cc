@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_set>
 
@@ -61,6 +62,54 @@ std::string ContentId(const autodist::proto::Strategy& strategy) {
   return fmt::format("strategy-{:016x}", hash);
 }
 
+std::unique_ptr<StrategyBuilder> MakeBuilder(const std::string& name,
+                                             const BuilderOptions& options) {
+  const auto factory = Factories().find(name);
+  if (factory == Factories().end()) {
+    Fail(ErrorCode::kInvalidArgument, "unknown strategy builder '{}'; valid: {}", name,
+         fmt::join(BuilderNames(), ", "));
+  }
+  OptionReader reader(name, options);
+  std::unique_ptr<StrategyBuilder> builder = factory->second(reader);
+  reader.RejectUnread();
+  return builder;
+}
+
+// Auto: every candidate compiled and predicted; the fastest is the strategy. Colocation groups
+// bind the parameter-server candidates and are ignored by the others.
+void CompileAuto(const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
+                 const CompileRequest& request, CompileResult& result) {
+  AutoInputs& inputs = result.auto_inputs;
+  inputs.options = ReadAutoOptions(request.options);
+  inputs.allow_lossy_compression = request.allow_lossy_compression;
+  inputs.network = request.network;
+  const std::vector<std::string> replicas = resources.Replicas();
+  std::set<std::string> worker_nodes;
+  for (const std::string& replica : replicas)
+    worker_nodes.insert(replica.substr(0, replica.find(':')));
+  const int replicas_per_worker = static_cast<int>(replicas.size() / worker_nodes.size());
+  inputs.profile = request.profile.value_or(EstimateStepProfile(
+      variables, request.batch_per_replica, replicas_per_worker, resources.NumGpus() > 0));
+  result.ranking = RankCandidates(variables, resources, inputs, [&](const Candidate& candidate) {
+    const std::unique_ptr<StrategyBuilder> builder =
+        MakeBuilder(candidate.builder, candidate.options);
+    const ColocationGroups none;
+    return builder->Build(BuildInput{variables, resources,
+                                     builder->UsesParameterServers() ? request.colocation : none});
+  });
+  const RankedCandidate& best = result.ranking.front();
+  result.builder = best.candidate.builder;
+  result.strategy = best.strategy;
+  result.strategy.set_id(ContentId(result.strategy));
+  result.predicted_step_seconds = best.prediction.total_seconds;
+  result.reason = AutoReason(result.ranking);
+  result.note = result.reason;
+  if (!request.colocation.empty() &&
+      !MakeBuilder(best.candidate.builder, best.candidate.options)->UsesParameterServers()) {
+    result.note += "; colocation groups ignored (no parameter servers)";
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& BuilderNames() {
@@ -69,25 +118,6 @@ const std::vector<std::string>& BuilderNames() {
       "AllReduce", "PartitionedAR",   "RandomAxisPartitionAR", "Parallax",
       "Auto"};
   return *names;
-}
-
-std::string ChooseAutoBuilder(const std::vector<graph::Variable>& variables,
-                              const ResourceSpec& resources, std::string& reason) {
-  if (resources.NumGpus() == 0) {
-    reason = "Auto chose PSLoadBalancing: the resource spec has no GPUs";
-    return "PSLoadBalancing";
-  }
-  size_t sparse = 0;
-  for (const graph::Variable& variable : variables) sparse += variable.sparse ? 1 : 0;
-  if (sparse > 0) {
-    reason = fmt::format(
-        "Auto chose Parallax: {} sparse variable(s) go to parameter servers, dense ones are "
-        "all-reduced",
-        sparse);
-    return "Parallax";
-  }
-  reason = "Auto chose AllReduce: GPUs and only dense variables";
-  return "AllReduce";
 }
 
 CompileResult Compile(const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
@@ -100,34 +130,16 @@ CompileResult Compile(const std::vector<graph::Variable>& variables, const Resou
 
   CompileResult result;
   result.builder = request.builder;
-  BuilderOptions options = request.options;
   if (request.builder == "Auto") {
-    AD_CHECK(options.empty(), kInvalidArgument,
-             "builder Auto takes no options (got '{}'); name a builder to set its options",
-             options.begin()->first);
-    result.builder = ChooseAutoBuilder(variables, resources, result.reason);
-    result.note = result.reason;
+    CompileAuto(variables, resources, request, result);
+    return result;
   }
-  const auto factory = Factories().find(result.builder);
-  if (factory == Factories().end()) {
-    Fail(ErrorCode::kInvalidArgument, "unknown strategy builder '{}'; valid: {}", request.builder,
-         fmt::join(BuilderNames(), ", "));
-  }
-  OptionReader reader(result.builder, options);
-  const std::unique_ptr<StrategyBuilder> builder = factory->second(reader);
-  reader.RejectUnread();
-
-  ColocationGroups colocation = request.colocation;
-  if (!colocation.empty() && !builder->UsesParameterServers()) {
-    AD_CHECK(request.builder == "Auto", kInvalidArgument,
-             "builder {} places no variable on a parameter server, so colocation groups do not "
-             "apply; use PS, PSLoadBalancing, PartitionedPS, UnevenPartitionedPS or Parallax",
-             result.builder);
-    result.note += "; colocation groups ignored (no parameter servers)";
-    colocation.clear();
-  }
-
-  result.strategy = builder->Build(BuildInput{variables, resources, colocation});
+  const std::unique_ptr<StrategyBuilder> builder = MakeBuilder(request.builder, request.options);
+  AD_CHECK(request.colocation.empty() || builder->UsesParameterServers(), kInvalidArgument,
+           "builder {} places no variable on a parameter server, so colocation groups do not "
+           "apply; use PS, PSLoadBalancing, PartitionedPS, UnevenPartitionedPS or Parallax",
+           result.builder);
+  result.strategy = builder->Build(BuildInput{variables, resources, request.colocation});
   result.strategy.set_id(ContentId(result.strategy));
   return result;
 }

@@ -67,6 +67,7 @@ ResourceSpec ResourceSpec::FromReplicaCounts(const ReplicaCounts& counts,
     node.role = NodeRole::kParameterServer;
     nodes.push_back(std::move(node));
   }
+  for (NodeSpec& node : nodes) node.network_bandwidth = counts.network_bandwidth;
   ValidateNodes(nodes, context, /*check_loopback=*/false);
   ResourceSpec spec;
   spec.nodes_ = std::move(nodes);

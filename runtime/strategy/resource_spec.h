@@ -37,6 +37,7 @@ struct ReplicaCounts {
   int gpus_per_worker = 0;      // > 0: each worker contributes this many GPU replicas
   int replicas_per_worker = 1;  // CPU-only workers: this many CPU replicas each
   int parameter_servers = 0;    // dedicated PS nodes; 0: workers host the parameter servers
+  std::optional<double> network_bandwidth;  // every node's, Gbit/s; none: unstated
 };
 
 // Gives the address of a node from its role and index, e.g. (kWorker, 0) -> "job-worker-0".

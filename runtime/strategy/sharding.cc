@@ -74,4 +74,14 @@ std::string PartName(const std::string& variable, int64_t index) {
   return fmt::format("{}/part_{}:0", variable, index);
 }
 
+std::vector<int64_t> ShardShape(const std::vector<int64_t>& shape,
+                                const std::vector<int64_t>& shards_per_axis, int64_t index) {
+  std::vector<int64_t> shard = shape;
+  for (size_t axis = 0; axis < shard.size() && axis < shards_per_axis.size(); ++axis) {
+    if (shards_per_axis[axis] > 1)
+      shard[axis] = ShardExtent(shard[axis], shards_per_axis[axis], index);
+  }
+  return shard;
+}
+
 }  // namespace autodist::strategy

@@ -29,6 +29,10 @@ std::vector<int64_t> ParsePartitioner(const std::string& partitioner,
 // get one extra element (TensorFlow's fixed-size partitioner convention).
 int64_t ShardExtent(int64_t dim, int64_t shards, int64_t index);
 
+// Shape of shard `index` of a variable of `shape` cut as `shards_per_axis` says (ParsePartitioner).
+std::vector<int64_t> ShardShape(const std::vector<int64_t>& shape,
+                                const std::vector<int64_t>& shards_per_axis, int64_t index);
+
 // Name of partition `index` of `variable`: "<variable>/part_<index>:0" (AutoDist's naming).
 std::string PartName(const std::string& variable, int64_t index);
 

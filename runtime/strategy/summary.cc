@@ -19,12 +19,7 @@ int64_t ShardBytes(const graph::Variable& variable, const std::vector<int64_t>& 
   const int64_t elements = graph::NumElements(variable.shape);
   if (elements == 0) return 0;
   const int64_t element_size = variable.bytes / elements;
-  std::vector<int64_t> shape = variable.shape;
-  for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shards_per_axis[axis] > 1)
-      shape[axis] = ShardExtent(shape[axis], shards_per_axis[axis], index);
-  }
-  return graph::NumElements(shape) * element_size;
+  return graph::NumElements(ShardShape(variable.shape, shards_per_axis, index)) * element_size;
 }
 
 }  // namespace

@@ -233,8 +233,8 @@ const BadCase kCases[] = {
      "job.yaml:53: spec.strategy.options: staleness=2 needs sync=true"},
     {"OptionNotAValue", "      sync: true", "      sync: [true]",
      "job.yaml:54: spec.strategy.options.sync: expected a string, got a list"},
-    {"AutoTakesNoOptions", "    builder: PartitionedPS", "    builder: Auto",
-     "job.yaml:53: spec.strategy.options: builder Auto takes no options"},
+    {"AutoTakesOnlySyncAndStaleness", "    builder: PartitionedPS", "    builder: Auto",
+     "job.yaml:53: spec.strategy.options: builder Auto does not take option"},
     {"CompressorUnknown", kPsStrategy,
      "    builder: AllReduce\n    options:\n      compressor: Zip\n",
      "job.yaml:53: spec.strategy.options: builder AllReduce: option compressor: unknown value "

@@ -44,7 +44,7 @@ TEST(JobViewsTest, ReplicaCountsAndTotalReplicas) {
 
 TEST(JobViewsTest, CompileRequestCompiles) {
   const JobSpec full = LoadJobFile(kJobFixtures + "/full.yaml");
-  const strategy::CompileRequest request = ToCompileRequest(full);
+  const strategy::CompileRequest request = ToCompileRequest(full, std::nullopt);
   EXPECT_EQ(request.builder, "PartitionedPS");
   EXPECT_EQ(request.options, full.strategy.options);
   EXPECT_EQ(request.colocation, full.strategy.colocation);

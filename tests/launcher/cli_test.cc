@@ -340,10 +340,10 @@ TEST_F(CliTest, OutputFileHoldsTheStrategyWithItsPathAndStdoutTheSummary) {
     const std::string file = "strategy." + format;
     // The embedding model's Gather has no CUDA kernel yet: the plan is compiled all the same.
     const RunResult result =
-        Compile(Model("embedding.onnx"), {"--resources", Spec("one_node_two_gpus.yml"), "--format",
-                                          format, "-o", file, "--skip-kernel-check"});
+        Compile(Model("embedding.onnx"),
+                {"--resources", Spec("one_node_two_gpus.yml"), "--strategy", "Parallax", "--format",
+                 format, "-o", file, "--skip-kernel-check"});
     EXPECT_EQ(result.err, "");
-    // Auto on GPUs with a sparse table chooses Parallax.
     EXPECT_TRUE(Contains(result.out, "builder: Parallax")) << result.out;
     EXPECT_TRUE(Contains(result.out, file));
     const std::string bytes = ReadFile(dir_ / file);
@@ -421,14 +421,31 @@ TEST_F(CliTest, ReplicaCountsBuildWorkersAndParameterServers) {
   EXPECT_TRUE(Contains(result.err, "replicas: 4"));
 }
 
+TEST_F(CliTest, ExplainRanksAutosCandidatesOnTheGivenLinks) {
+  const RunResult result = Compile(
+      Model("mlp.onnx"), {"--workers", "2", "--ps", "1", "--explain", "--network-bandwidth-gbps",
+                          "1", "--allow-lossy-compression", "-o", "s.pb"});
+  EXPECT_TRUE(Contains(result.out, "candidates ranked by predicted step time")) << result.out;
+  EXPECT_TRUE(Contains(result.out, "links 1 Gbit/s"));
+  EXPECT_TRUE(Contains(result.out, "lossy compression allowed"));
+  EXPECT_TRUE(Contains(result.out, "  1  "));
+  EXPECT_TRUE(Contains(result.out, "compressor=PowerSGDCompressor"));
+  EXPECT_TRUE(Contains(result.out, "Auto chose "));
+  // The table is for Auto; a named builder has nothing to rank.
+  ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--strategy", "PS", "--explain"},
+                  {"--explain, --profile and --allow-lossy-compression are for --strategy Auto"});
+  ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--profile", "missing.json"},
+                  {"missing.json"});
+}
+
 TEST_F(CliTest, DefaultResourcesAreOneLocalCpuReplica) {
   const RunResult result = Compile(Model("mlp.onnx"), {});
   const Strategy strategy = ParseText(result.out);
   ASSERT_EQ(strategy.graph_config().replicas_size(), 1);
   EXPECT_EQ(strategy.graph_config().replicas(0), "localhost:CPU:0");
-  // Auto without GPUs: PSLoadBalancing, and it says why.
-  EXPECT_TRUE(Contains(result.err, "builder: PSLoadBalancing"));
-  EXPECT_TRUE(Contains(result.err, "Auto chose PSLoadBalancing"));
+  // Auto ranks its candidates by the cost model and says which it chose, and why.
+  EXPECT_TRUE(Contains(result.err, "Auto chose "));
+  EXPECT_TRUE(Contains(result.err, "per step, the lowest of "));
 }
 
 // ---- bad input: exit 2 and one clear message -------------------------------------------------

@@ -99,6 +99,27 @@ int64_t SendAndHear(const std::string& address, int port, int64_t bytes) {
   return heard;
 }
 
+struct Transfer {
+  int64_t heard = -1;   // what the sender heard back
+  int64_t served = -1;  // what the server counted
+  double seconds = 0;   // from the connect to the answer
+};
+
+// Sends `bytes` from namespace `from` (nullptr: ours) to a server on host `to`.
+Transfer Send(const NetworkNamespace* from, const EmulatedHost& to, int64_t bytes) {
+  Transfer transfer;
+  const auto [listener, port] = InNamespace(to.ns, [&] { return Listen(to.address); }).get();
+  if (listener < 0) return transfer;
+  auto served = InNamespace(to.ns, [listener = listener] { return CountAndAnswer(listener); });
+  const auto start = Clock::now();
+  transfer.heard =
+      InNamespace(from, [&, port = port] { return SendAndHear(to.address, port, bytes); }).get();
+  transfer.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  transfer.served = served.get();
+  ::close(listener);
+  return transfer;
+}
+
 TEST(EmulatedNetworkTest, HostsReachEachOtherAndTheCaller) {
   AUTODIST_SKIP_WITHOUT_NETWORK_EMULATION();
   const EmulatedNetwork network(
@@ -112,15 +133,9 @@ TEST(EmulatedNetworkTest, HostsReachEachOtherAndTheCaller) {
 
   // Host to host, then the caller (this namespace) to a host.
   for (const NetworkNamespace* from : {client.ns, static_cast<const NetworkNamespace*>(nullptr)}) {
-    auto listening = InNamespace(server.ns, [&] { return Listen(server.address); }).get();
-    ASSERT_GE(listening.first, 0);
-    auto served = InNamespace(server.ns, [&] { return CountAndAnswer(listening.first); });
-    const int64_t heard = InNamespace(from, [&] {
-                            return SendAndHear(server.address, listening.second, 100'000);
-                          }).get();
-    EXPECT_EQ(heard, 100'000);
-    EXPECT_EQ(served.get(), 100'000);
-    ::close(listening.first);
+    const Transfer transfer = Send(from, server, 100'000);
+    EXPECT_EQ(transfer.heard, 100'000);
+    EXPECT_EQ(transfer.served, 100'000);
   }
   // The hosts are not on this namespace's loopback: a server there is out of a host's reach.
   auto local = Listen("127.0.0.1");
@@ -136,18 +151,10 @@ TEST(EmulatedNetworkTest, AShapedLinkIsNoFasterThanItsRate) {
   constexpr int64_t kBits = 100'000'000;
   constexpr int64_t kBytes = 2'500'000;  // 0.2 s at 100 Mbit/s
   const EmulatedNetwork network(NetworkOptions{{"a", "b"}, kBits, std::nullopt, false});
-  const EmulatedHost& a = network.Host("a");
-  const EmulatedHost& b = network.Host("b");
-  auto listening = InNamespace(a.ns, [&] { return Listen(a.address); }).get();
-  ASSERT_GE(listening.first, 0);
-  auto served = InNamespace(a.ns, [&] { return CountAndAnswer(listening.first); });
-  const auto start = Clock::now();
-  EXPECT_EQ(
-      InNamespace(b.ns, [&] { return SendAndHear(a.address, listening.second, kBytes); }).get(),
-      kBytes);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(served.get(), kBytes);
-  ::close(listening.first);
+  const Transfer transfer = Send(network.Host("b").ns, network.Host("a"), kBytes);
+  EXPECT_EQ(transfer.heard, kBytes);
+  EXPECT_EQ(transfer.served, kBytes);
+  const double seconds = transfer.seconds;
   const double at_rate = static_cast<double>(kBytes) * 8 / kBits;
   EXPECT_GE(seconds, 0.9 * at_rate) << "2.5 MB crossed a 100 Mbit/s link in " << seconds << " s";
 }
@@ -208,18 +215,10 @@ TEST(EmulatedNetworkTest, ALatencyNeedsNetemAndSaysSo) {
   }
   std::cout << "netem is present on this kernel" << std::endl;
   const EmulatedNetwork network(options);
-  const EmulatedHost& a = network.Host("a");
-  const EmulatedHost& b = network.Host("b");
-  auto listening = InNamespace(a.ns, [&] { return Listen(a.address); }).get();
-  ASSERT_GE(listening.first, 0);
-  auto served = InNamespace(a.ns, [&] { return CountAndAnswer(listening.first); });
-  const auto start = Clock::now();
   // Connect (one round trip), then data and answer (another): at least 2 x 2 x 20 ms.
-  EXPECT_EQ(InNamespace(b.ns, [&] { return SendAndHear(a.address, listening.second, 10); }).get(),
-            10);
-  EXPECT_GE(std::chrono::duration<double>(Clock::now() - start).count(), 0.08);
-  served.get();
-  ::close(listening.first);
+  const Transfer transfer = Send(network.Host("b").ns, network.Host("a"), 10);
+  EXPECT_EQ(transfer.heard, 10);
+  EXPECT_GE(transfer.seconds, 0.08);
 }
 
 }  // namespace

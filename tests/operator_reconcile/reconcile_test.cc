@@ -9,6 +9,10 @@
 #include "runtime/common/base64.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/strategy/compiler.h"
+#include "runtime/strategy/step_profile.h"
+#include "tests/strategy/test_support.h"
 
 namespace autodist::reconcile {
 namespace {
@@ -368,10 +372,70 @@ TEST(ReconcileTest, AConfigMapPastTheApiServersLimitFailsTheJobBeforeAnythingIsM
   EXPECT_THAT(message, HasSubstr("more than the 1048576 bytes the API server stores"));
 }
 
-TEST(ReconcileTest, AutoReportsTheBuilderItChose) {
+TEST(ReconcileTest, AutoReportsTheBuilderItChoseAndItsPredictedStep) {
   Cluster cluster(JobObject({{"strategy", nullptr}}));
-  cluster.Reconcile(At(0));
-  EXPECT_EQ(cluster.status()["strategy"]["builder"], "PSLoadBalancing");
+  const Plan plan = cluster.Reconcile(At(0));
+  const nlohmann::json& strategy = cluster.status()["strategy"];
+  const auto& names = strategy::BuilderNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), strategy["builder"].get<std::string>()),
+            names.end());
+  EXPECT_NE(strategy["builder"], "Auto");
+  EXPECT_GT(strategy["predictedStepMicroseconds"].get<int64_t>(), 0);
+  const auto chosen = std::find_if(plan.events.begin(), plan.events.end(), [](const Event& event) {
+    return event.reason == kReasonBuilderChosen;
+  });
+  ASSERT_NE(chosen, plan.events.end());
+  EXPECT_THAT(chosen->message, HasSubstr("Auto chose "));
+  // A named builder has no prediction to show.
+  Cluster named(JobObject());
+  named.Reconcile(At(0));
+  EXPECT_FALSE(named.status()["strategy"].contains("predictedStepMicroseconds"));
+}
+
+// The operator reads the profile where the manifest says, compiles with it, and gives the chief
+// the same bytes in the job's ConfigMap, with the pods' manifest pointing there.
+TEST(ReconcileTest, AProfileConfigMapIsWaitedForThenReadAndHandedToThePods) {
+  Cluster cluster(JobObject(
+      {{"strategy", {{"builder", "Auto"}, {"profile", {{"configMap", {{"name", "prof"}}}}}}}}));
+  Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.ConditionReason(kCompiled), kReasonProfileNotFound);
+  EXPECT_EQ(cluster.ConditionOf(kCompiled)["message"],
+            "spec.strategy.profile.configMap: ConfigMap ml/prof does not exist");
+  EXPECT_EQ(plan.requeue_after, std::chrono::seconds(30));
+
+  const std::vector<graph::Variable> variables =
+      graph::GraphItem::Load(testing::kModelPath).TrainableVariables();
+  strategy::StepProfile profile = strategy::EstimateStepProfile(variables, 32, 1, false);
+  profile.source = "measured";
+  const std::string json = strategy::StepProfileToJson(profile);
+  cluster.models().AddConfigMap("ml/prof", {{"data", {{"profile.json", json}}}});
+  plan = cluster.Reconcile(At(30));
+  EXPECT_EQ(cluster.ConditionStatus(kCompiled), "True");
+  const auto made =
+      std::find_if(plan.creates.begin(), plan.creates.end(),
+                   [](const nlohmann::json& object) { return object["kind"] == "ConfigMap"; });
+  ASSERT_NE(made, plan.creates.end());
+  const nlohmann::json& config_map = *made;
+  EXPECT_EQ(config_map["data"]["profile.json"], json);
+  const std::string manifest = config_map["data"]["job.yaml"];
+  EXPECT_THAT(manifest, HasSubstr("path: /etc/autodist/profile.json"));
+  EXPECT_THAT(manifest, ::testing::Not(HasSubstr("prof\n")));
+}
+
+TEST(ReconcileTest, AProfileOfAnotherModelFailsTheJob) {
+  Cluster cluster(JobObject(
+      {{"strategy", {{"builder", "Auto"}, {"profile", {{"configMap", {{"name", "prof"}}}}}}}}));
+  strategy::StepProfile other =
+      strategy::EstimateStepProfile({strategy::testing::FloatVariable("w", {4})}, 32, 1, false);
+  cluster.models().AddConfigMap("ml/prof",
+                                {{"data", {{"profile.json", strategy::StepProfileToJson(other)}}}});
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_THAT(plan.creates, IsEmpty());
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_EQ(cluster.ConditionReason(kFailed), kReasonCompileFailed);
+  EXPECT_THAT(cluster.ConditionOf(kFailed)["message"].get<std::string>(),
+              HasSubstr("it was measured on another model"));
 }
 
 TEST(ReconcileTest, ProgressIsReportedAndOnlyRewrittenWhenItMoves) {

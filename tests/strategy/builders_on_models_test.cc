@@ -141,14 +141,11 @@ TEST_P(BuildersOnModelsTest, InvariantsHold) {
   const CompileResult result = CompileWith(model(), spec(), builder());
   const Strategy& strategy = result.strategy;
 
-  // Auto's documented rule, from independent facts about the spec and the model.
-  bool any_sparse = false;
-  for (const graph::Variable& variable : variables) any_sparse |= variable.sparse;
-  const bool has_gpus = expected_spec.replicas.front().find(":GPU:") != std::string::npos;
+  // Auto compiles its fastest-predicted candidate (auto_search_test.cc); every invariant below
+  // holds for whichever builder that is.
+  if (builder() == "Auto") ASSERT_FALSE(result.ranking.empty());
   const std::string effective =
-      builder() != "Auto"
-          ? builder()
-          : (!has_gpus ? "PSLoadBalancing" : (any_sparse ? "Parallax" : "AllReduce"));
+      builder() != "Auto" ? builder() : result.ranking.front().candidate.builder;
   EXPECT_EQ(result.builder, effective);
 
   // Replicas are exactly the spec's.
@@ -234,7 +231,8 @@ TEST_P(BuildersOnModelsTest, InvariantsHold) {
             << ps.reduction_destination() << " is not a PS candidate";
         EXPECT_TRUE(ps.sync());  // defaults: synchronous, no staleness, no proxy
         EXPECT_EQ(ps.staleness(), 0);
-        EXPECT_FALSE(ps.local_replication());
+        // Auto may choose the local proxy where a node has several replicas.
+        if (builder() != "Auto") EXPECT_FALSE(ps.local_replication());
         EXPECT_FALSE(IsAllReduceFamily(effective));
         if (effective == "PS") {
           EXPECT_EQ(ps.reduction_destination(), expected_spec.ps_candidates.front());
@@ -432,7 +430,7 @@ TEST(ExactOnModelsTest, ControlFlowPartitionedPsCutsOnlyTheDenseOutsideVariable)
   }
 }
 
-TEST(ExactOnModelsTest, EmbeddingUnderParallaxAndAuto) {
+TEST(ExactOnModelsTest, EmbeddingUnderParallax) {
   // embedding.weight is read only through Gather: sparse, so Parallax puts it on the first
   // (least-loaded) server; fc.weight and fc.bias are all-reduced in group 1/128 = 2/128 = 0.
   const CompileResult result = CompileWith("embedding", "several_ps", "Parallax");
@@ -447,12 +445,6 @@ TEST(ExactOnModelsTest, EmbeddingUnderParallaxAndAuto) {
   }
   EXPECT_EQ(BytesPerPs(result, "embedding", "several_ps"),
             (std::map<std::string, int64_t>{{kA, 1000 * 64 * 4}, {kB, 0}, {kC, 0}}));
-
-  // Auto: GPUs and a sparse variable -> Parallax; no GPUs -> PSLoadBalancing; GPUs and only
-  // dense variables -> AllReduce.
-  EXPECT_EQ(CompileWith("embedding", "one_node_two_gpus", "Auto").builder, "Parallax");
-  EXPECT_EQ(CompileWith("embedding", "cpu_only_nodes", "Auto").builder, "PSLoadBalancing");
-  EXPECT_EQ(CompileWith("mlp", "two_nodes_uneven_gpus", "Auto").builder, "AllReduce");
 }
 
 TEST(ExactOnModelsTest, CnnSkipsNonTrainableBatchNormStatistics) {

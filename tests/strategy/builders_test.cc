@@ -349,23 +349,6 @@ TEST(ParallaxTest, DenseAllReducedByOverallIndexSparseOnServers) {
   EXPECT_FALSE(strategy.node_config(1).pssynchronizer().local_replication());
 }
 
-TEST(AutoTest, ChoosesByTheDocumentedRule) {
-  const std::vector<graph::Variable> dense = FiveDense();
-  std::vector<graph::Variable> mixed = dense;
-  mixed.push_back(FloatVariable("table", {100, 4}, /*sparse=*/true));
-  CompileRequest request;  // builder Auto
-  EXPECT_EQ(Compile(dense, CpuNodes(2), request).builder, "PSLoadBalancing");
-  EXPECT_EQ(Compile(mixed, GpuNodes({2}), request).builder, "Parallax");
-  const CompileResult all_reduce = Compile(dense, GpuNodes({2}), request);
-  EXPECT_EQ(all_reduce.builder, "AllReduce");
-  EXPECT_NE(all_reduce.note.find("AllReduce"), std::string::npos);
-  EXPECT_EQ(all_reduce.reason, "Auto chose AllReduce: GPUs and only dense variables");
-  EXPECT_TRUE(all_reduce.strategy.node_config(0).has_allreducesynchronizer());
-  // A named builder needs no reason.
-  request.builder = "PS";
-  EXPECT_EQ(Compile(dense, CpuNodes(2), request).reason, "");
-}
-
 TEST(CompilerTest, IdIsADeterministicDigest) {
   const Strategy first = Build(FiveDense(), CpuNodes(3), "PSLoadBalancing");
   const Strategy second = Build(FiveDense(), CpuNodes(3), "PSLoadBalancing");
@@ -416,7 +399,11 @@ TEST(CompilerTest, OptionErrorsAreClear) {
         Build(vars, cpus, "AllReduce", {{"chunkSize", "2"}, {"chunk_size", "3"}});
       },
       "given twice");
-  ExpectError([&] { Build(vars, cpus, "Auto", {{"sync", "true"}}); }, "Auto takes no options");
+  ExpectError(
+      [&] {
+        Build(vars, cpus, "Auto", {{"chunk_size", "4"}});
+      },
+      "builder Auto does not take option 'chunk_size'; it takes: staleness, sync");
 }
 
 TEST(CompilerTest, ColocationErrorsAreClear) {

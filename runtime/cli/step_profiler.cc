@@ -1,0 +1,171 @@
+#include "runtime/cli/step_profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <vector>
+
+#include "runtime/cli/trainer_options.h"
+#include "runtime/common/error.h"
+#include "runtime/exec/local_synchronizer.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/job/job_views.h"
+#include "runtime/ops/parallel.h"
+
+namespace autodist::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+// The local optimizer, with the times of each step's gradients and update written down.
+class ProfilingSynchronizer : public exec::StepSynchronizer {
+ public:
+  ProfilingSynchronizer(const optim::OptimizerOptions& optimizer, std::set<std::string> sum_states,
+                        int64_t warmup)
+      : local_(optimizer, std::move(sum_states)), warmup_(warmup) {}
+
+  exec::ResumePoint Start(const std::vector<exec::Session*>& replicas, exec::ResumePoint start,
+                          const std::map<std::string, tensor::Tensor>& state) override {
+    const exec::ResumePoint point = local_.Start(replicas, start, state);
+    step_start_ = Clock::now();
+    return point;
+  }
+
+  bool overlaps_backward() const override { return true; }
+
+  void GradientReady(int64_t step, int /*replica*/, const std::string& variable,
+                     const exec::Gradient& gradient,
+                     const std::vector<std::map<std::string, exec::Gradient>>& earlier) override {
+    const Clock::time_point now = Clock::now();
+    if (step < warmup_) return;
+    current_.ready[variable] = now;
+    if (!gradient.is_sparse()) return;
+    auto rows = static_cast<double>(gradient.sparse->indices.shape()[0]);
+    for (const auto& replica : earlier) {
+      const auto it = replica.find(variable);
+      if (it != replica.end() && it->second.is_sparse()) {
+        rows += static_cast<double>(it->second.sparse->indices.shape()[0]);
+      }
+    }
+    current_.sparse_rows[variable] = rows / static_cast<double>(earlier.size() + 1);
+  }
+
+  void Synchronize(int64_t step, double lr,
+                   const std::vector<std::map<std::string, exec::Gradient>>& gradients,
+                   const std::vector<exec::Session*>& replicas) override {
+    const Clock::time_point update_start = Clock::now();
+    local_.Synchronize(step, lr, gradients, replicas);
+    const Clock::time_point update_end = Clock::now();
+    if (step >= warmup_ && !current_.ready.empty()) {
+      current_.start = step_start_;
+      current_.update_seconds = Seconds(update_end - update_start);
+      steps_.push_back(std::move(current_));
+    }
+    current_ = {};
+    step_start_ = update_end;
+  }
+
+  exec::TrainingState CurrentState(const std::vector<exec::Session*>& replicas) override {
+    return local_.CurrentState(replicas);
+  }
+  std::map<std::string, tensor::Tensor> ReduceStates(
+      const std::string& round, const std::vector<exec::Session*>& replicas) override {
+    return local_.ReduceStates(round, replicas);
+  }
+
+  // The measured steps summarized into `profile`.
+  void Summarize(strategy::StepProfile& profile) const {
+    AD_CHECK(!steps_.empty(), kInternal, "profile: no step was measured");
+    std::vector<double> forward;
+    std::vector<double> backward;
+    std::vector<double> update;
+    std::map<std::string, double> fraction_sum;
+    std::map<std::string, double> rows_sum;
+    for (const Step& step : steps_) {
+      Clock::time_point first = step.ready.begin()->second;
+      Clock::time_point last = first;
+      for (const auto& [name, at] : step.ready) {
+        first = std::min(first, at);
+        last = std::max(last, at);
+      }
+      forward.push_back(Seconds(first - step.start));
+      backward.push_back(Seconds(last - first));
+      update.push_back(step.update_seconds);
+      const double span = Seconds(last - first);
+      for (const auto& [name, at] : step.ready) {
+        fraction_sum[name] += span == 0 ? 1.0 : Seconds(at - first) / span;
+      }
+      for (const auto& [name, rows] : step.sparse_rows) rows_sum[name] += rows;
+    }
+    const auto count = static_cast<double>(steps_.size());
+    profile.forward_seconds = Median(forward);
+    profile.backward_seconds = Median(backward);
+    profile.update_seconds = Median(update);
+    for (const auto& [name, sum] : fraction_sum) profile.ready_fraction[name] = sum / count;
+    for (const auto& [name, sum] : rows_sum) profile.sparse_rows[name] = sum / count;
+  }
+
+ private:
+  struct Step {
+    Clock::time_point start;
+    std::map<std::string, Clock::time_point> ready;
+    std::map<std::string, double> sparse_rows;
+    double update_seconds = 0;
+  };
+
+  exec::LocalSynchronizer local_;
+  int64_t warmup_;
+  Clock::time_point step_start_;
+  Step current_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace
+
+strategy::StepProfile ProfileJob(const job::JobSpec& job, const ProfileOptions& options) {
+  AD_CHECK(options.steps >= 1 && options.warmup_steps >= 0, kInvalidArgument,
+           "profile: expected at least 1 measured step and no negative warm-up, got {} and {}",
+           options.steps, options.warmup_steps);
+  job::RequireLocalModel(job);
+  const job::ResourcesSpec& resources = job.resources;
+  const int per_worker =
+      resources.gpus_per_worker > 0 ? resources.gpus_per_worker : resources.replicas_per_worker;
+  if (options.threads > 0) ops::SetNumThreads(options.threads);
+  exec::TrainerOptions trainer =
+      TrainerOptionsFromJob(job, 0, per_worker, static_cast<int>(job::TotalReplicas(job)));
+  trainer.epochs = 0;
+  trainer.steps = options.warmup_steps + options.steps;
+  trainer.eval_files.clear();
+  trainer.checkpoint_dir.clear();
+  trainer.resume = false;
+  trainer.export_path.clear();
+  trainer.tensorboard_dir.clear();
+  trainer.log_every = trainer.steps;
+  ProfilingSynchronizer synchronizer(trainer.optimizer, job::SumReducedStates(job),
+                                     options.warmup_steps);
+  exec::Train(trainer, synchronizer, [](const std::string&) {});
+
+  strategy::StepProfile profile = strategy::DefaultRuntimeCosts();
+  profile.source = "measured";
+  profile.batch_per_replica = job.data.batch_size_per_replica;
+  profile.replicas_per_worker = per_worker;
+  synchronizer.Summarize(profile);
+  // A trainable variable the loss does not reach never gets a gradient: nothing waits for it.
+  for (const graph::Variable& variable :
+       graph::GraphItem::Load(trainer.model).TrainableVariables()) {
+    profile.ready_fraction.try_emplace(variable.name, 1.0);
+    if (variable.sparse) profile.sparse_rows.try_emplace(variable.name, 0.0);
+  }
+  return profile;
+}
+
+}  // namespace autodist::cli

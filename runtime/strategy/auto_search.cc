@@ -1,0 +1,191 @@
+#include "runtime/strategy/auto_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "runtime/common/error.h"
+#include "runtime/strategy/summary.h"
+
+namespace autodist::strategy {
+namespace {
+
+// Fusion: one collective per variable, a few, or (AutoDist's default, 128) nearly all at once.
+constexpr std::array<int, 4> kChunkSizes = {1, 4, 16, 128};
+constexpr const char* kDefaultBuilder = "PSLoadBalancing";  // AutoDist's default strategy
+
+const std::vector<std::string>& PsFamily() {
+  static const auto* names =
+      new std::vector<std::string>{"PSLoadBalancing", "PS", "PartitionedPS", "UnevenPartitionedPS"};
+  return *names;
+}
+
+bool SeveralReplicasPerWorker(const ResourceSpec& resources) {
+  const std::vector<std::string> replicas = resources.Replicas();
+  std::set<std::string> nodes;
+  for (const std::string& replica : replicas) nodes.insert(replica.substr(0, replica.find(':')));
+  return replicas.size() > nodes.size();
+}
+
+std::string Milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
+
+}  // namespace
+
+AutoOptions ReadAutoOptions(const BuilderOptions& options) {
+  OptionReader reader("Auto", options);
+  AutoOptions result;
+  result.sync = reader.Bool("sync", true);
+  result.staleness = reader.Int("staleness", 0, 0);
+  reader.RejectUnread();
+  AD_CHECK(result.sync || result.staleness == 0, kInvalidArgument,
+           "builder Auto: option staleness={} needs sync=true (bounded staleness is a kind of "
+           "synchronous training)",
+           result.staleness);
+  for (const auto& [key, value] : options) result.fixed[key] = value;
+  return result;
+}
+
+std::string Candidate::Label() const {
+  std::string label = builder;
+  for (const auto& [key, value] : options) label += fmt::format(" {}={}", key, value);
+  return label;
+}
+
+std::vector<Candidate> AutoCandidates(const ResourceSpec& resources, const AutoInputs& inputs) {
+  const bool lossy = inputs.allow_lossy_compression;
+  const bool synchronous = inputs.options.sync && inputs.options.staleness == 0;
+  std::vector<std::string> push_compressors = {""};
+  if (lossy)
+    push_compressors.insert(push_compressors.end(), {"HorovodCompressorEF", "TopKCompressorEF"});
+  std::vector<std::string> proxies = {""};
+  if (SeveralReplicasPerWorker(resources)) proxies.emplace_back("true");
+
+  std::vector<Candidate> candidates;
+  // All-reduce first: where a Parallax strategy equals an AllReduce one (no sparse variables),
+  // the plainer name is the one kept.
+  if (synchronous) {
+    std::vector<std::string> group_compressors = {""};
+    if (lossy) {
+      group_compressors.insert(group_compressors.end(),
+                               {"HorovodCompressorEF", "PowerSGDCompressor", "TopKCompressorEF"});
+    }
+    for (const std::string& compressor : group_compressors) {
+      for (const int chunk : kChunkSizes) {
+        BuilderOptions options{{"chunk_size", std::to_string(chunk)}};
+        if (!compressor.empty()) options["compressor"] = compressor;
+        candidates.push_back({"AllReduce", options});
+      }
+    }
+  }
+  const auto ps_options = [&](const std::string& proxy, const std::string& compressor) {
+    BuilderOptions options = inputs.options.fixed;
+    if (!proxy.empty()) options["local_proxy_variable"] = proxy;
+    if (!compressor.empty()) options["compressor"] = compressor;
+    return options;
+  };
+  for (const std::string& builder : PsFamily()) {
+    for (const std::string& proxy : proxies) {
+      for (const std::string& compressor : push_compressors) {
+        candidates.push_back({builder, ps_options(proxy, compressor)});
+      }
+    }
+  }
+  if (!synchronous) return candidates;
+  // Parallax all-reduces dense variables: synchronous training only, like the other all-reduce
+  // builders, so that a staleness the user set is never taken away.
+  for (const std::string& proxy : proxies) {
+    for (const int chunk : kChunkSizes) {
+      BuilderOptions options = ps_options(proxy, "");
+      options["chunk_size"] = std::to_string(chunk);
+      candidates.push_back({"Parallax", options});
+    }
+  }
+  {
+    for (const char* builder : {"PartitionedAR", "RandomAxisPartitionAR"}) {
+      for (const int chunk : kChunkSizes) {
+        candidates.push_back({builder, {{"chunk_size", std::to_string(chunk)}}});
+      }
+    }
+  }
+  return candidates;
+}
+
+std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& variables,
+                                            const ResourceSpec& resources, const AutoInputs& inputs,
+                                            const CandidateBuild& build) {
+  std::vector<RankedCandidate> ranked;
+  std::set<std::string> seen;
+  for (const Candidate& candidate : AutoCandidates(resources, inputs)) {
+    autodist::proto::Strategy strategy = build(candidate);
+    std::string content;
+    strategy.SerializeToString(&content);
+    if (!seen.insert(content).second) continue;  // the same strategy as an earlier candidate
+    StepPrediction prediction =
+        PredictStep(strategy, variables, resources, inputs.profile, inputs.network);
+    ranked.push_back({candidate, std::move(prediction), std::move(strategy)});
+  }
+  // Whole nanoseconds, then the candidates' order: a last-bit difference between two
+  // machines' floating point cannot reorder two candidates.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return std::llround(a.prediction.total_seconds * 1e9) <
+           std::llround(b.prediction.total_seconds * 1e9);
+  });
+  return ranked;
+}
+
+std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const AutoInputs& inputs,
+                          const ResourceSpec& resources) {
+  std::set<double> rates;
+  for (const NodeSpec& node : resources.nodes()) {
+    rates.insert(node.network_bandwidth.value_or(inputs.network.default_gbps));
+  }
+  std::string links;
+  for (const double rate : rates) links += fmt::format("{}{:g}", links.empty() ? "" : "/", rate);
+  const StepProfile& profile = inputs.profile;
+  std::string out = fmt::format(
+      "Auto: {} candidates ranked by predicted step time\n"
+      "  step profile: {} (batch {} per replica, {} replica(s) per worker); links {} Gbit/s, "
+      "{:g} us per message; lossy compression {}\n",
+      ranking.size(), profile.source, profile.batch_per_replica, profile.replicas_per_worker, links,
+      inputs.network.latency_seconds * 1e6,
+      inputs.allow_lossy_compression ? "allowed"
+                                     : "not allowed (spec.strategy.allowLossyCompression)");
+  size_t width = 9;
+  for (const RankedCandidate& entry : ranking)
+    width = std::max(width, entry.candidate.Label().size());
+  out += fmt::format("{:>3}  {:<{}}  {:>12}  {:>13}  {:>12}  {}\n", "#", "candidate", width,
+                     "compute", "communication", "total", "busiest link per step");
+  for (size_t i = 0; i < ranking.size(); ++i) {
+    const RankedCandidate& entry = ranking[i];
+    const auto [node, bytes] = entry.prediction.BusiestLink();
+    out += fmt::format(
+        "{:>3}  {:<{}}  {:>12}  {:>13}  {:>12}  {}\n", i + 1, entry.candidate.Label(), width,
+        Milliseconds(entry.prediction.compute_seconds),
+        Milliseconds(entry.prediction.communication_seconds),
+        Milliseconds(entry.prediction.total_seconds),
+        node.empty() ? std::string("-") : fmt::format("{} {}", node, FormatBytes(bytes)));
+  }
+  return out;
+}
+
+std::string AutoReason(const std::vector<RankedCandidate>& ranking) {
+  AD_CHECK(!ranking.empty(), kInternal, "Auto ranked no candidate");
+  const RankedCandidate& best = ranking.front();
+  std::string reason = fmt::format(
+      "Auto chose {}: predicted {} per step, the lowest of {} candidates", best.candidate.Label(),
+      Milliseconds(best.prediction.total_seconds), ranking.size());
+  for (const char* peer : {kDefaultBuilder, "AllReduce"}) {
+    // The peer without compression or proxy (the fastest of its fusion chunk sizes).
+    const auto it = std::find_if(ranking.begin(), ranking.end(), [&](const RankedCandidate& c) {
+      return c.candidate.builder == peer && !c.candidate.options.contains("compressor") &&
+             !c.candidate.options.contains("local_proxy_variable");
+    });
+    if (it == ranking.end() || it == ranking.begin()) continue;
+    reason += fmt::format("; {} {}", peer, Milliseconds(it->prediction.total_seconds));
+  }
+  return reason;
+}
+
+}  // namespace autodist::strategy

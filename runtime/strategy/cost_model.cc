@@ -1,0 +1,386 @@
+#include "runtime/strategy/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "runtime/common/error.h"
+#include "runtime/strategy/sharding.h"
+
+namespace autodist::strategy {
+namespace {
+
+using autodist::proto::AllReduceSynchronizer;
+using autodist::proto::PSSynchronizer;
+
+constexpr double kIndexBytes = 8;      // int64 row or element index
+constexpr double kTopKPairBytes = 12;  // int64 index + float32 value
+constexpr double kDefaultTopKFraction = 0.01;
+
+std::string NodeOf(const std::string& device) { return device.substr(0, device.find(':')); }
+
+// One variable or shard as the synchronizers move it.
+struct Unit {
+  const graph::Variable* variable = nullptr;
+  std::vector<int64_t> shape;  // the shard's
+  double elements = 0;
+  double bytes = 0;        // float32 values of the whole unit
+  double sparse_rows = 0;  // sparse: rows one replica's step touches in this unit
+  double ready = 1;        // fraction of backward when its gradient is final
+};
+
+double RowBytes(const Unit& unit) {
+  const double rows = unit.shape.empty() ? 1 : static_cast<double>(unit.shape[0]);
+  return rows == 0 ? 0 : unit.bytes / rows;
+}
+
+// What a worker's replicas push of a sparse unit: unique rows, at most the unit's rows.
+double SparseRowsOf(const Unit& unit, double replicas) {
+  const double rows = unit.shape.empty() ? 1 : static_cast<double>(unit.shape[0]);
+  return std::min(rows, unit.sparse_rows * replicas);
+}
+
+class Predictor {
+ public:
+  Predictor(const autodist::proto::Strategy& strategy,
+            const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
+            const StepProfile& profile, const NetworkAssumptions& network)
+      : profile_(profile), network_(network) {
+    for (const NodeSpec& node : resources.nodes()) {
+      bandwidth_[node.address] = node.network_bandwidth.value_or(network.default_gbps) * 1e9 / 8;
+    }
+    for (const std::string& replica : strategy.graph_config().replicas()) {
+      const std::string node = NodeOf(replica);
+      if (replicas_per_node_[node]++ == 0) workers_.push_back(node);
+    }
+    std::unordered_map<std::string, const graph::Variable*> by_name;
+    for (const graph::Variable& variable : variables) {
+      by_name.emplace(variable.name, &variable);
+      total_bytes_ += static_cast<double>(variable.bytes);
+    }
+    for (const auto& node : strategy.node_config()) {
+      const auto it = by_name.find(node.var_name());
+      AD_CHECK(it != by_name.end(), kInvalidArgument,
+               "strategy node '{}' names no variable of the model", node.var_name());
+      const graph::Variable& variable = *it->second;
+      if (node.partitioner().empty()) {
+        Place(node, MakeUnit(variable, variable.shape));
+        continue;
+      }
+      const std::vector<int64_t> shards =
+          ParsePartitioner(node.partitioner(), variable.shape, variable.name);
+      for (int i = 0; i < node.part_config_size(); ++i) {
+        Place(node.part_config(i), MakeUnit(variable, ShardShape(variable.shape, shards, i)));
+      }
+    }
+  }
+
+  StepPrediction Predict() {
+    const double forward = profile_.forward_seconds;
+    const double backward_end = forward + profile_.backward_seconds;
+    const double all_reduce_end = AllReduceEnd(forward);
+    const double ps_end = backward_end + ParameterServerSeconds();
+    const double worker_update =
+        total_bytes_ == 0 ? 0 : profile_.update_seconds * all_reduced_bytes_ / total_bytes_;
+    StepPrediction prediction;
+    prediction.compute_seconds = backward_end + worker_update + server_update_seconds_;
+    prediction.total_seconds = std::max({backward_end, all_reduce_end, ps_end}) + worker_update;
+    // The servers' update sits inside ps_end; it is compute all the same.
+    prediction.communication_seconds =
+        std::max(0.0, prediction.total_seconds - prediction.compute_seconds);
+    for (const auto& [node, bytes] : link_bytes_) {
+      prediction.link_bytes[node] = static_cast<int64_t>(std::llround(bytes));
+    }
+    return prediction;
+  }
+
+ private:
+  struct Group {
+    std::vector<std::pair<Unit, const AllReduceSynchronizer*>> units;
+    double ready = 0;
+  };
+  struct PsUnit {
+    Unit unit;
+    std::string server;  // node
+    const PSSynchronizer* synchronizer = nullptr;
+  };
+
+  Unit MakeUnit(const graph::Variable& variable, std::vector<int64_t> shape) const {
+    Unit unit;
+    unit.variable = &variable;
+    unit.elements = static_cast<double>(graph::NumElements(shape));
+    const auto full_elements = static_cast<double>(graph::NumElements(variable.shape));
+    unit.bytes = full_elements == 0
+                     ? 0
+                     : static_cast<double>(variable.bytes) * unit.elements / full_elements;
+    if (variable.sparse) {
+      const auto rows = profile_.sparse_rows.find(variable.name);
+      const double touched = rows == profile_.sparse_rows.end() ? 0 : rows->second;
+      const double all_rows = variable.shape.empty() ? 1 : static_cast<double>(variable.shape[0]);
+      const double unit_rows = shape.empty() ? 1 : static_cast<double>(shape[0]);
+      unit.sparse_rows = all_rows == 0 ? 0 : touched * unit_rows / all_rows;
+    }
+    const auto ready = profile_.ready_fraction.find(variable.name);
+    unit.ready = ready == profile_.ready_fraction.end() ? 1.0 : ready->second;
+    unit.shape = std::move(shape);
+    return unit;
+  }
+
+  void Place(const autodist::proto::Strategy::Node& node, Unit unit) {
+    if (node.has_pssynchronizer()) {
+      ps_units_.push_back({std::move(unit), NodeOf(node.pssynchronizer().reduction_destination()),
+                           &node.pssynchronizer()});
+    } else if (node.has_allreducesynchronizer()) {
+      all_reduced_bytes_ += unit.bytes;
+      Group& group = groups_[node.allreducesynchronizer().group()];
+      group.ready = std::max(group.ready, unit.ready);
+      group.units.emplace_back(std::move(unit), &node.allreducesynchronizer());
+    }
+  }
+
+  double Workers() const { return static_cast<double>(workers_.size()); }
+
+  double SlowestWorkerLink() const {
+    double slowest = network_.default_gbps * 1e9 / 8;
+    bool first = true;
+    for (const std::string& worker : workers_) {
+      const double rate = Bandwidth(worker);
+      slowest = first ? rate : std::min(slowest, rate);
+      first = false;
+    }
+    return slowest;
+  }
+
+  double Bandwidth(const std::string& node) const {
+    const auto it = bandwidth_.find(node);
+    return it == bandwidth_.end() ? network_.default_gbps * 1e9 / 8 : it->second;
+  }
+
+  // A ring all-reduce of `bytes` per rank: its time, and each worker link's traffic.
+  double RingAllReduce(double bytes) {
+    const double w = Workers();
+    if (w <= 1) return profile_.collective_seconds;
+    const double moved = 2 * (w - 1) / w * bytes;
+    for (const std::string& worker : workers_) link_bytes_[worker] += 2 * moved;
+    return moved / SlowestWorkerLink() + 2 * (w - 1) * network_.latency_seconds +
+           profile_.collective_seconds;
+  }
+
+  // An all-gather where every rank contributes `bytes`.
+  double AllGather(double bytes) {
+    const double w = Workers();
+    if (w <= 1) return profile_.collective_seconds;
+    const double moved = (w - 1) * bytes;
+    for (const std::string& worker : workers_) link_bytes_[worker] += 2 * moved;
+    return moved / SlowestWorkerLink() + (w - 1) * network_.latency_seconds +
+           profile_.collective_seconds;
+  }
+
+  double CompressSeconds(const char* compressor, double elements) const {
+    const auto it = profile_.compress_seconds_per_element.find(compressor);
+    return it == profile_.compress_seconds_per_element.end() ? 0 : it->second * elements;
+  }
+
+  // One fusion group's collectives, its compression included.
+  double GroupSeconds(const Group& group) {
+    const AllReduceSynchronizer& first = *group.units.front().second;
+    const double local_replicas =
+        workers_.empty() ? 1 : static_cast<double>(replicas_per_node_[workers_.front()]);
+    double seconds = 0;
+    double dense_bytes = 0;
+    double dense_elements = 0;
+    for (const auto& [unit, synchronizer] : group.units) {
+      if (unit.variable->sparse) {
+        const double rows = SparseRowsOf(unit, local_replicas);
+        seconds += AllGather(rows * kIndexBytes) + AllGather(rows * RowBytes(unit));
+        continue;
+      }
+      dense_bytes += unit.bytes;
+      dense_elements += unit.elements;
+    }
+    if (dense_elements == 0) return seconds;
+    switch (first.compressor()) {
+      case AllReduceSynchronizer::HorovodCompressor:
+        return seconds + RingAllReduce(dense_bytes / 2) +
+               CompressSeconds("HorovodCompressor", dense_elements);
+      case AllReduceSynchronizer::HorovodCompressorEF:
+        return seconds + RingAllReduce(dense_bytes / 2) +
+               CompressSeconds("HorovodCompressorEF", dense_elements);
+      case AllReduceSynchronizer::TopKCompressorEF: {
+        const double fraction =
+            first.topk_fraction() > 0 ? first.topk_fraction() : kDefaultTopKFraction;
+        const double k = std::ceil(fraction * dense_elements);
+        // Indices and values: two all-gathers of k elements per rank.
+        return seconds + AllGather(k * kIndexBytes) +
+               AllGather(k * (kTopKPairBytes - kIndexBytes)) +
+               CompressSeconds("TopKCompressorEF", dense_elements);
+      }
+      case AllReduceSynchronizer::PowerSGDCompressor:
+        return seconds + PowerSgdSeconds(group, first);
+      default:
+        return seconds + RingAllReduce(dense_bytes);
+    }
+  }
+
+  // PowerSGD's two factor all-reduces and the fused all-reduce of what it leaves uncompressed
+  // (powersgd_compressor.h).
+  double PowerSgdSeconds(const Group& group, const AllReduceSynchronizer& first) {
+    const double rank = first.powersgd_rank() > 0 ? first.powersgd_rank() : 1;
+    double p_bytes = 0;
+    double q_bytes = 0;
+    double plain_bytes = 0;
+    double compressed_elements = 0;
+    for (const auto& [unit, synchronizer] : group.units) {
+      if (unit.variable->sparse) continue;
+      const double n = unit.shape.size() >= 2 ? static_cast<double>(unit.shape[0]) : 0;
+      const double m = n > 0 ? unit.elements / n : 0;
+      const bool compressed =
+          unit.shape.size() >= 2 && rank * (n + m) < n * m &&
+          unit.elements >= static_cast<double>(first.min_compression_elements());
+      if (!compressed) {
+        plain_bytes += unit.bytes;
+        continue;
+      }
+      p_bytes += rank * n * 4;
+      q_bytes += rank * m * 4;
+      compressed_elements += unit.elements;
+    }
+    double seconds = CompressSeconds("PowerSGDCompressor", compressed_elements * rank);
+    if (p_bytes > 0) seconds += RingAllReduce(p_bytes) + RingAllReduce(q_bytes);
+    if (plain_bytes > 0) seconds += RingAllReduce(plain_bytes);
+    return seconds;
+  }
+
+  // When the last collective ends: groups in the order they complete, on one thread.
+  double AllReduceEnd(double forward) {
+    std::vector<const Group*> order;
+    for (const auto& [id, group] : groups_) order.push_back(&group);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Group* a, const Group* b) { return a->ready < b->ready; });
+    double end = 0;
+    for (const Group* group : order) {
+      const double ready = forward + group->ready * profile_.backward_seconds;
+      end = std::max(end, ready) + GroupSeconds(*group);
+    }
+    return end;
+  }
+
+  // Push, the servers' update, pull: each phase as long as its busiest link needs. Links are
+  // full duplex: a node's sending and its receiving in one phase do not add up.
+  double ParameterServerSeconds() {
+    if (ps_units_.empty()) return 0;
+    Traffic push;
+    Traffic pull;
+    std::map<std::string, double> hosted;
+    for (const PsUnit& entry : ps_units_) {
+      hosted[entry.server] += entry.unit.bytes;
+      const bool proxy = entry.synchronizer->local_replication();
+      for (const std::string& worker : workers_) {
+        if (worker == entry.server) continue;  // same node: no link crossed
+        const double replicas = replicas_per_node_[worker];
+        const double pushes = proxy ? 1 : replicas;
+        const double pushed = pushes * PushBytes(entry, proxy ? replicas : 1);
+        const double pulled = pushes * entry.unit.bytes;
+        push.sent[worker] += pushed;
+        push.received[entry.server] += pushed;
+        pull.sent[entry.server] += pulled;
+        pull.received[worker] += pulled;
+      }
+    }
+    for (const auto& [server, bytes] : hosted) {
+      const double update = total_bytes_ == 0 ? 0 : profile_.update_seconds * bytes / total_bytes_;
+      server_update_seconds_ = std::max(server_update_seconds_, update);
+    }
+    double compress = 0;
+    for (const PsUnit& entry : ps_units_) compress += PushCompressSeconds(entry);
+    return compress + PhaseSeconds(push) + server_update_seconds_ + PhaseSeconds(pull) +
+           profile_.ps_round_seconds + 2 * network_.latency_seconds;
+  }
+
+  struct Traffic {
+    std::map<std::string, double> sent;
+    std::map<std::string, double> received;
+  };
+
+  // The busiest link's time in one phase; counts every node's bytes into link_bytes_.
+  double PhaseSeconds(const Traffic& traffic) {
+    double seconds = 0;
+    for (const auto* direction : {&traffic.sent, &traffic.received}) {
+      for (const auto& [node, bytes] : *direction) {
+        seconds = std::max(seconds, bytes / Bandwidth(node));
+        link_bytes_[node] += bytes;
+      }
+    }
+    return seconds;
+  }
+
+  // One push of `entry` covering `replicas` replicas' gradients.
+  double PushBytes(const PsUnit& entry, double replicas) const {
+    const Unit& unit = entry.unit;
+    if (unit.variable->sparse) {
+      const double rows = SparseRowsOf(unit, replicas);
+      return rows * (RowBytes(unit) + kIndexBytes);
+    }
+    switch (entry.synchronizer->compressor()) {
+      case AllReduceSynchronizer::HorovodCompressor:
+      case AllReduceSynchronizer::HorovodCompressorEF:
+        return unit.bytes / 2;
+      case AllReduceSynchronizer::TopKCompressorEF: {
+        const double fraction = entry.synchronizer->topk_fraction() > 0
+                                    ? entry.synchronizer->topk_fraction()
+                                    : kDefaultTopKFraction;
+        return std::ceil(fraction * unit.elements) * kTopKPairBytes;
+      }
+      default:
+        return unit.bytes;
+    }
+  }
+
+  double PushCompressSeconds(const PsUnit& entry) const {
+    if (entry.unit.variable->sparse) return 0;
+    switch (entry.synchronizer->compressor()) {
+      case AllReduceSynchronizer::HorovodCompressor:
+        return CompressSeconds("HorovodCompressor", entry.unit.elements);
+      case AllReduceSynchronizer::HorovodCompressorEF:
+        return CompressSeconds("HorovodCompressorEF", entry.unit.elements);
+      case AllReduceSynchronizer::TopKCompressorEF:
+        return CompressSeconds("TopKCompressorEF", entry.unit.elements);
+      default:
+        return 0;
+    }
+  }
+
+  const StepProfile& profile_;
+  const NetworkAssumptions& network_;
+  std::map<std::string, double> bandwidth_;  // node -> bytes per second
+  std::vector<std::string> workers_;         // nodes with replicas, in replica order
+  std::map<std::string, int> replicas_per_node_;
+  std::map<int, Group> groups_;
+  std::vector<PsUnit> ps_units_;
+  double total_bytes_ = 0;
+  double all_reduced_bytes_ = 0;
+  double server_update_seconds_ = 0;
+  std::map<std::string, double> link_bytes_;
+};
+
+}  // namespace
+
+std::pair<std::string, int64_t> StepPrediction::BusiestLink() const {
+  std::pair<std::string, int64_t> busiest;
+  for (const auto& [node, bytes] : link_bytes) {
+    if (bytes > busiest.second) busiest = {node, bytes};
+  }
+  return busiest;
+}
+
+StepPrediction PredictStep(const autodist::proto::Strategy& strategy,
+                           const std::vector<graph::Variable>& variables,
+                           const ResourceSpec& resources, const StepProfile& profile,
+                           const NetworkAssumptions& network) {
+  Predictor predictor(strategy, variables, resources, profile, network);
+  return predictor.Predict();
+}
+
+}  // namespace autodist::strategy

@@ -1,0 +1,56 @@
+// The cost model: the predicted time of one synchronous training step under a compiled Strategy,
+// from the model's variables, the machines (ResourceSpec, with each node's network_bandwidth) and
+// a StepProfile (step_profile.h). Auto ranks its candidates with it (auto_search.h).
+//
+// What it models is what the runtime does (docs/strategies.md, "Cost model"):
+//   * compute: forward and backward of a worker; the optimizer on the workers for all-reduced
+//     variables and on the parameter servers (in parallel) for theirs;
+//   * all-reduce: per fusion group, once its last gradient is final during backward, on one
+//     communication thread in the order groups complete: a ring moves 2 (W-1)/W of the group's
+//     wire bytes over the slowest worker link, plus 2 (W-1) message latencies and the fixed cost
+//     of a collective; compressors change the wire bytes (float16 halves them, PowerSGD sends its
+//     P and Q factors in two collectives, TopK all-gathers index/value pairs) and add their
+//     per-element compute; row-sparse gradients are all-gathered;
+//   * parameter servers: after backward, beside the collectives: every worker pushes (sparse
+//     tables: the rows a step touches), the servers apply, every worker pulls whole values; each
+//     phase takes the busiest link's bytes over its bandwidth (a worker's pushes to a server on
+//     its own node cross no link), plus one round's latency.
+// The step is the later of the two, plus the updates.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/strategy.pb.h"
+#include "runtime/graph/variable.h"
+#include "runtime/strategy/resource_spec.h"
+#include "runtime/strategy/step_profile.h"
+
+namespace autodist::strategy {
+
+// What the cost model assumes of links the resource spec says nothing about.
+struct NetworkAssumptions {
+  double default_gbps = 10;        // a node without network_bandwidth
+  double latency_seconds = 50e-6;  // one message, one way
+};
+
+struct StepPrediction {
+  double compute_seconds = 0;        // forward, backward and the updates
+  double communication_seconds = 0;  // what the network adds to the step beyond compute
+  double total_seconds = 0;
+  // node -> bytes its link carries in one step, sent plus received.
+  std::map<std::string, int64_t> link_bytes;
+
+  // The busiest link: its node and bytes (empty and 0 when nothing crosses a link).
+  std::pair<std::string, int64_t> BusiestLink() const;
+};
+
+// Throws InvalidArgument when the strategy names a variable the model lacks.
+StepPrediction PredictStep(const autodist::proto::Strategy& strategy,
+                           const std::vector<graph::Variable>& variables,
+                           const ResourceSpec& resources, const StepProfile& profile,
+                           const NetworkAssumptions& network = {});
+
+}  // namespace autodist::strategy

@@ -1,0 +1,165 @@
+// Auto: the candidates respect what the manifest fixes (lossy compression, sync, staleness),
+// the choice is the fastest prediction, and the same inputs give the same strategy.
+#include "runtime/strategy/auto_search.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/common/error.h"
+#include "runtime/strategy/compiler.h"
+#include "tests/error_of.h"
+#include "tests/strategy/test_support.h"
+
+namespace autodist::strategy {
+namespace {
+
+using autodist::testing::ErrorOf;
+using testing::FloatVariable;
+using ::testing::HasSubstr;
+
+const std::vector<graph::Variable> kDense = {
+    FloatVariable("fc1.weight", {512, 784}), FloatVariable("fc1.bias", {512}),
+    FloatVariable("fc2.weight", {10, 512}), FloatVariable("fc2.bias", {10})};
+
+ResourceSpec Nodes(int workers, int replicas, int ps, double gbps) {
+  ReplicaCounts counts;
+  counts.workers = workers;
+  counts.replicas_per_worker = replicas;
+  counts.parameter_servers = ps;
+  counts.network_bandwidth = gbps;
+  return ResourceSpec::FromReplicaCounts(counts);
+}
+
+CompileResult CompileAuto(const std::vector<graph::Variable>& variables,
+                          const ResourceSpec& resources, bool lossy,
+                          const BuilderOptions& options = {}) {
+  CompileRequest request;
+  request.options = options;
+  request.allow_lossy_compression = lossy;
+  return Compile(variables, resources, request);
+}
+
+TEST(AutoSearchTest, LossyCompressorsOnlyWhenAllowed) {
+  AutoInputs inputs;
+  for (const Candidate& candidate : AutoCandidates(Nodes(2, 1, 1, 1), inputs)) {
+    EXPECT_FALSE(candidate.options.contains("compressor")) << candidate.Label();
+  }
+  inputs.allow_lossy_compression = true;
+  std::set<std::string> labels;
+  for (const Candidate& candidate : AutoCandidates(Nodes(2, 1, 1, 1), inputs)) {
+    labels.insert(candidate.Label());
+  }
+  EXPECT_TRUE(labels.contains("AllReduce chunk_size=16 compressor=PowerSGDCompressor"));
+  EXPECT_TRUE(labels.contains("PSLoadBalancing compressor=HorovodCompressorEF"));
+  EXPECT_TRUE(labels.contains("PS compressor=TopKCompressorEF"));
+  EXPECT_TRUE(labels.contains("Parallax chunk_size=128"));
+}
+
+TEST(AutoSearchTest, StalenessAndSyncAreKeptAndRuleOutAllReduce) {
+  AutoInputs inputs;
+  inputs.options = ReadAutoOptions({{"staleness", "2"}});
+  const std::vector<Candidate> candidates = AutoCandidates(Nodes(2, 1, 1, 1), inputs);
+  ASSERT_FALSE(candidates.empty());
+  for (const Candidate& candidate : candidates) {
+    EXPECT_THAT(candidate.builder,
+                ::testing::AnyOf("PS", "PSLoadBalancing", "PartitionedPS", "UnevenPartitionedPS"));
+    EXPECT_EQ(candidate.options.at("staleness"), "2") << candidate.Label();
+  }
+  const CompileResult result = CompileAuto(kDense, Nodes(2, 1, 1, 1), true, {{"staleness", "2"}});
+  EXPECT_EQ(result.strategy.node_config(0).pssynchronizer().staleness(), 2);
+}
+
+TEST(AutoSearchTest, ProxyCandidatesOnlyWithSeveralReplicasPerWorker) {
+  const auto has_proxy = [](const ResourceSpec& nodes) {
+    for (const Candidate& candidate : AutoCandidates(nodes, AutoInputs{})) {
+      if (candidate.options.contains("local_proxy_variable")) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(has_proxy(Nodes(2, 1, 0, 1)));
+  EXPECT_TRUE(has_proxy(Nodes(2, 2, 0, 1)));
+}
+
+TEST(AutoSearchTest, ChoosesTheFastestPredictionAndExplainsIt) {
+  const ResourceSpec nodes = Nodes(2, 1, 1, 1);
+  const CompileResult result = CompileAuto(kDense, nodes, false);
+  ASSERT_GE(result.ranking.size(), 5U);
+  for (size_t i = 1; i < result.ranking.size(); ++i) {
+    EXPECT_LE(result.ranking[i - 1].prediction.total_seconds,
+              result.ranking[i].prediction.total_seconds);
+  }
+  const RankedCandidate& best = result.ranking.front();
+  EXPECT_EQ(result.builder, best.candidate.builder);
+  ASSERT_TRUE(result.predicted_step_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*result.predicted_step_seconds, best.prediction.total_seconds);
+  autodist::proto::Strategy chosen = result.strategy;
+  chosen.clear_id();
+  EXPECT_EQ(chosen.SerializeAsString(), best.strategy.SerializeAsString());
+  // At 1 Gbit/s, dense gradients are all-reduced: a ring moves less over the busiest link than
+  // one server taking every worker's whole push.
+  EXPECT_THAT(best.candidate.builder,
+              ::testing::AnyOf("AllReduce", "PartitionedAR", "RandomAxisPartitionAR"));
+  EXPECT_THAT(result.reason, HasSubstr("Auto chose " + best.candidate.Label() + ": predicted"));
+  EXPECT_THAT(result.reason, HasSubstr("; PSLoadBalancing "));
+  const std::string table = FormatRanking(result.ranking, result.auto_inputs, nodes);
+  EXPECT_THAT(table, HasSubstr(std::to_string(result.ranking.size()) + " candidates ranked"));
+  EXPECT_THAT(table, HasSubstr("links 1 Gbit/s"));
+  EXPECT_THAT(table, HasSubstr("  1  " + best.candidate.Label()));
+}
+
+TEST(AutoSearchTest, OnASlowLinkLossyCompressionWinsWhereAllowed) {
+  const ResourceSpec slow = Nodes(2, 1, 0, 0.1);
+  const CompileResult exact = CompileAuto(kDense, slow, false);
+  const CompileResult lossy = CompileAuto(kDense, slow, true);
+  EXPECT_FALSE(exact.ranking.front().candidate.options.contains("compressor"));
+  EXPECT_TRUE(lossy.ranking.front().candidate.options.contains("compressor"))
+      << lossy.ranking.front().candidate.Label();
+  EXPECT_LT(*lossy.predicted_step_seconds, *exact.predicted_step_seconds);
+}
+
+TEST(AutoSearchTest, TheSameInputsGiveTheSameStrategy) {
+  const CompileResult first = CompileAuto(kDense, Nodes(3, 2, 2, 2.5), true);
+  const CompileResult second = CompileAuto(kDense, Nodes(3, 2, 2, 2.5), true);
+  EXPECT_EQ(first.strategy.id(), second.strategy.id());
+  ASSERT_EQ(first.ranking.size(), second.ranking.size());
+  for (size_t i = 0; i < first.ranking.size(); ++i) {
+    EXPECT_EQ(first.ranking[i].candidate.Label(), second.ranking[i].candidate.Label());
+  }
+  // Each distinct strategy is ranked once.
+  std::set<std::string> contents;
+  for (const RankedCandidate& entry : first.ranking) {
+    EXPECT_TRUE(contents.insert(entry.strategy.SerializeAsString()).second)
+        << entry.candidate.Label();
+  }
+}
+
+TEST(AutoSearchTest, AutoTakesOnlySyncAndStaleness) {
+  EXPECT_THAT(
+      ErrorOf([] {
+        ReadAutoOptions({{"chunk_size", "4"}});
+      }).what(),
+      HasSubstr("builder Auto does not take option 'chunk_size'; it takes: staleness, sync"));
+  EXPECT_THAT(ErrorOf([] {
+                ReadAutoOptions({{"sync", "false"}, {"staleness", "1"}});
+              }).what(),
+              HasSubstr("staleness=1 needs sync=true"));
+  EXPECT_THAT(ErrorOf([] {
+                ReadAutoOptions({{"staleness", "-1"}});
+              }).what(),
+              HasSubstr("staleness must be >= 0"));
+}
+
+TEST(AutoSearchTest, ColocationBindsServersAndIsIgnoredByAllReduce) {
+  CompileRequest request;
+  request.colocation = {{"fc1.weight", "fc2.weight"}};
+  const CompileResult result = Compile(kDense, Nodes(2, 1, 2, 1), request);
+  if (result.strategy.node_config(0).has_pssynchronizer()) {
+    EXPECT_EQ(result.strategy.node_config(0).pssynchronizer().reduction_destination(),
+              result.strategy.node_config(2).pssynchronizer().reduction_destination());
+  } else {
+    EXPECT_THAT(result.note, HasSubstr("colocation groups ignored (no parameter servers)"));
+  }
+}
+
+}  // namespace
+}  // namespace autodist::strategy

@@ -1,0 +1,135 @@
+// The cost model's arithmetic on hand-computed cases (docs/strategies.md, "Cost model"): ring
+// all-reduce, parameter-server phases, full-duplex links, co-located servers, compressors,
+// sparse rows and the overlap with backward.
+#include "runtime/strategy/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/strategy/compiler.h"
+#include "tests/strategy/test_support.h"
+
+namespace autodist::strategy {
+namespace {
+
+using testing::FloatVariable;
+
+constexpr double kTolerance = 1e-9;  // seconds
+
+// 1 ms forward, 2 ms backward, 0.5 ms update; 100 us per collective, 250 us per PS round.
+StepProfile Profile(std::map<std::string, double> ready) {
+  StepProfile profile = DefaultRuntimeCosts();
+  profile.forward_seconds = 1e-3;
+  profile.backward_seconds = 2e-3;
+  profile.update_seconds = 0.5e-3;
+  profile.collective_seconds = 100e-6;
+  profile.ps_round_seconds = 250e-6;
+  profile.ready_fraction = std::move(ready);
+  return profile;
+}
+
+// Two workers (and `ps` dedicated servers) on 1 Gbit/s links: 125e6 bytes per second.
+ResourceSpec Nodes(int ps, double gbps = 1) {
+  ReplicaCounts counts;
+  counts.workers = 2;
+  counts.parameter_servers = ps;
+  counts.network_bandwidth = gbps;
+  return ResourceSpec::FromReplicaCounts(counts);
+}
+
+StepPrediction Predict(const std::vector<graph::Variable>& variables, const ResourceSpec& nodes,
+                       const std::string& builder, const BuilderOptions& options,
+                       const StepProfile& profile) {
+  CompileRequest request;
+  request.builder = builder;
+  request.options = options;
+  const CompileResult compiled = Compile(variables, nodes, request);
+  return PredictStep(compiled.strategy, variables, nodes, profile);
+}
+
+const std::vector<graph::Variable> kOneMegabyte = {FloatVariable("w", {250000})};
+
+TEST(CostModelTest, RingAllReduceOverlappedWithBackward) {
+  const StepPrediction p = Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, Profile({{"w", 0.0}}));
+  // Ready when backward starts (1 ms); 2 (W-1)/W x 1e6 B at 125e6 B/s = 8 ms, 2 (W-1) latencies
+  // of 50 us and one collective's 100 us: 8.2 ms, to 9.2 ms; then the update, 0.5 ms.
+  EXPECT_NEAR(p.total_seconds, 9.7e-3, kTolerance);
+  EXPECT_NEAR(p.compute_seconds, 3.5e-3, kTolerance);
+  EXPECT_NEAR(p.communication_seconds, 6.2e-3, kTolerance);
+  EXPECT_EQ(p.link_bytes.at("worker-0"), 2'000'000);  // sent and received
+  EXPECT_EQ(p.link_bytes.at("worker-1"), 2'000'000);
+}
+
+TEST(CostModelTest, ParameterServerPushUpdatePull) {
+  const StepPrediction p = Predict(kOneMegabyte, Nodes(1), "PS", {}, Profile({{"w", 0.0}}));
+  // After backward (3 ms): the server receives 2 x 1e6 B (16 ms), applies (0.5 ms), sends
+  // 2 x 1e6 B (16 ms), plus one round (250 us) and a round trip (100 us).
+  EXPECT_NEAR(p.total_seconds, 35.85e-3, kTolerance);
+  EXPECT_NEAR(p.compute_seconds, 3.5e-3, kTolerance);
+  EXPECT_EQ(p.link_bytes.at("ps-0"), 4'000'000);
+  EXPECT_EQ(p.BusiestLink(), std::make_pair(std::string("ps-0"), int64_t{4'000'000}));
+}
+
+TEST(CostModelTest, AServerOnAWorkersNodeCostsThatWorkerNoLink) {
+  // Without dedicated servers PS puts w on worker-0: only worker-1's push and pull travel.
+  const StepPrediction p = Predict(kOneMegabyte, Nodes(0), "PS", {}, Profile({{"w", 0.0}}));
+  EXPECT_NEAR(p.total_seconds, 3e-3 + 8e-3 + 0.5e-3 + 8e-3 + 0.35e-3, kTolerance);
+  EXPECT_EQ(p.link_bytes.at("worker-1"), 2'000'000);
+  EXPECT_EQ(p.link_bytes.at("worker-0"), 2'000'000);
+}
+
+TEST(CostModelTest, CompressorsChangeWireBytesAndAddTheirCompute) {
+  const StepProfile profile = Profile({{"m", 0.0}});
+  const std::vector<graph::Variable> matrix = {FloatVariable("m", {500, 500})};  // 1e6 B
+  // float16 with error feedback: half the bytes (4 ms + 200 us) and 2 ns per element (0.5 ms).
+  const StepPrediction fp16 =
+      Predict(matrix, Nodes(0), "AllReduce", {{"compressor", "HorovodCompressorEF"}}, profile);
+  EXPECT_NEAR(fp16.total_seconds, 1e-3 + 4.2e-3 + 0.5e-3 + 0.5e-3, kTolerance);
+  // PowerSGD rank 1: P and Q of 500 floats each, two all-reduces of 2000 B (16 us + 200 us
+  // each), 4 ns per element (1 ms); it finishes before backward does.
+  const StepPrediction powersgd =
+      Predict(matrix, Nodes(0), "AllReduce", {{"compressor", "PowerSGDCompressor"}}, profile);
+  EXPECT_NEAR(powersgd.total_seconds, 3e-3 + 0.5e-3, kTolerance);
+  EXPECT_EQ(powersgd.link_bytes.at("worker-0"), 2 * (2000 + 2000));
+  // TopK 1%: 2500 (index, value) pairs all-gathered as indices (20000 B: 160 us + 150 us) and
+  // values (10000 B: 80 us + 150 us), 6 ns per element (1.5 ms): 2.04 ms from 1 ms on.
+  const StepPrediction topk =
+      Predict(matrix, Nodes(0), "AllReduce", {{"compressor", "TopKCompressorEF"}}, profile);
+  EXPECT_NEAR(topk.total_seconds, 1e-3 + 2.04e-3 + 0.5e-3, kTolerance);
+  EXPECT_EQ(topk.link_bytes.at("worker-1"), 2 * 30000);
+  // Without compression the same matrix is wire-bound.
+  const StepPrediction plain = Predict(matrix, Nodes(0), "AllReduce", {}, profile);
+  EXPECT_GT(plain.total_seconds, fp16.total_seconds);
+  EXPECT_GT(fp16.total_seconds, powersgd.total_seconds);
+}
+
+TEST(CostModelTest, SparseTablesPushTouchedRowsAndPullWholeValues) {
+  const std::vector<graph::Variable> table = {FloatVariable("t", {100000, 64}, true)};
+  StepProfile profile = Profile({{"t", 0.0}});
+  profile.sparse_rows = {{"t", 32}};
+  const StepPrediction p = Predict(table, Nodes(1), "PS", {}, profile);
+  // Each worker pushes 32 rows of 256 B with their int64 indices and pulls the whole table.
+  EXPECT_EQ(p.link_bytes.at("worker-0"), 32 * (256 + 8) + 25'600'000);
+}
+
+TEST(CostModelTest, AGroupReadyOnlyAtTheEndOfBackwardStartsThere) {
+  const std::vector<graph::Variable> two = {FloatVariable("early", {250000}),
+                                            FloatVariable("late", {250000})};
+  const StepPrediction p = Predict(two, Nodes(0), "AllReduce", {{"chunk_size", "1"}},
+                                   Profile({{"early", 1.0}, {"late", 0.0}}));
+  // "late" (model order last, first in backward) goes at 1 ms and takes 8.2 ms; "early" is
+  // ready at 3 ms but waits for the communication thread: 9.2 + 8.2 ms, then the update.
+  EXPECT_NEAR(p.total_seconds, 17.4e-3 + 0.5e-3, kTolerance);
+}
+
+TEST(CostModelTest, FasterLinksNeverPredictASlowerStep) {
+  for (const char* builder : {"PS", "AllReduce", "PartitionedPS"}) {
+    const double slow =
+        Predict(kOneMegabyte, Nodes(1, 1), builder, {}, Profile({{"w", 0.5}})).total_seconds;
+    const double fast =
+        Predict(kOneMegabyte, Nodes(1, 25), builder, {}, Profile({{"w", 0.5}})).total_seconds;
+    EXPECT_LT(fast, slow) << builder;
+  }
+}
+
+}  // namespace
+}  // namespace autodist::strategy
