@@ -84,12 +84,10 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
                              options.model);
   }
   const bool for_auto = options.builder == "Auto";
-  AD_CHECK(
-      for_auto || (!options.explain && options.profile.empty() && !options.allow_lossy_compression),
-      kInvalidArgument,
-      "--explain, --profile and --allow-lossy-compression are for --strategy Auto, which "
-      "chooses among candidates; --strategy {} names the builder",
-      options.builder);
+  AD_CHECK(for_auto || !options.allow_lossy_compression, kInvalidArgument,
+           "--allow-lossy-compression is for --strategy Auto, which chooses among candidates; "
+           "--strategy {} names the builder and its options",
+           options.builder);
   AD_CHECK(options.batch_size > 0, kInvalidArgument, "--batch-size {}: expected at least 1",
            options.batch_size);
   AD_CHECK(options.network_bandwidth_gbps > 0, kInvalidArgument,
@@ -115,7 +113,16 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
                               result.builder) +
       (result.note.empty() ? "" : result.note + "\n");
   if (options.explain) {
-    summary = strategy::FormatRanking(result.ranking, result.auto_inputs, resources) + summary;
+    const strategy::AutoInputs inputs = strategy::CostModelInputs(variables, resources, request);
+    std::vector<strategy::RankedCandidate> ranking = result.ranking;
+    if (!for_auto) {
+      // A named builder: its one strategy, predicted by the same model.
+      ranking.push_back({strategy::Candidate{options.builder, request.options},
+                         strategy::PredictStep(result.strategy, variables, resources,
+                                               inputs.profile, inputs.network),
+                         result.strategy});
+    }
+    summary = strategy::FormatRanking(ranking, inputs, resources, for_auto) + summary;
   }
   const std::string serialized = strategy::SerializeStrategy(result.strategy, format);
   if (options.output.empty()) {

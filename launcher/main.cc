@@ -50,11 +50,11 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
       ->default_str("text");
   compile->add_option("-o,--output", options.output, "Write the strategy to this file");
   compile->add_flag("--explain", options.explain,
-                    "With Auto: print every candidate ranked by its predicted step time "
-                    "(compute, communication, total, the busiest link's bytes)");
+                    "Print the predicted step time (compute, communication, total, the busiest "
+                    "link's bytes); with Auto, of every candidate, ranked");
   compile->add_option("--profile", options.profile,
-                      "With Auto: the step profile `autodist profile` wrote (default: an "
-                      "estimate from the variables)");
+                      "For Auto and --explain: the step profile `autodist profile` wrote "
+                      "(default: an estimate from the variables)");
   compile
       ->add_option("--batch-size", options.batch_size,
                    "With Auto and no --profile: samples per replica for the estimate")

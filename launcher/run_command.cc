@@ -181,6 +181,14 @@ class JobRun {
     network.reach_from_caller = true;
     network_ = std::make_unique<netemu::EmulatedNetwork>(network);
     out_ << "autodist run: emulated network: " << network_->Describe() << std::endl;
+    if (job_.strategy.builder == "Auto" && network_rate_ &&
+        !job_.resources.network_bandwidth_gbps) {
+      out_ << fmt::format(
+                  "autodist run: Auto plans for links of {} (--network; the manifest sets no "
+                  "spec.resources.networkBandwidthGbps)",
+                  netemu::FormatLinkRate(network_rate_))
+           << std::endl;
+    }
   }
 
   // --fresh: the checkpoints of earlier runs go, so the members start from step 0.
@@ -368,6 +376,10 @@ class JobRun {
       spec.argv.emplace_back("--listen");
       spec.argv.push_back(host.address + ":0");
       spec.network_namespace = host.ns->fd();
+      if (network_rate_) {
+        spec.argv.emplace_back("--network-bandwidth-gbps");
+        spec.argv.push_back(fmt::format("{}", static_cast<double>(*network_rate_) / 1e9));
+      }
     }
     if (credentials_) {
       spec.argv.emplace_back("--tls-dir");

@@ -307,6 +307,10 @@ job::JobSpec LoadMemberJob(const MemberOptions& options) {
              "--resume: {} has no spec.training.checkpoint to resume from", options.job_file);
     job.training.checkpoint->resume = true;
   }
+  // The network this run is on, for Auto's cost model; what the manifest states comes first.
+  if (options.network_bandwidth_gbps.has_value() && !job.resources.network_bandwidth_gbps) {
+    job.resources.network_bandwidth_gbps = options.network_bandwidth_gbps;
+  }
   return job;
 }
 

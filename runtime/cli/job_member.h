@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "runtime/job/job_spec.h"
@@ -29,6 +30,9 @@ struct MemberOptions {
   // connection of the job is mutual TLS with them. Required unless `insecure`.
   std::string tls_dir;
   bool insecure = false;  // plaintext, unauthenticated: chosen explicitly, never by default
+  // Each link's rate where the manifest has no spec.resources.networkBandwidthGbps (`autodist
+  // run --network`: the emulated links), for Auto's cost model.
+  std::optional<double> network_bandwidth_gbps;
   // Continue from the latest checkpoint even when the manifest's checkpoint.resume is false
   // (which only keeps a first start from picking up older checkpoints): the operator starts the
   // pods of a gang restart or a resume with it. Needs spec.training.checkpoint.

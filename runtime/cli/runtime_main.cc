@@ -115,6 +115,11 @@ int main(int argc, char** argv) {
                  "With --profile-job: steps run first and not measured")
       ->check(CLI::NonNegativeNumber)
       ->needs(profile_flag);
+  double network_bandwidth_gbps = 0;
+  app.add_option("--network-bandwidth-gbps", network_bandwidth_gbps,
+                 "With --job: each link's rate for Auto, where the manifest states none")
+      ->check(CLI::PositiveNumber)
+      ->needs(job_flag);
   bool no_ps_data_channel = false;
   app.add_flag("--no-ps-data-channel", no_ps_data_channel,
                "With --job: parameter-server Steps over gRPC only, without the data channel")
@@ -230,6 +235,7 @@ int main(int argc, char** argv) {
       member.tensorboard_dir = tensorboard;
       member.timeline_path = timeline;
       member.ps_data_channel = !no_ps_data_channel;
+      if (network_bandwidth_gbps > 0) member.network_bandwidth_gbps = network_bandwidth_gbps;
       member.resume = options.resume;
       member.heartbeat_interval = std::chrono::milliseconds(heartbeat_interval_ms);
       member.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);

@@ -9,8 +9,9 @@
 // earlier replicas' whole steps too: exactly what precedes the overlap the cost model assumes);
 // backward runs from the first final gradient to the last. Each time is the median over the
 // measured steps, each gradient's fraction of backward their mean; a sparse table's rows are the
-// unique rows per replica and step. The runtime's fixed costs (collectives, parameter-server
-// rounds, compressors) are not measured here: they come from strategy::DefaultRuntimeCosts.
+// unique rows per replica and step. Then the runtime's fixed costs: a small all-reduce between two
+// ranks over loopback, and each compressor's compute per element on the model's dense gradients
+// (one rank, so no wire). The parameter-server round keeps strategy::DefaultRuntimeCosts' value.
 #pragma once
 
 #include <cstdint>

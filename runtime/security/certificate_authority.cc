@@ -3,6 +3,8 @@
 #include <openssl/bn.h>
 #include <openssl/x509v3.h>
 
+#include <cstdint>
+
 #include "runtime/common/error.h"
 #include "runtime/security/openssl_util.h"
 
@@ -41,8 +43,26 @@ void AddExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
   X509_EXTENSION_free(extension);
 }
 
+// X.509's upper bound on a common name (RFC 5280, ub-common-name).
+constexpr size_t kMaxCommonName = 64;
+
+// `text` as a common name: itself when it fits, else its start and a digest of the whole, so
+// that two long names stay apart. A job's name and namespace may each take 63 characters; the
+// name is only a label (trust rests on the keys, identity on the SAN).
+std::string CommonName(const std::string& text) {
+  if (text.size() <= kMaxCommonName) return text;
+  uint32_t hash = 2166136261U;  // FNV-1a
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 16777619U;
+  }
+  const std::string digest = fmt::format("~{:08x}", hash);
+  return text.substr(0, kMaxCommonName - digest.size()) + digest;
+}
+
 // A certificate for `subject` with `key`'s public half and `validity`, not yet signed.
-Owned<X509> NewCertificate(const std::string& subject, EVP_PKEY* key, const Validity& validity) {
+Owned<X509> NewCertificate(const std::string& requested, EVP_PKEY* key, const Validity& validity) {
+  const std::string subject = CommonName(requested);
   Owned<X509> cert(X509_new());
   X509_set_version(cert.get(), 2);  // v3: extensions
   SetRandomSerial(cert.get());
@@ -115,6 +135,12 @@ JobCredentials CertificateAuthority::Issue(const std::string& member,
   AD_CHECK(!member.empty() && member.find_first_of(",/\\") == std::string::npos, kInvalidArgument,
            "a member name for a certificate must be non-empty, without ',', '/' or '\\', got '{}'",
            member);
+  // The member's name is its certificate's common name, which peers read back as its identity:
+  // it must fit whole. Members are a job's node names (worker-12, ps-3).
+  AD_CHECK(member.size() <= kMaxCommonName, kInvalidArgument,
+           "a member name for a certificate has at most {} characters (X.509's common name), got "
+           "{}: '{}'",
+           kMaxCommonName, member.size(), member);
   Owned<EVP_PKEY> key = NewKey();
   Owned<X509> cert = NewCertificate(member, key.get(), validity);
   X509* issuer = keys_->certificate.get();

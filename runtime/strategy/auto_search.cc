@@ -136,7 +136,7 @@ std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& 
 }
 
 std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const AutoInputs& inputs,
-                          const ResourceSpec& resources) {
+                          const ResourceSpec& resources, bool by_auto) {
   std::set<double> rates;
   for (const NodeSpec& node : resources.nodes()) {
     rates.insert(node.network_bandwidth.value_or(inputs.network.default_gbps));
@@ -144,11 +144,13 @@ std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const Aut
   std::string links;
   for (const double rate : rates) links += fmt::format("{}{:g}", links.empty() ? "" : "/", rate);
   const StepProfile& profile = inputs.profile;
-  std::string out = fmt::format(
-      "Auto: {} candidates ranked by predicted step time\n"
+  std::string out =
+      by_auto ? fmt::format("Auto: {} candidates ranked by predicted step time\n", ranking.size())
+              : std::string("Predicted step time (the cost model Auto uses)\n");
+  out += fmt::format(
       "  step profile: {} (batch {} per replica, {} replica(s) per worker); links {} Gbit/s, "
       "{:g} us per message; lossy compression {}\n",
-      ranking.size(), profile.source, profile.batch_per_replica, profile.replicas_per_worker, links,
+      profile.source, profile.batch_per_replica, profile.replicas_per_worker, links,
       inputs.network.latency_seconds * 1e6,
       inputs.allow_lossy_compression ? "allowed"
                                      : "not allowed (spec.strategy.allowLossyCompression)");

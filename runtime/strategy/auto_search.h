@@ -65,9 +65,10 @@ std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& 
                                             const CandidateBuild& build);
 
 // The ranked table `autodist compile --explain` prints: candidate, predicted compute,
-// communication and total per step, and the busiest link's bytes per step.
+// communication and total per step, and the busiest link's bytes per step. `by_auto` false: the
+// one strategy a named builder compiled, predicted by the same model.
 std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const AutoInputs& inputs,
-                          const ResourceSpec& resources);
+                          const ResourceSpec& resources, bool by_auto = true);
 
 // Why Auto chose ranking[0], in one sentence, beside AutoDist's default (PSLoadBalancing) and
 // plain AllReduce when they were candidates.

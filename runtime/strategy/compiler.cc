@@ -79,17 +79,8 @@ std::unique_ptr<StrategyBuilder> MakeBuilder(const std::string& name,
 // bind the parameter-server candidates and are ignored by the others.
 void CompileAuto(const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
                  const CompileRequest& request, CompileResult& result) {
-  AutoInputs& inputs = result.auto_inputs;
-  inputs.options = ReadAutoOptions(request.options);
-  inputs.allow_lossy_compression = request.allow_lossy_compression;
-  inputs.network = request.network;
-  const std::vector<std::string> replicas = resources.Replicas();
-  std::set<std::string> worker_nodes;
-  for (const std::string& replica : replicas)
-    worker_nodes.insert(replica.substr(0, replica.find(':')));
-  const int replicas_per_worker = static_cast<int>(replicas.size() / worker_nodes.size());
-  inputs.profile = request.profile.value_or(EstimateStepProfile(
-      variables, request.batch_per_replica, replicas_per_worker, resources.NumGpus() > 0));
+  result.auto_inputs = CostModelInputs(variables, resources, request);
+  const AutoInputs& inputs = result.auto_inputs;
   result.ranking = RankCandidates(variables, resources, inputs, [&](const Candidate& candidate) {
     const std::unique_ptr<StrategyBuilder> builder =
         MakeBuilder(candidate.builder, candidate.options);
@@ -111,6 +102,24 @@ void CompileAuto(const std::vector<graph::Variable>& variables, const ResourceSp
 }
 
 }  // namespace
+
+AutoInputs CostModelInputs(const std::vector<graph::Variable>& variables,
+                           const ResourceSpec& resources, const CompileRequest& request) {
+  AutoInputs inputs;
+  if (request.builder == "Auto") inputs.options = ReadAutoOptions(request.options);
+  inputs.allow_lossy_compression = request.allow_lossy_compression;
+  inputs.network = request.network;
+  const std::vector<std::string> replicas = resources.Replicas();
+  std::set<std::string> worker_nodes;
+  for (const std::string& replica : replicas) {
+    worker_nodes.insert(replica.substr(0, replica.find(':')));
+  }
+  const int replicas_per_worker =
+      worker_nodes.empty() ? 1 : static_cast<int>(replicas.size() / worker_nodes.size());
+  inputs.profile = request.profile.value_or(EstimateStepProfile(
+      variables, request.batch_per_replica, replicas_per_worker, resources.NumGpus() > 0));
+  return inputs;
+}
 
 const std::vector<std::string>& BuilderNames() {
   static const auto* names = new std::vector<std::string>{

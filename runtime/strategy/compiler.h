@@ -42,6 +42,11 @@ struct CompileResult {
 // The nine builder names, AutoDist's eight then "Auto".
 const std::vector<std::string>& BuilderNames();
 
+// What the cost model reads for `request` (auto_search.h): its options, lossy compression, the
+// network assumptions and its profile, or the estimate from `variables` without one.
+AutoInputs CostModelInputs(const std::vector<graph::Variable>& variables,
+                           const ResourceSpec& resources, const CompileRequest& request);
+
 // Compiles a Strategy. `variables` are the trainable variables in model order. The id is a
 // digest of the strategy's content, so compiling the same inputs twice gives the same bytes.
 // Auto compiles every candidate and keeps the one the cost model predicts fastest

@@ -6,12 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "runtime/collective/memory_rendezvous_store.h"
 #include "runtime/common/error.h"
 
 namespace autodist::collective {
@@ -19,44 +17,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A RendezvousStore in this process's memory: what the coordinator's store is to a job.
-class MemoryStore final : public RendezvousStore {
- public:
-  void Set(const std::string& key, const std::string& value) override {
-    {
-      const std::lock_guard lock(mutex_);
-      values_[key] = value;
-    }
-    changed_.notify_all();
-  }
-
-  std::vector<std::string> Get(const std::vector<std::string>& keys,
-                               std::chrono::milliseconds wait) override {
-    std::unique_lock lock(mutex_);
-    const bool all = changed_.wait_for(lock, wait, [&] {
-      for (const std::string& key : keys) {
-        if (!values_.contains(key)) return false;
-      }
-      return true;
-    });
-    AD_CHECK(all, kUnavailable, "memory store: keys missing after {} ms", wait.count());
-    std::vector<std::string> values;
-    for (const std::string& key : keys) values.push_back(values_.at(key));
-    return values;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::string, std::string> values_;
-};
-
 TEST(CommunicatorRegistryTest, GlooIsRegistered) {
   EXPECT_THAT(RegisteredCommunicators(), ::testing::Contains("gloo"));
 }
 
 TEST(CommunicatorRegistryTest, TwoRanksMeetThroughAStoreAndSum) {
-  const auto store = std::make_shared<MemoryStore>();
+  const auto store = std::make_shared<MemoryRendezvousStore>();
   std::vector<std::vector<float>> results(2);
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
@@ -79,9 +45,24 @@ TEST(CommunicatorRegistryTest, TwoRanksMeetThroughAStoreAndSum) {
   EXPECT_EQ(results[1], results[0]);
 }
 
+TEST(MemoryRendezvousStoreTest, ValuesComeInOrderAndMissingKeysAreNamed) {
+  MemoryRendezvousStore store;
+  store.Set("b", "2");
+  store.Set("a", "1");
+  EXPECT_EQ(store.Get({"a", "b"}, std::chrono::milliseconds(0)),
+            (std::vector<std::string>{"1", "2"}));
+  try {
+    store.Get({"a", "c"}, std::chrono::milliseconds(20));
+    ADD_FAILURE() << "a missing key was found";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+    EXPECT_THAT(error.what(), HasSubstr("keys c missing after 20 ms"));
+  }
+}
+
 TEST(CommunicatorRegistryTest, UnknownBackendAndMissingStoreAreErrors) {
   CommunicatorOptions options;
-  options.rendezvous = std::make_shared<MemoryStore>();
+  options.rendezvous = std::make_shared<MemoryRendezvousStore>();
   try {
     MakeCommunicator("nccl-on-cpu", options);
     ADD_FAILURE() << "an unknown backend was made";

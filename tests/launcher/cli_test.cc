@@ -431,9 +431,14 @@ TEST_F(CliTest, ExplainRanksAutosCandidatesOnTheGivenLinks) {
   EXPECT_TRUE(Contains(result.out, "  1  "));
   EXPECT_TRUE(Contains(result.out, "compressor=PowerSGDCompressor"));
   EXPECT_TRUE(Contains(result.out, "Auto chose "));
-  // The table is for Auto; a named builder has nothing to rank.
-  ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--strategy", "PS", "--explain"},
-                  {"--explain, --profile and --allow-lossy-compression are for --strategy Auto"});
+  // A named builder: its one strategy, predicted by the same model.
+  const RunResult named = Compile(
+      Model("mlp.onnx"), {"--workers", "2", "--strategy", "PS", "--explain", "-o", "ps.pb"});
+  EXPECT_TRUE(Contains(named.out, "Predicted step time (the cost model Auto uses)")) << named.out;
+  EXPECT_TRUE(Contains(named.out, "  1  PS  ")) << named.out;
+  ExpectUserError(
+      {"compile", "--model", Model("mlp.onnx"), "--strategy", "PS", "--allow-lossy-compression"},
+      {"--allow-lossy-compression is for --strategy Auto"});
   ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--profile", "missing.json"},
                   {"missing.json"});
 }

@@ -3,6 +3,9 @@
 // and is refused, naming the file, for a manifest without a checkpoint.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "runtime/cli/job_member.h"
@@ -13,6 +16,12 @@ namespace autodist::cli {
 namespace {
 
 const std::string kJobs = std::string(AUTODIST_FIXTURES_DIR) + "/jobs/";
+
+std::string ReadText(const std::string& path) {
+  std::ostringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
 
 TEST(MemberJobTest, ResumeOverridesTheManifestsResumeOff) {
   MemberOptions options;
@@ -35,6 +44,22 @@ TEST(MemberJobTest, ResumeWithoutACheckpointIsRefused) {
   const std::string error = thrown.what();
   EXPECT_NE(error.find("--resume: "), std::string::npos) << error;
   EXPECT_NE(error.find("minimal.yaml has no spec.training.checkpoint"), std::string::npos) << error;
+}
+
+// `autodist run --network` tells the members its links' rate; a rate the manifest states wins.
+TEST(MemberJobTest, TheRunsLinkRateFillsInAnUnstatedBandwidth) {
+  MemberOptions options;
+  options.job_file = kJobs + "minimal.yaml";
+  EXPECT_FALSE(LoadMemberJob(options).resources.network_bandwidth_gbps.has_value());
+  options.network_bandwidth_gbps = 2.5;
+  EXPECT_EQ(LoadMemberJob(options).resources.network_bandwidth_gbps, 2.5);
+  // A manifest that states 25: its own rate wins.
+  const std::string stated = ::testing::TempDir() + "/member-job-bandwidth.yaml";
+  std::ofstream(stated) << ReadText(kJobs + "minimal.yaml")
+                        << "  resources:\n    networkBandwidthGbps: 25\n";
+  options.job_file = stated;
+  EXPECT_EQ(LoadMemberJob(options).resources.network_bandwidth_gbps, 25);
+  std::filesystem::remove(stated);
 }
 
 }  // namespace

@@ -53,6 +53,22 @@ TEST_P(RunNetworkTest, TrainsBitIdenticallyToLoopback) {
 
 INSTANTIATE_TEST_SUITE_P(Builders, RunNetworkTest, ::testing::Values("PS", "AllReduce"));
 
+// Auto plans for the emulated links when the manifest states none.
+TEST(RunNetworkAutoTest, AutoPlansForTheEmulatedLinks) {
+  AUTODIST_SKIP_WITHOUT_NETWORK_EMULATION();
+  JobParams params;
+  params.builder = "Auto";
+  params.steps = 2;
+  TempDir dir;
+  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt")));
+  options.network = "100mbit";
+  const RunOutcome outcome = RunManifest(options);
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_THAT(outcome.out, HasSubstr("Auto plans for links of 100 Mbit/s (--network; the "
+                                     "manifest sets no spec.resources.networkBandwidthGbps)"));
+  EXPECT_THAT(ReadText(dir / "logs/worker-0.log"), HasSubstr("Auto chose "));
+}
+
 TEST(RunNetworkInputTest, ABadRateOrALatencyWithoutANetworkIsRefusedBeforeAnythingStarts) {
   TempDir dir;
   cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(JobParams{}, dir / "ckpt")));

@@ -131,6 +131,25 @@ TEST(JobCredentials, BadDirectoriesAreRefusedNamingTheFileAndTheProblem) {
               HasSubstr(root + "/tls.crt: expected a PEM certificate"));
 }
 
+// Kubernetes allows 63 characters for a namespace and as many for a job's name; X.509 only 64
+// for a common name. The CA is named by a shortened label; a member's name, its identity, must
+// fit whole.
+TEST(CertificateAuthority, TheLongestJobAndMemberNamesStillMakeCertificates) {
+  const std::string namespace_name(63, 'n');
+  const std::string job(63, 'j');
+  const auto authority =
+      CertificateAuthority::Create(namespace_name + "/" + job, Validity::For(hours(1)));
+  const auto other =
+      CertificateAuthority::Create(namespace_name + "/" + job + "x", Validity::For(hours(1)));
+  EXPECT_NE(authority.certificate(), other.certificate());
+  const std::string member = "worker-" + std::string(57, '1');  // 64 characters
+  const JobCredentials issued = authority.Issue(member, Validity::For(hours(1)));
+  EXPECT_EQ(CheckedCredentials(issued, "issued").member, member);
+  EXPECT_EQ(PeerCheck(authority.certificate(), "ca").CheckChain(issued.certificate), std::nullopt);
+  EXPECT_THAT(ErrorOf([&] { authority.Issue(member + "2", Validity::For(hours(1))); }),
+              HasSubstr("a member name for a certificate has at most 64 characters"));
+}
+
 TEST(CertificateAuthority, RefusesMemberNamesThatCannotBeASubject) {
   const auto authority = CertificateAuthority::Create("local/job", Validity::For(hours(1)));
   EXPECT_THAT(ErrorOf([&] { authority.Issue("", Validity::For(hours(1))); }),
