@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/collective/gloo/communicator.h"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   int64_t timeout_s = 300;
   size_t segment_bytes = 0;
   size_t piece_bytes = 0;
+  std::string hostname = "127.0.0.1";
+  int64_t pause_us = 0;
   app.add_option("--rank", rank, "this process's rank")->required();
   app.add_option("--size", size, "number of processes")->required();
   app.add_option("--store-dir", store_dir, "directory for gloo's FileStore, shared by the ranks")
@@ -76,6 +79,11 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-s", timeout_s, "collective timeout");
   app.add_option("--segment-bytes", segment_bytes, "ring segment size (0: the default)");
   app.add_option("--piece-bytes", piece_bytes, "halving-doubling piece size (0: the default)");
+  app.add_option("--pause-us", pause_us,
+                 "sleep this long before each all-reduce (a training step's compute), timing "
+                 "the all-reduces only: the latency of a collective that finds its peers idle");
+  app.add_option("--hostname", hostname,
+                 "this rank's address the others reach it at (an emulated network's host)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -89,6 +97,7 @@ int main(int argc, char** argv) {
     options.size = size;
     options.store = std::make_shared<gloo::rendezvous::FileStore>(store_dir);
     options.timeout = std::chrono::seconds(timeout_s);
+    options.hostname = hostname;
     if (segment_bytes > 0) options.ring_segment_bytes = segment_bytes;
     if (piece_bytes > 0) options.halving_doubling_piece_bytes = piece_bytes;
     const std::unique_ptr<Communicator> comm = autodist::collective::MakeGlooCommunicator(options);
@@ -100,14 +109,22 @@ int main(int argc, char** argv) {
       std::fill(data.begin(), data.end(), 0.0F);  // sums of zeros stay finite however many
       const int iters = Iterations(bytes);
       comm->Barrier("bench-start");
+      double total = 0;
+      const int runs = pause_us > 0 ? std::min(iters, 100) : iters;
       const Clock::time_point start = Clock::now();
-      for (int i = 0; i < iters; ++i)
+      for (int i = 0; i < runs; ++i) {
+        if (pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+        const Clock::time_point one = Clock::now();
         comm->AllReduceSum(data.data(), count, type, algorithm, "bench");
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+        total += std::chrono::duration<double>(Clock::now() - one).count();
+      }
+      const double seconds =
+          pause_us > 0 ? total / runs
+                       : std::chrono::duration<double>(Clock::now() - start).count() / runs;
       if (rank == 0) {
         const double algbw = static_cast<double>(bytes) / seconds / 1e9;
         fmt::print("bytes={} iters={} seconds={:.9f} algbw_gbps={:.4f} busbw_gbps={:.4f}\n", bytes,
-                   iters, seconds, algbw, algbw * 2.0 * (size - 1) / size);
+                   runs, seconds, algbw, algbw * 2.0 * (size - 1) / size);
         std::fflush(stdout);
       }
     }

@@ -145,7 +145,9 @@ def main():
         model = models[model_name]
         profile = os.path.join(args.work, model_name + ".profile.json")
         job = manifest(model, args.work, "Auto", {}, model["steps"], f"{model_name}-profile")
-        run([args.autodist, "profile", job, "-o", profile, "--threads", "1"])
+        # Calibrated on the emulated network (unshaped): its per-message costs, not loopback's.
+        run([args.autodist, "profile", job, "-o", profile, "--threads", "1",
+             "--network", "unshaped"])
         for rate in args.rates.split(","):
             gbps = float(rate.replace("gbit", ""))
             predicted, (auto_label, auto_ms) = predictions(args.autodist, model["path"], profile,

@@ -94,6 +94,12 @@ struct ProfileCommandOptions {
   int steps = 20;       // measured, after a few warm-up steps
   int threads = 0;      // compute threads; 0: all cores
   std::string runtime;  // the autodist-runtime executable; default: next to `autodist`
+  // Then run the job on 2 local workers (AllReduce, then PS) to measure what a collective and a
+  // parameter-server round cost inside a job here (profile_command.cc).
+  bool calibrate = true;
+  // The calibration runs' network: empty, loopback; else an emulated one of this rate
+  // (`autodist run --network`), to meet the costs of the network the job will run on.
+  std::string network;
 };
 
 // `autodist profile`: measures the job's step on this machine (runtime/cli/step_profiler.h) by

@@ -193,6 +193,14 @@ void AddProfile(CLI::App& app, autodist::cli::ProfileCommandOptions& options) {
       ->check(CLI::NonNegativeNumber);
   profile->add_option("--runtime", options.runtime,
                       "The autodist-runtime executable (default: next to autodist)");
+  profile->add_option("--network", options.network,
+                      "Run the calibration on an emulated network of this rate, as `autodist run "
+                      "--network` (root; docs/networks.md): the costs of the network the job will "
+                      "run on");
+  profile->add_flag_callback(
+      "--no-calibration", [&options] { options.calibrate = false; },
+      "Skip the two short 2-worker runs that measure what a collective and a parameter-server "
+      "round cost inside a job on this machine");
 }
 
 }  // namespace

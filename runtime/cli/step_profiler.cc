@@ -180,6 +180,19 @@ void MeasureRuntimeCosts(const std::vector<graph::Variable>& variables,
                                   collective::AllReduceAlgorithm::kAuto, "profile-small");
       });
 
+  constexpr size_t kLargeCollective = size_t{1} << 20;  // floats: 4 MiB
+  std::vector<float> first_data(kLargeCollective, 0.0F);
+  std::vector<float> other_data(kLargeCollective, 0.0F);
+  const double large =
+      PairSeconds(*first, *other, 3, 4, [&](collective::Communicator& communicator) {
+        std::vector<float>& data = &communicator == first.get() ? first_data : other_data;
+        communicator.AllReduceSum(data.data(), data.size(), collective::ElementType::kFloat32,
+                                  collective::AllReduceAlgorithm::kAuto, "profile-large");
+      });
+  // Two ranks: each sends and receives 2 (W-1)/W = all of the message.
+  profile.loopback_gbps = static_cast<double>(kLargeCollective * sizeof(float)) * 8 / 1e9 /
+                          std::max(large - profile.collective_seconds, 1e-9);
+
   const std::unique_ptr<collective::Communicator> alone = make(0, 1, "profile-single");
   std::mt19937 random(7);
   std::normal_distribution<float> normal;

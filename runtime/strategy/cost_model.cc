@@ -93,6 +93,8 @@ class Predictor {
     for (const auto& [node, bytes] : link_bytes_) {
       prediction.link_bytes[node] = static_cast<int64_t>(std::llround(bytes));
     }
+    prediction.collectives = collectives_;
+    prediction.ps_rounds = ps_units_.empty() ? 0 : 1;
     return prediction;
   }
 
@@ -160,6 +162,7 @@ class Predictor {
 
   // A ring all-reduce of `bytes` per rank: its time, and each worker link's traffic.
   double RingAllReduce(double bytes) {
+    ++collectives_;
     const double w = Workers();
     if (w <= 1) return profile_.collective_seconds;
     const double moved = 2 * (w - 1) / w * bytes;
@@ -170,6 +173,7 @@ class Predictor {
 
   // An all-gather where every rank contributes `bytes`.
   double AllGather(double bytes) {
+    ++collectives_;
     const double w = Workers();
     if (w <= 1) return profile_.collective_seconds;
     const double moved = (w - 1) * bytes;
@@ -193,8 +197,11 @@ class Predictor {
     double dense_elements = 0;
     for (const auto& [unit, synchronizer] : group.units) {
       if (unit.variable->sparse) {
+        // Indices and rows, each an all-gather of varying size: a count exchange, then the data.
         const double rows = SparseRowsOf(unit, local_replicas);
-        seconds += AllGather(rows * kIndexBytes) + AllGather(rows * RowBytes(unit));
+        collectives_ += 2;
+        seconds += AllGather(rows * kIndexBytes) + AllGather(rows * RowBytes(unit)) +
+                   2 * (profile_.collective_seconds + (Workers() - 1) * network_.latency_seconds);
         continue;
       }
       dense_bytes += unit.bytes;
@@ -362,6 +369,7 @@ class Predictor {
   double total_bytes_ = 0;
   double all_reduced_bytes_ = 0;
   double server_update_seconds_ = 0;
+  int collectives_ = 0;
   std::map<std::string, double> link_bytes_;
 };
 

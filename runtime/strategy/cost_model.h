@@ -10,7 +10,8 @@
 //     wire bytes over the slowest worker link, plus 2 (W-1) message latencies and the fixed cost
 //     of a collective; compressors change the wire bytes (float16 halves them, PowerSGD sends its
 //     P and Q factors in two collectives, TopK all-gathers index/value pairs) and add their
-//     per-element compute; row-sparse gradients are all-gathered;
+//     per-element compute; row-sparse gradients are all-gathered, indices and rows each with a
+//     count exchange first;
 //   * parameter servers: after backward, beside the collectives: every worker pushes (sparse
 //     tables: the rows a step touches), the servers apply, every worker pulls whole values; each
 //     phase takes the busiest link's bytes over its bandwidth (a worker's pushes to a server on
@@ -40,6 +41,8 @@ struct StepPrediction {
   double compute_seconds = 0;        // forward, backward and the updates
   double communication_seconds = 0;  // what the network adds to the step beyond compute
   double total_seconds = 0;
+  int collectives = 0;  // collectives of one step (count exchanges included)
+  int ps_rounds = 0;    // parameter-server rounds of one step (0 or 1)
   // node -> bytes its link carries in one step, sent plus received.
   std::map<std::string, int64_t> link_bytes;
 

@@ -115,7 +115,8 @@ std::string StepProfileToJson(const StepProfile& profile) {
               {"sparseRowsPerReplica", profile.sparse_rows},
               {"collectiveSeconds", profile.collective_seconds},
               {"parameterServerRoundSeconds", profile.ps_round_seconds},
-              {"compressSecondsPerElement", profile.compress_seconds_per_element}};
+              {"compressSecondsPerElement", profile.compress_seconds_per_element},
+              {"loopbackGbps", profile.loopback_gbps}};
   return out.dump(2) + "\n";
 }
 
@@ -149,6 +150,7 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
   profile.ready_fraction = RequireMap(in, "gradientReadyFraction", source, 1.0);
   profile.sparse_rows = RequireMap(in, "sparseRowsPerReplica", source, 1e18);
   profile.compress_seconds_per_element = RequireMap(in, "compressSecondsPerElement", source, 1.0);
+  if (in.contains("loopbackGbps")) profile.loopback_gbps = RequireTime(in, "loopbackGbps", source);
   return profile;
 }
 

@@ -36,6 +36,9 @@ struct StepProfile {
   double collective_seconds = 0;
   double ps_round_seconds = 0;
   std::map<std::string, double> compress_seconds_per_element;
+  // What a large all-reduce between two ranks moved per second over this machine's loopback,
+  // in Gbit/s (0: not measured): `autodist profile` predicts its calibration runs with it.
+  double loopback_gbps = 0;
 
   bool operator==(const StepProfile&) const = default;
 };

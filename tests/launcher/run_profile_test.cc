@@ -33,7 +33,12 @@ TEST(RunProfileTest, AMeasuredProfileDrivesAutoInTheChief) {
   const std::string manifest = WriteManifest(dir, JobYaml(params, dir / "ckpt"));
   const std::string profile_path = dir / "profile.json";
   ASSERT_EQ(Profile(manifest, profile_path), 0) << ReadText(profile_path + ".log");
-  EXPECT_THAT(ReadText(profile_path + ".log"), HasSubstr("profile: forward "));
+  const std::string said = ReadText(profile_path + ".log");
+  EXPECT_THAT(said, HasSubstr("profile: forward "));
+  // The calibration runs: AllReduce and PS on 2 local workers, their steps against the model's.
+  EXPECT_THAT(said, HasSubstr("profile: calibration, AllReduce on 2 workers over loopback: "));
+  EXPECT_THAT(said, HasSubstr("profile: calibration, PS on 2 workers over loopback: "));
+  EXPECT_THAT(said, HasSubstr("profile: in a job, a collective costs "));
 
   const strategy::StepProfile profile = strategy::ReadStepProfile(profile_path);
   EXPECT_EQ(profile.source, "measured");
@@ -41,6 +46,13 @@ TEST(RunProfileTest, AMeasuredProfileDrivesAutoInTheChief) {
   EXPECT_GT(profile.forward_seconds, 0);
   EXPECT_GT(profile.backward_seconds, 0);
   EXPECT_GT(profile.update_seconds, 0);
+  EXPECT_GT(profile.collective_seconds, 0);
+  EXPECT_GT(profile.ps_round_seconds, 0);
+  EXPECT_GT(profile.loopback_gbps, 0);
+  for (const char* compressor :
+       {"HorovodCompressor", "HorovodCompressorEF", "PowerSGDCompressor", "TopKCompressorEF"}) {
+    EXPECT_TRUE(profile.compress_seconds_per_element.contains(compressor)) << compressor;
+  }
   const std::vector<graph::Variable> variables =
       graph::GraphItem::Load(kParityDir + "embedding/model.onnx").TrainableVariables();
   strategy::CheckProfileMatches(profile, variables, params.batch, 1, profile_path);

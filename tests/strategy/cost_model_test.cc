@@ -57,6 +57,8 @@ TEST(CostModelTest, RingAllReduceOverlappedWithBackward) {
   EXPECT_NEAR(p.communication_seconds, 6.2e-3, kTolerance);
   EXPECT_EQ(p.link_bytes.at("worker-0"), 2'000'000);  // sent and received
   EXPECT_EQ(p.link_bytes.at("worker-1"), 2'000'000);
+  EXPECT_EQ(p.collectives, 1);
+  EXPECT_EQ(p.ps_rounds, 0);
 }
 
 TEST(CostModelTest, ParameterServerPushUpdatePull) {
@@ -67,6 +69,8 @@ TEST(CostModelTest, ParameterServerPushUpdatePull) {
   EXPECT_NEAR(p.compute_seconds, 3.5e-3, kTolerance);
   EXPECT_EQ(p.link_bytes.at("ps-0"), 4'000'000);
   EXPECT_EQ(p.BusiestLink(), std::make_pair(std::string("ps-0"), int64_t{4'000'000}));
+  EXPECT_EQ(p.collectives, 0);
+  EXPECT_EQ(p.ps_rounds, 1);
 }
 
 TEST(CostModelTest, AServerOnAWorkersNodeCostsThatWorkerNoLink) {
@@ -90,6 +94,7 @@ TEST(CostModelTest, CompressorsChangeWireBytesAndAddTheirCompute) {
       Predict(matrix, Nodes(0), "AllReduce", {{"compressor", "PowerSGDCompressor"}}, profile);
   EXPECT_NEAR(powersgd.total_seconds, 3e-3 + 0.5e-3, kTolerance);
   EXPECT_EQ(powersgd.link_bytes.at("worker-0"), 2 * (2000 + 2000));
+  EXPECT_EQ(powersgd.collectives, 2);  // P and Q
   // TopK 1%: 2500 (index, value) pairs all-gathered as indices (20000 B: 160 us + 150 us) and
   // values (10000 B: 80 us + 150 us), 6 ns per element (1.5 ms): 2.04 ms from 1 ms on.
   const StepPrediction topk =
@@ -109,6 +114,19 @@ TEST(CostModelTest, SparseTablesPushTouchedRowsAndPullWholeValues) {
   const StepPrediction p = Predict(table, Nodes(1), "PS", {}, profile);
   // Each worker pushes 32 rows of 256 B with their int64 indices and pulls the whole table.
   EXPECT_EQ(p.link_bytes.at("worker-0"), 32 * (256 + 8) + 25'600'000);
+}
+
+TEST(CostModelTest, ARowSparseGradientIsAllGatheredAsIndicesAndRowsWithTheirCounts) {
+  const std::vector<graph::Variable> table = {FloatVariable("t", {100000, 64}, true)};
+  StepProfile profile = Profile({{"t", 0.0}});
+  profile.backward_seconds = 0;
+  profile.sparse_rows = {{"t", 32}};
+  const StepPrediction p = Predict(table, Nodes(0), "AllReduce", {}, profile);
+  // Indices (256 B: 2.048 us + 50 us + 100 us), rows (8192 B: 65.536 us + 150 us), and the two
+  // count exchanges (150 us each), from the end of forward (1 ms); then the update.
+  EXPECT_NEAR(p.total_seconds, 1e-3 + 152.048e-6 + 215.536e-6 + 300e-6 + 0.5e-3, kTolerance);
+  EXPECT_EQ(p.link_bytes.at("worker-0"), 2 * (256 + 8192));
+  EXPECT_EQ(p.collectives, 4);
 }
 
 TEST(CostModelTest, AGroupReadyOnlyAtTheEndOfBackwardStartsThere) {
