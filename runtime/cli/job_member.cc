@@ -121,7 +121,8 @@ std::unique_ptr<collective::Communicator> MakeCommunicator(
                        [](const sync::ShardPlan& shard) { return shard.nccl_requested; });
   });
   if (nccl) {
-    std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses the ring (RING)"
+    std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
+                 "(halving-doubling, the ring for the largest messages)"
               << std::endl;
   }
   collective::CommunicatorOptions communicator;

@@ -121,9 +121,9 @@ TEST(StrategyPlanTest, ParallaxMixesAllReduceAndParameterServers) {
   const StrategyPlan plan = PlanStrategy(Compile("Parallax", resources), Model(), resources);
   EXPECT_EQ(plan.Variable("embedding").shards[0].kind, SyncKind::kParameterServer);
   EXPECT_EQ(plan.Variable("fc.weight").shards[0].kind, SyncKind::kAllReduce);
-  // AutoDist's default spec is NCCL, which runs as the ring on CPU.
+  // AutoDist's default spec is NCCL, which runs as AUTO (the CPU's fastest) without GPUs.
   EXPECT_TRUE(plan.Variable("fc.weight").shards[0].nccl_requested);
-  EXPECT_EQ(plan.Variable("fc.weight").shards[0].algorithm, collective::AllReduceAlgorithm::kRing);
+  EXPECT_EQ(plan.Variable("fc.weight").shards[0].algorithm, collective::AllReduceAlgorithm::kAuto);
   EXPECT_EQ(plan.ps_nodes, std::vector<std::string>{"ps-0"});
   EXPECT_EQ(plan.HostedBy("ps-0").size(), 1u);
   EXPECT_EQ(&plan.Shard("fc.bias"), &plan.Variable("fc.bias").shards[0]);
