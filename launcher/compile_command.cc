@@ -113,7 +113,9 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
                               result.builder) +
       (result.note.empty() ? "" : result.note + "\n");
   if (options.explain) {
-    const strategy::AutoInputs inputs = strategy::CostModelInputs(variables, resources, request);
+    // Auto's own inputs; a named builder's are derived here the same way.
+    const strategy::AutoInputs inputs =
+        for_auto ? result.auto_inputs : strategy::CostModelInputs(variables, resources, request);
     std::vector<strategy::RankedCandidate> ranking = result.ranking;
     if (!for_auto) {
       // A named builder: its one strategy, predicted by the same model.

@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <regex>
@@ -8,6 +7,7 @@
 
 #include "launcher/child_process.h"
 #include "launcher/commands.h"
+#include "launcher/private_directory.h"
 #include "launcher/run_command.h"
 #include "launcher/runtime_executable.h"
 #include "runtime/common/error.h"
@@ -27,28 +27,6 @@ namespace fs = std::filesystem;
 
 // Steps of a calibration run; the chief's second progress window (steps 21-40) is measured.
 constexpr int64_t kCalibrationSteps = 40;
-
-// A private directory, removed with the object.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    std::string pattern = (fs::temp_directory_path() / "autodist-profile-XXXXXX").string();
-    AD_CHECK(::mkdtemp(pattern.data()) != nullptr, kUnavailable,
-             "autodist profile: cannot create a scratch directory under {}",
-             fs::temp_directory_path().string());
-    path_ = pattern;
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // `job` as the calibration runs train it: two workers hosting the parameter servers, a few
 // steps, nothing written but the logs, built with `builder` and its defaults.
@@ -73,22 +51,23 @@ job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder)
 // Seconds per step of `pair`, trained on this machine's loopback: the chief's last progress
 // window, past start-up.
 double MeasuredStepSeconds(const job::JobSpec& pair, const ProfileCommandOptions& options) {
-  const ScratchDirectory scratch;
-  const std::string manifest = (scratch.path() / "job.yaml").string();
+  const launcher::PrivateDirectory scratch("autodist-profile", "a calibration run");
+  const std::string manifest = (fs::path(scratch.path()) / "job.yaml").string();
   WriteFileBytes(manifest, job::JobToYaml(pair));
   RunOptions run;
   run.manifest = manifest;
-  run.log_dir = (scratch.path() / "logs").string();
+  run.log_dir = (fs::path(scratch.path()) / "logs").string();
   run.runtime = options.runtime;
   run.threads = options.threads;
-  run.tensorboard = (scratch.path() / "tensorboard").string();
+  run.tensorboard = (fs::path(scratch.path()) / "tensorboard").string();
   run.network = options.network;
   std::ostringstream out;
   std::ostringstream err;
   const int code = RunJob(run, out, err);
   AD_CHECK(code == 0, kUnavailable, "autodist profile: the calibration run ({}) failed:\n{}{}",
            pair.strategy.builder, out.str(), err.str());
-  const std::string log = ReadFileBytes((scratch.path() / "logs/worker-0.log").string(), "log");
+  const std::string log =
+      ReadFileBytes((fs::path(scratch.path()) / "logs/worker-0.log").string(), "log");
   const std::regex progress(R"(samples/s (\d+))");
   double rate = 0;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), progress);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/private_directory.h"
 #include "runtime/security/job_credentials.h"
 
 namespace autodist::cli {
@@ -21,16 +22,13 @@ class RunCredentials {
   // Makes the CA for job `job` and credentials for each of `members` and for the launcher.
   // Throws InvalidArgument when the directory cannot be made.
   RunCredentials(const std::string& job, const std::vector<std::string>& members);
-  ~RunCredentials();
-  RunCredentials(const RunCredentials&) = delete;
-  RunCredentials& operator=(const RunCredentials&) = delete;
 
   // The directory autodist-runtime's --tls-dir takes for `member`.
   std::string DirectoryOf(const std::string& member) const;
   const std::shared_ptr<const security::JobCredentials>& launcher() const { return launcher_; }
 
  private:
-  std::string root_;
+  launcher::PrivateDirectory root_;  // removed, credentials and all, with the object
   std::shared_ptr<const security::JobCredentials> launcher_;
 };
 
