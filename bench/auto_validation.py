@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Validates Auto's cost model on emulated networks (docs/strategies.md, "Cost model").
 
-For each model and link rate: profiles the model once (`autodist profile`), asks the cost model
-for the step time of every builder (defaults) plus AllReduce with fp16 and with PowerSGD, and of
+For each model and link rate: profiles the model (`autodist profile`, calibrated on that
+network), asks the cost model for the step time of every builder (defaults) plus AllReduce with fp16 and with PowerSGD, and of
 Auto's own pick (lossy compression allowed); then runs each of them with
 `autodist run --network RATE` (2 workers, the parameter servers on the workers), alternating the
 candidates, REPEATS times, and takes each one's median measured step. Prints, per (model, rate),
@@ -68,21 +68,35 @@ def run(command, **kwargs):
 
 
 def predictions(autodist, model_path, profile, gbps):
-    """label -> predicted step (ms) of every candidate, and Auto's pick (label, ms)."""
+    """label -> predicted step (ms) of every distinct candidate, Auto's pick (label, ms), and
+    label -> the label it is measured under (itself, or the first with the same strategy).
+
+    Candidates that compile to the same strategy (its content id) are one candidate, under the
+    first label: they train identically, so measuring both would only rank noise. The links are
+    the emulated network's: its rate and no latency beyond what calibration measured (no netem).
+    """
     predicted = {}
+    by_id = {}
+    alias = {}
     row = re.compile(r"^\s+1\s+(.+?)\s{2,}([\d.]+) ms\s+([\d.]+) ms\s+([\d.]+) ms", re.M)
+    written = re.compile(r"wrote strategy (\S+)")
     common = ["compile", "--model", model_path, "--workers", "2", "--profile", profile,
-              "--network-bandwidth-gbps", str(gbps), "--explain", "-o", os.devnull]
+              "--network-bandwidth-gbps", str(gbps), "--network-latency-us", "0", "--explain",
+              "-o", os.devnull]
     for builder, options in CANDIDATES:
         command = [autodist] + common + ["--strategy", builder]
         for key, value in options.items():
             command += ["--option", f"{key}={value}"]
         out = run(command).stdout
-        match = row.search(out)
-        predicted[label(builder, options)] = float(match.group(4))
+        strategy_id = written.search(out).group(1)
+        alias[label(builder, options)] = by_id.setdefault(strategy_id, label(builder, options))
+        if alias[label(builder, options)] != label(builder, options):
+            continue
+        predicted[label(builder, options)] = float(row.search(out).group(4))
     out = run([autodist] + common + ["--strategy", "Auto", "--allow-lossy-compression"]).stdout
     match = row.search(out)
-    return predicted, (match.group(1).strip(), float(match.group(4)))
+    auto_label = by_id.get(written.search(out).group(1), match.group(1).strip())
+    return predicted, (auto_label, float(match.group(4))), alias
 
 
 def parse_label(text):
@@ -143,16 +157,17 @@ def main():
     summary = []
     for model_name in args.models.split(","):
         model = models[model_name]
-        profile = os.path.join(args.work, model_name + ".profile.json")
         job = manifest(model, args.work, "Auto", {}, model["steps"], f"{model_name}-profile")
-        # Calibrated on the emulated network (unshaped): its per-message costs, not loopback's.
-        run([args.autodist, "profile", job, "-o", profile, "--threads", "1",
-             "--network", "unshaped"])
         for rate in args.rates.split(","):
             gbps = float(rate.replace("gbit", ""))
-            predicted, (auto_label, auto_ms) = predictions(args.autodist, model["path"], profile,
+            # Calibrated on the network the candidates run on, as a user profiles for theirs.
+            profile = os.path.join(args.work, f"{model_name}-{rate}.profile.json")
+            run([args.autodist, "profile", job, "-o", profile, "--threads", "1",
+                 "--network", rate])
+            predicted, (auto_label, auto_ms), alias = predictions(args.autodist, model["path"], profile,
                                                            gbps)
-            candidates = [(label(b, o), b, o) for b, o in CANDIDATES]
+            candidates = [(label(b, o), b, o) for b, o in CANDIDATES
+                          if label(b, o) in predicted]
             if auto_label not in predicted:
                 predicted[auto_label] = auto_ms
                 candidates.append((auto_label,) + parse_label(auto_label))
@@ -183,8 +198,8 @@ def main():
             row = {
                 "model": model_name, "rate": rate, "rho": rho, "auto": auto_label,
                 "auto_vs_best": measured[best] / measured[auto_label],
-                "auto_vs_default": measured[label("PSLoadBalancing", {})] / measured[auto_label],
-                "auto_vs_allreduce": measured[label("AllReduce", {})] / measured[auto_label],
+                "auto_vs_default": measured[alias[label("PSLoadBalancing", {})]] / measured[auto_label],
+                "auto_vs_allreduce": measured[alias[label("AllReduce", {})]] / measured[auto_label],
                 "load": load,
             }
             summary.append(row)

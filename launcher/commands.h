@@ -41,6 +41,7 @@ struct CompileOptions {
   int64_t batch_size = 32;
   bool allow_lossy_compression = false;
   double network_bandwidth_gbps = 10;
+  double network_latency_us = 50;  // the cost model's, one message one way
   bool explain = false;  // print Auto's ranked candidates
 };
 

@@ -1,4 +1,5 @@
 // `autodist compile`: model + resources + builder -> Strategy, in text, JSON or binary.
+#include <cmath>
 #include <fmt/format.h>
 
 #include <string>
@@ -92,6 +93,9 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
            options.batch_size);
   AD_CHECK(options.network_bandwidth_gbps > 0, kInvalidArgument,
            "--network-bandwidth-gbps {}: expected a rate above 0", options.network_bandwidth_gbps);
+  AD_CHECK(std::isfinite(options.network_latency_us) && options.network_latency_us >= 0,
+           kInvalidArgument, "--network-latency-us {}: expected 0 or more microseconds",
+           options.network_latency_us);
   const std::vector<graph::Variable> variables = item.TrainableVariables();
   strategy::CompileRequest request;
   request.builder = options.builder;
@@ -100,6 +104,7 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
   request.batch_per_replica = options.batch_size;
   request.allow_lossy_compression = options.allow_lossy_compression;
   request.network.default_gbps = options.network_bandwidth_gbps;
+  request.network.latency_seconds = options.network_latency_us * 1e-6;
   if (!options.profile.empty()) {
     request.profile = strategy::ReadStepProfile(options.profile);
     strategy::CheckProfileMatches(*request.profile, variables, 0, 0, options.profile);

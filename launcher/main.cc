@@ -65,6 +65,10 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
       ->add_option("--network-bandwidth-gbps", options.network_bandwidth_gbps,
                    "Links the resources give no network_bandwidth, in Gbit/s")
       ->default_str("10");
+  compile
+      ->add_option("--network-latency-us", options.network_latency_us,
+                   "For Auto and --explain: one message's one-way latency, in microseconds")
+      ->default_str("50");
   compile->add_flag("--skip-kernel-check", options.skip_kernel_check,
                     "Compile even when a node of the model has no kernel on the backend the "
                     "resources imply (cuda with GPUs, else cpu)");

@@ -1,11 +1,13 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <regex>
 #include <sstream>
 
 #include "launcher/child_process.h"
+#include "launcher/netemu/link_rate.h"
 #include "launcher/commands.h"
 #include "launcher/private_directory.h"
 #include "launcher/run_command.h"
@@ -16,6 +18,7 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/job_writer.h"
+#include "runtime/strategy/calibration.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/cost_model.h"
 #include "runtime/strategy/step_profile.h"
@@ -25,17 +28,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Steps of a calibration run; the chief's second progress window (steps 21-40) is measured.
-constexpr int64_t kCalibrationSteps = 40;
+// Steps of a calibration run: enough for about kCalibrationSeconds as predicted, within these
+// bounds; the chief's second progress window (the second half) is measured. Each run is repeated
+// kCalibrationRepeats times, the three builders in turn, and the median step kept: a single
+// short run is too noisy to tell a collective's cost from its efficiency.
+constexpr int64_t kMinimumCalibrationSteps = 40;
+constexpr int64_t kMaximumCalibrationSteps = 400;
+constexpr double kCalibrationSeconds = 3;
+constexpr int kCalibrationRepeats = 3;
+// Links that take no time: a prediction less the same on these is its wire.
+constexpr double kUnlimitedGbps = 1e12;
 
 // `job` as the calibration runs train it: two workers hosting the parameter servers, a few
-// steps, nothing written but the logs, built with `builder` and its defaults.
-job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder) {
+// steps, nothing written but the logs, built with `builder` and `options`.
+job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder,
+                            const strategy::BuilderOptions& options, int64_t steps) {
   job::JobSpec pair = job;
   pair.metadata.name = "profile-calibration";
   pair.training.epochs = 0;
-  pair.training.steps = kCalibrationSteps;
-  pair.training.log_interval_steps = kCalibrationSteps / 2;
+  pair.training.steps = steps;
+  pair.training.log_interval_steps = steps / 2;
   pair.training.checkpoint.reset();
   pair.training.export_path.clear();
   pair.training.tensorboard_path.clear();
@@ -43,9 +55,18 @@ job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder)
   pair.data.eval.clear();
   pair.strategy = job::StrategySpec{};
   pair.strategy.builder = builder;
+  pair.strategy.options = options;
   pair.resources.workers = 2;
   pair.resources.parameter_servers = 0;
+  pair.resources.network_bandwidth_gbps.reset();  // the calibration network's links, not the job's
   return pair;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 // Seconds per step of `pair`, trained on this machine's loopback: the chief's last progress
@@ -79,49 +100,89 @@ double MeasuredStepSeconds(const job::JobSpec& pair, const ProfileCommandOptions
   return static_cast<double>(pair.data.batch_size_per_replica * per_worker) / rate;
 }
 
-// The fixed costs of a collective and of a parameter-server round as a job on this machine
-// meets them: each calibration run's measured step, less the cost model's prediction of it on
-// loopback with the costs measured in isolation, spread over its collectives (or its round).
-// What a job adds to a collective alone (its other threads, the other worker's, the hand-offs)
-// shows only in a job.
+// The fixed costs of a collective, of a parameter-server round and of a job's step as a job on
+// this machine meets them (calibration.h). What a job adds to a collective alone (its other
+// threads, the other worker's, the hand-offs) shows only in a job: three runs of it, AllReduce
+// fused as by default, AllReduce with one collective per variable, and PS, are each compared with
+// the model's prediction of that same run on the calibration network's links.
 void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
                strategy::StepProfile& profile, std::ostream& out) {
   const std::vector<graph::Variable> variables =
       graph::GraphItem::Load(job.model.path).TrainableVariables();
-  strategy::NetworkAssumptions loopback;
-  loopback.default_gbps = profile.loopback_gbps > 0 ? profile.loopback_gbps : 10;
-  loopback.latency_seconds = 0;
-  const auto residual = [&](const std::string& builder) {
-    const job::JobSpec pair = CalibrationJob(job, builder);
-    const strategy::ResourceSpec resources =
-        strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(pair));
+  // The calibration network's links: a shaped rate is known; loopback or an unshaped network is
+  // taken at the loopback's rate (what the veth pairs reach beyond it lands in the costs).
+  const std::optional<int64_t> shaped =
+      options.network.empty() ? std::nullopt : netemu::ParseLinkRate(options.network, "--network");
+  strategy::NetworkAssumptions links;
+  links.default_gbps = shaped ? static_cast<double>(*shaped) / 1e9
+                       : profile.loopback_gbps > 0 ? profile.loopback_gbps
+                                                   : 10;
+  links.latency_seconds = 0;
+  // The three runs, compiled once; their steps from the prediction with the costs alone.
+  struct Run {
+    std::string label;
+    job::JobSpec pair;
+    strategy::ResourceSpec resources;
+    autodist::proto::Strategy strategy;
+    std::vector<double> measured;
+  };
+  const auto predict = [&](const Run& run) {
+    strategy::CalibrationRun result;
+    result.predicted =
+        strategy::PredictStep(run.strategy, variables, run.resources, profile, links);
+    strategy::NetworkAssumptions unlimited = links;
+    unlimited.default_gbps = kUnlimitedGbps;
+    result.wire_seconds =
+        result.predicted.total_seconds -
+        strategy::PredictStep(run.strategy, variables, run.resources, profile, unlimited)
+            .total_seconds;
+    result.measured_seconds = Median(run.measured);
+    return result;
+  };
+  std::vector<Run> runs;
+  for (const auto& [builder, builder_options] :
+       std::vector<std::pair<std::string, strategy::BuilderOptions>>{
+           {"AllReduce", {}}, {"AllReduce", {{"chunk_size", "1"}}}, {"PS", {}}}) {
+    Run run;
+    run.label = builder_options.empty() ? builder : builder + " chunk_size=1";
+    run.pair = CalibrationJob(job, builder, builder_options, kMinimumCalibrationSteps);
+    run.resources = strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(run.pair));
     strategy::CompileRequest request;
     request.builder = builder;
-    const strategy::CompileResult compiled = strategy::Compile(variables, resources, request);
-    const strategy::StepPrediction predicted =
-        strategy::PredictStep(compiled.strategy, variables, resources, profile, loopback);
-    const double measured = MeasuredStepSeconds(pair, options);
+    request.options = builder_options;
+    run.strategy = strategy::Compile(variables, run.resources, request).strategy;
+    const double predicted = predict(run).predicted.total_seconds;
+    const auto steps = static_cast<int64_t>(kCalibrationSeconds / std::max(predicted, 1e-6));
+    run.pair.training.steps =
+        std::clamp(steps, kMinimumCalibrationSteps, kMaximumCalibrationSteps) / 2 * 2;
+    run.pair.training.log_interval_steps = run.pair.training.steps / 2;
+    runs.push_back(std::move(run));
+  }
+  for (int repeat = 0; repeat < kCalibrationRepeats; ++repeat) {
+    for (Run& run : runs) run.measured.push_back(MeasuredStepSeconds(run.pair, options));
+  }
+  const std::string network = options.network.empty()
+                                  ? std::string("loopback")
+                                  : "an emulated network (" + options.network + ")";
+  const auto report = [&](const Run& run, const strategy::CalibrationRun& result) {
     out << fmt::format(
-               "profile: calibration, {} on 2 workers over {}: {:.3f} ms per step "
-               "measured, {:.3f} ms predicted from the costs alone",
-               builder,
-               options.network.empty() ? std::string("loopback")
-                                       : "an emulated network (" + options.network + ")",
-               measured * 1e3, predicted.total_seconds * 1e3)
+               "profile: calibration, {} on 2 workers over {}: {:.3f} ms per step measured "
+               "(median of {}, {} steps each), {:.3f} ms predicted from the costs so far "
+               "({} collectives)",
+               run.label, network, result.measured_seconds * 1e3, run.measured.size(),
+               run.pair.training.steps, result.predicted.total_seconds * 1e3,
+               result.predicted.collectives)
         << std::endl;
-    return std::make_pair(measured - predicted.total_seconds, predicted);
   };
-  const auto [all_reduce_extra, all_reduce] = residual("AllReduce");
-  if (all_reduce.collectives > 0) {
-    profile.collective_seconds =
-        std::max(profile.collective_seconds,
-                 profile.collective_seconds + all_reduce_extra / all_reduce.collectives);
-  }
-  const auto [ps_extra, ps] = residual("PS");
-  if (ps.ps_rounds > 0) {
-    profile.ps_round_seconds =
-        std::max(profile.ps_round_seconds, profile.ps_round_seconds + ps_extra);
-  }
+  const strategy::CalibrationRun fused = predict(runs[0]);
+  const strategy::CalibrationRun apart = predict(runs[1]);
+  report(runs[0], fused);
+  report(runs[1], apart);
+  strategy::CalibrateCollectives(fused, apart, profile);
+  // The PS run is predicted with the collectives' calibration: the step's overhead.
+  const strategy::CalibrationRun ps = predict(runs[2]);
+  report(runs[2], ps);
+  strategy::CalibrateRound(ps, profile);
 }
 
 }  // namespace
@@ -156,9 +217,11 @@ int RunProfile(const ProfileCommandOptions& options) {
   Calibrate(job, options, profile, std::cout);
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
   std::cout << fmt::format(
-                   "profile: in a job, a collective costs {:.3f} ms and a parameter-server round "
-                   "{:.3f} ms beyond their bytes; wrote {}",
-                   profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3, output)
+                   "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
+                   "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, and a link carrying "
+                   "data both ways reaches {:.0f}% of its payload rate; wrote {}",
+                   profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
+                   profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100, output)
             << std::endl;
   return 0;
 }

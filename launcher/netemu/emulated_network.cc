@@ -25,7 +25,7 @@ constexpr int kSubnets = 256;      // 198.18.0.0/24 to 198.18.255.0/24
 // tbf's bucket: at least a full GSO packet (64 KiB plus headers) so that no packet is larger
 // than the bucket, and 1 ms of the rate so that the timer's granularity does not cap it.
 constexpr double kMinimumBurstBytes = 65536 + 1024;
-constexpr double kBurstSeconds = 0.001;
+constexpr double kBurstSeconds = 0.00025;
 constexpr const char* kQueueLatency = "100ms";  // how long a packet may wait before tbf drops it
 
 // Serializes the choice of a subnet between emulated networks on this machine: between reading

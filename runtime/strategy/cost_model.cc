@@ -18,6 +18,8 @@ using autodist::proto::PSSynchronizer;
 constexpr double kIndexBytes = 8;      // int64 row or element index
 constexpr double kTopKPairBytes = 12;  // int64 index + float32 value
 constexpr double kDefaultTopKFraction = 0.01;
+// Payload bytes per second of a link of `gbps`.
+double PayloadBytesPerSecond(double gbps) { return gbps * 1e9 / 8 * kTcpPayloadFraction; }
 
 std::string NodeOf(const std::string& device) { return device.substr(0, device.find(':')); }
 
@@ -49,7 +51,8 @@ class Predictor {
             const StepProfile& profile, const NetworkAssumptions& network)
       : profile_(profile), network_(network) {
     for (const NodeSpec& node : resources.nodes()) {
-      bandwidth_[node.address] = node.network_bandwidth.value_or(network.default_gbps) * 1e9 / 8;
+      bandwidth_[node.address] =
+          PayloadBytesPerSecond(node.network_bandwidth.value_or(network.default_gbps));
     }
     for (const std::string& replica : strategy.graph_config().replicas()) {
       const std::string node = NodeOf(replica);
@@ -86,7 +89,10 @@ class Predictor {
         total_bytes_ == 0 ? 0 : profile_.update_seconds * all_reduced_bytes_ / total_bytes_;
     StepPrediction prediction;
     prediction.compute_seconds = backward_end + worker_update + server_update_seconds_;
-    prediction.total_seconds = std::max({backward_end, all_reduce_end, ps_end}) + worker_update;
+    // The job's own cost of a step exists only where workers synchronize.
+    const double overhead = Workers() > 1 ? profile_.step_overhead_seconds : 0;
+    prediction.total_seconds =
+        std::max({backward_end, all_reduce_end, ps_end}) + worker_update + overhead;
     // The servers' update sits inside ps_end; it is compute all the same.
     prediction.communication_seconds =
         std::max(0.0, prediction.total_seconds - prediction.compute_seconds);
@@ -144,8 +150,9 @@ class Predictor {
 
   double Workers() const { return static_cast<double>(workers_.size()); }
 
+
   double SlowestWorkerLink() const {
-    double slowest = network_.default_gbps * 1e9 / 8;
+    double slowest = PayloadBytesPerSecond(network_.default_gbps);
     bool first = true;
     for (const std::string& worker : workers_) {
       const double rate = Bandwidth(worker);
@@ -155,9 +162,14 @@ class Predictor {
     return slowest;
   }
 
+  // What a collective moves per second on each rank's link, sending and receiving at once.
+  double CollectiveBytesPerSecond() const {
+    return SlowestWorkerLink() * profile_.duplex_efficiency;
+  }
+
   double Bandwidth(const std::string& node) const {
     const auto it = bandwidth_.find(node);
-    return it == bandwidth_.end() ? network_.default_gbps * 1e9 / 8 : it->second;
+    return it == bandwidth_.end() ? PayloadBytesPerSecond(network_.default_gbps) : it->second;
   }
 
   // A ring all-reduce of `bytes` per rank: its time, and each worker link's traffic.
@@ -167,7 +179,7 @@ class Predictor {
     if (w <= 1) return profile_.collective_seconds;
     const double moved = 2 * (w - 1) / w * bytes;
     for (const std::string& worker : workers_) link_bytes_[worker] += 2 * moved;
-    return moved / SlowestWorkerLink() + 2 * (w - 1) * network_.latency_seconds +
+    return moved / CollectiveBytesPerSecond() + 2 * (w - 1) * network_.latency_seconds +
            profile_.collective_seconds;
   }
 
@@ -178,7 +190,7 @@ class Predictor {
     if (w <= 1) return profile_.collective_seconds;
     const double moved = (w - 1) * bytes;
     for (const std::string& worker : workers_) link_bytes_[worker] += 2 * moved;
-    return moved / SlowestWorkerLink() + (w - 1) * network_.latency_seconds +
+    return moved / CollectiveBytesPerSecond() + (w - 1) * network_.latency_seconds +
            profile_.collective_seconds;
   }
 
@@ -311,12 +323,16 @@ class Predictor {
     std::map<std::string, double> received;
   };
 
-  // The busiest link's time in one phase; counts every node's bytes into link_bytes_.
+  // The busiest link's time in one phase; counts every node's bytes into link_bytes_. A node that
+  // sends and receives in the phase has its link carry data both ways at once.
   double PhaseSeconds(const Traffic& traffic) {
     double seconds = 0;
     for (const auto* direction : {&traffic.sent, &traffic.received}) {
+      const auto* other = direction == &traffic.sent ? &traffic.received : &traffic.sent;
       for (const auto& [node, bytes] : *direction) {
-        seconds = std::max(seconds, bytes / Bandwidth(node));
+        const bool duplex = bytes > 0 && other->count(node) == 1 && other->at(node) > 0;
+        const double rate = Bandwidth(node) * (duplex ? profile_.duplex_efficiency : 1.0);
+        seconds = std::max(seconds, bytes / rate);
         link_bytes_[node] += bytes;
       }
     }

@@ -31,6 +31,11 @@
 
 namespace autodist::strategy {
 
+// What TCP carries of a link's rate at an MTU of 1500: 1448 bytes of payload per 1514-byte frame
+// (IPv4 and TCP headers with timestamps, the Ethernet header). A link of R Gbit/s moves
+// R * 1e9 / 8 * kTcpPayloadFraction bytes of the runtime's messages per second.
+inline constexpr double kTcpPayloadFraction = 1448.0 / 1514.0;
+
 // What the cost model assumes of links the resource spec says nothing about.
 struct NetworkAssumptions {
   double default_gbps = 10;        // a node without network_bandwidth

@@ -116,7 +116,9 @@ std::string StepProfileToJson(const StepProfile& profile) {
               {"collectiveSeconds", profile.collective_seconds},
               {"parameterServerRoundSeconds", profile.ps_round_seconds},
               {"compressSecondsPerElement", profile.compress_seconds_per_element},
-              {"loopbackGbps", profile.loopback_gbps}};
+              {"loopbackGbps", profile.loopback_gbps},
+              {"stepOverheadSeconds", profile.step_overhead_seconds},
+              {"duplexEfficiency", profile.duplex_efficiency}};
   return out.dump(2) + "\n";
 }
 
@@ -151,6 +153,16 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
   profile.sparse_rows = RequireMap(in, "sparseRowsPerReplica", source, 1e18);
   profile.compress_seconds_per_element = RequireMap(in, "compressSecondsPerElement", source, 1.0);
   if (in.contains("loopbackGbps")) profile.loopback_gbps = RequireTime(in, "loopbackGbps", source);
+  if (in.contains("stepOverheadSeconds")) {
+    profile.step_overhead_seconds = RequireTime(in, "stepOverheadSeconds", source);
+  }
+  if (in.contains("duplexEfficiency")) {
+    const json& value = in.at("duplexEfficiency");
+    AD_CHECK(value.is_number() && value.get<double>() > 0 && value.get<double>() <= 1,
+             kInvalidArgument, "{}: field 'duplexEfficiency' must be a number in (0, 1], got {}",
+             source, value.dump());
+    profile.duplex_efficiency = value.get<double>();
+  }
   return profile;
 }
 

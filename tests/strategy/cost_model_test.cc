@@ -27,8 +27,9 @@ StepProfile Profile(std::map<std::string, double> ready) {
   return profile;
 }
 
-// Two workers (and `ps` dedicated servers) on 1 Gbit/s links: 125e6 bytes per second.
-ResourceSpec Nodes(int ps, double gbps = 1) {
+// Two workers (and `ps` dedicated servers) on links that carry 125e6 bytes of payload per
+// second: 1 Gbit/s over what TCP's and Ethernet's headers take.
+ResourceSpec Nodes(int ps, double gbps = 1 / kTcpPayloadFraction) {
   ReplicaCounts counts;
   counts.workers = 2;
   counts.parameter_servers = ps;
@@ -147,6 +148,44 @@ TEST(CostModelTest, FasterLinksNeverPredictASlowerStep) {
         Predict(kOneMegabyte, Nodes(1, 25), builder, {}, Profile({{"w", 0.5}})).total_seconds;
     EXPECT_LT(fast, slow) << builder;
   }
+}
+
+TEST(CostModelTest, TheStepsOverheadIsAddedWhereWorkersSynchronize) {
+  StepProfile profile = Profile({{"w", 0.0}});
+  const double without = Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, profile).total_seconds;
+  profile.step_overhead_seconds = 0.7e-3;
+  const StepPrediction with = Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, profile);
+  EXPECT_NEAR(with.total_seconds, without + 0.7e-3, kTolerance);
+  EXPECT_NEAR(with.communication_seconds, 6.2e-3 + 0.7e-3, kTolerance);
+  // One worker synchronizes with no one.
+  ReplicaCounts alone;
+  alone.workers = 1;
+  const ResourceSpec one = ResourceSpec::FromReplicaCounts(alone);
+  const StepPrediction single = Predict(kOneMegabyte, one, "AllReduce", {}, profile);
+  profile.step_overhead_seconds = 0;
+  EXPECT_NEAR(single.total_seconds,
+              Predict(kOneMegabyte, one, "AllReduce", {}, profile).total_seconds, kTolerance);
+}
+
+TEST(CostModelTest, DuplexEfficiencySlowsLinksCarryingDataBothWaysOnly) {
+  StepProfile profile = Profile({{"w", 0.0}});
+  profile.duplex_efficiency = 0.5;
+  // A collective sends and receives at once: its 8 ms of wire take 16 ms.
+  const StepPrediction ring = Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, profile);
+  EXPECT_NEAR(ring.total_seconds, 9.7e-3 + 8e-3, kTolerance);
+  // One dedicated server: each phase moves one way on every link, at the payload rate.
+  const StepPrediction one_way = Predict(kOneMegabyte, Nodes(1), "PS", {}, profile);
+  EXPECT_NEAR(one_way.total_seconds, 35.85e-3, kTolerance);
+  // Two halves on servers on the two workers: each worker pushes a half to the other while it
+  // receives the other's (0.5e6 B each way: 4 ms, at half the rate 8 ms), and so on the pull.
+  const std::vector<graph::Variable> halves = {FloatVariable("a", {125000}),
+                                               FloatVariable("b", {125000})};
+  const StepProfile both = Profile({{"a", 0.0}, {"b", 0.0}});
+  StepProfile slow = both;
+  slow.duplex_efficiency = 0.5;
+  const double full = Predict(halves, Nodes(0), "PSLoadBalancing", {}, both).total_seconds;
+  const double halved = Predict(halves, Nodes(0), "PSLoadBalancing", {}, slow).total_seconds;
+  EXPECT_NEAR(halved - full, 4e-3 + 4e-3, kTolerance);
 }
 
 }  // namespace

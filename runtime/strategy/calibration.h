@@ -1,0 +1,42 @@
+// How `autodist profile` turns its calibration runs into the step profile's fixed costs: what a
+// job adds to a collective, to a parameter-server round and to a step beyond the costs measured
+// in isolation (docs/strategies.md, "Inputs"). Plain arithmetic, kept apart from the runs so
+// that it can be checked on hand-made figures.
+#pragma once
+
+#include "runtime/strategy/cost_model.h"
+#include "runtime/strategy/step_profile.h"
+
+namespace autodist::strategy {
+
+// One calibration run: its measured step, the cost model's prediction of that same run, and how
+// much of the prediction is the wire (the prediction less the same on links without a limit).
+struct CalibrationRun {
+  double measured_seconds = 0;
+  StepPrediction predicted;
+  double wire_seconds = 0;
+
+  double Residual() const { return measured_seconds - predicted.total_seconds; }
+};
+
+// The lowest duplex efficiency calibration infers: below it, what remains is the step's overhead.
+inline constexpr double kMinimumDuplexEfficiency = 0.5;
+
+// From two all-reduce runs of the same bytes, `fused` in fewer collectives than `apart`:
+//   * the difference of their residuals over the difference of their collectives is what a job
+//     adds to one collective;
+//   * what remains of `fused`'s residual slows its wire: the duplex efficiency (step_profile.h)
+//     falls so that the wire takes that much longer (down to kMinimumDuplexEfficiency);
+//   * what still remains is the step's own overhead, the same for every strategy.
+// Where the two runs have as many collectives (a model of one variable), the collective and the
+// rest cannot be told apart and `fused`'s whole residual goes to its collectives. No cost goes
+// below what was measured in isolation (a collective) or 0 (the overhead). Both runs must have
+// been predicted with `profile` as it is now.
+void CalibrateCollectives(const CalibrationRun& fused, const CalibrationRun& apart,
+                          StepProfile& profile);
+
+// From a parameter-server run predicted with `profile` after CalibrateCollectives: its residual
+// is what a job adds to a round (never below 0).
+void CalibrateRound(const CalibrationRun& ps, StepProfile& profile);
+
+}  // namespace autodist::strategy
