@@ -8,7 +8,9 @@ ONNX files were exported from, real Fashion-MNIST, one thread per process.
         --optimizer adam --lr 1e-3 --powersgd-rank 2 --powersgd-start 100 --eval
 
 --batch-size is per process (global = 2x). Every process trains --steps steps; the first
---warmup are not timed. Prints one line from rank 0:
+--warmup are not timed. With --rank it runs that one rank only (one process per host of an
+emulated network, scripts/bench-network-train.sh), reaching rank 0 at --master-addr through the
+interface --ifname. Prints one line from rank 0:
 `steps_per_second=... ms_per_step=... accuracy=... test_loss=...` (accuracy only with --eval).
 """
 
@@ -77,7 +79,8 @@ def evaluate(model, images, labels):
 
 def worker(rank, args, port):
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port),
+                      GLOO_SOCKET_IFNAME=args.ifname)
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
     images, labels = load("train")
     model = MODELS[args.model]()
@@ -138,9 +141,17 @@ def main():
     parser.add_argument("--powersgd-start", type=int, default=100)
     parser.add_argument("--eval", action="store_true", help="test accuracy on rank 0 at the end")
     parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--rank", type=int, help="run this rank only (default: spawn them all)")
+    parser.add_argument("--master-addr", default="127.0.0.1")
+    parser.add_argument("--master-port", type=int, help="with --rank: rank 0's port")
+    parser.add_argument("--ifname", default="lo", help="gloo's network interface")
     args = parser.parse_args()
     assert 0 <= args.warmup < args.steps
-    mp.spawn(worker, args=(args, free_port()), nprocs=args.world)
+    if args.rank is not None:
+        assert args.master_port, "--rank needs --master-port"
+        worker(args.rank, args, args.master_port)
+    else:
+        mp.spawn(worker, args=(args, free_port()), nprocs=args.world)
 
 
 if __name__ == "__main__":

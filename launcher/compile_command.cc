@@ -1,7 +1,7 @@
 // `autodist compile`: model + resources + builder -> Strategy, in text, JSON or binary.
-#include <cmath>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 

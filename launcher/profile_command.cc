@@ -7,13 +7,14 @@
 #include <sstream>
 
 #include "launcher/child_process.h"
-#include "launcher/netemu/link_rate.h"
 #include "launcher/commands.h"
+#include "launcher/netemu/link_rate.h"
 #include "launcher/private_directory.h"
 #include "launcher/run_command.h"
 #include "launcher/runtime_executable.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/common/median.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
@@ -62,13 +63,6 @@ job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder,
   return pair;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
 // Seconds per step of `pair`, trained on this machine's loopback: the chief's last progress
 // window, past start-up.
 double MeasuredStepSeconds(const job::JobSpec& pair, const ProfileCommandOptions& options) {
@@ -114,7 +108,7 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
   const std::optional<int64_t> shaped =
       options.network.empty() ? std::nullopt : netemu::ParseLinkRate(options.network, "--network");
   strategy::NetworkAssumptions links;
-  links.default_gbps = shaped ? static_cast<double>(*shaped) / 1e9
+  links.default_gbps = shaped                      ? static_cast<double>(*shaped) / 1e9
                        : profile.loopback_gbps > 0 ? profile.loopback_gbps
                                                    : 10;
   links.latency_seconds = 0;
@@ -216,13 +210,14 @@ int RunProfile(const ProfileCommandOptions& options) {
   strategy::StepProfile profile = strategy::ReadStepProfile(output);
   Calibrate(job, options, profile, std::cout);
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
-  std::cout << fmt::format(
-                   "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
-                   "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, and a link carrying "
-                   "data both ways reaches {:.0f}% of its payload rate; wrote {}",
-                   profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
-                   profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100, output)
-            << std::endl;
+  std::cout
+      << fmt::format(
+             "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
+             "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, and a link carrying "
+             "data both ways reaches {:.0f}% of its payload rate; wrote {}",
+             profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
+             profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100, output)
+      << std::endl;
   return 0;
 }
 

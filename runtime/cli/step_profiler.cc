@@ -11,6 +11,7 @@
 #include "runtime/collective/memory_rendezvous_store.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
+#include "runtime/common/median.h"
 #include "runtime/compress/compressor.h"
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/graph/graph_item.h"
@@ -23,13 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
 
 // The local optimizer, with the times of each step's gradients and update written down.
 class ProfilingSynchronizer : public exec::StepSynchronizer {

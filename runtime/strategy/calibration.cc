@@ -16,7 +16,10 @@ void CalibrateCollectives(const CalibrationRun& fused, const CalibrationRun& apa
   profile.collective_seconds += per_collective;
   double rest = fused.Residual() - per_collective * fused.predicted.collectives;
   if (rest <= 0) return;
-  if (fused.wire_seconds > 0) {
+  // Only a run whose wire is most of its step says how fast the wire went: otherwise the rest is
+  // as likely the step's own (a sparse table's gathers and scatters) and stays overhead.
+  if (fused.wire_seconds > 0 &&
+      fused.wire_seconds >= kWireShareForEfficiency * fused.predicted.total_seconds) {
     const double slower =
         std::min(1.0, std::max(kMinimumDuplexEfficiency / profile.duplex_efficiency,
                                fused.wire_seconds / (fused.wire_seconds + rest)));

@@ -21,12 +21,16 @@ struct CalibrationRun {
 
 // The lowest duplex efficiency calibration infers: below it, what remains is the step's overhead.
 inline constexpr double kMinimumDuplexEfficiency = 0.5;
+// The least share of the fused run's predicted step its wire must be for calibration to infer a
+// duplex efficiency from it.
+inline constexpr double kWireShareForEfficiency = 0.5;
 
 // From two all-reduce runs of the same bytes, `fused` in fewer collectives than `apart`:
 //   * the difference of their residuals over the difference of their collectives is what a job
 //     adds to one collective;
-//   * what remains of `fused`'s residual slows its wire: the duplex efficiency (step_profile.h)
-//     falls so that the wire takes that much longer (down to kMinimumDuplexEfficiency);
+//   * what remains of `fused`'s residual slows its wire, where the wire is most of its step
+//     (kWireShareForEfficiency): the duplex efficiency (step_profile.h) falls so that the wire
+//     takes that much longer (down to kMinimumDuplexEfficiency);
 //   * what still remains is the step's own overhead, the same for every strategy.
 // Where the two runs have as many collectives (a model of one variable), the collective and the
 // rest cannot be told apart and `fused`'s whole residual goes to its collectives. No cost goes

@@ -150,7 +150,6 @@ class Predictor {
 
   double Workers() const { return static_cast<double>(workers_.size()); }
 
-
   double SlowestWorkerLink() const {
     double slowest = PayloadBytesPerSecond(network_.default_gbps);
     bool first = true;
@@ -323,16 +322,19 @@ class Predictor {
     std::map<std::string, double> received;
   };
 
-  // The busiest link's time in one phase; counts every node's bytes into link_bytes_. A node that
-  // sends and receives in the phase has its link carry data both ways at once.
+  // The busiest link's time in one phase; counts every node's bytes into link_bytes_. Where a
+  // node both sends and receives, the bytes that cross in both directions at once go at the
+  // duplex efficiency, the rest of the larger direction at the payload rate.
   double PhaseSeconds(const Traffic& traffic) {
     double seconds = 0;
     for (const auto* direction : {&traffic.sent, &traffic.received}) {
       const auto* other = direction == &traffic.sent ? &traffic.received : &traffic.sent;
       for (const auto& [node, bytes] : *direction) {
-        const bool duplex = bytes > 0 && other->count(node) == 1 && other->at(node) > 0;
-        const double rate = Bandwidth(node) * (duplex ? profile_.duplex_efficiency : 1.0);
-        seconds = std::max(seconds, bytes / rate);
+        const auto reverse = other->find(node);
+        const double both_ways = reverse == other->end() ? 0 : std::min(bytes, reverse->second);
+        const double rate = Bandwidth(node);
+        seconds = std::max(
+            seconds, both_ways / (rate * profile_.duplex_efficiency) + (bytes - both_ways) / rate);
         link_bytes_[node] += bytes;
       }
     }

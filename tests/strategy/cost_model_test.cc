@@ -186,6 +186,17 @@ TEST(CostModelTest, DuplexEfficiencySlowsLinksCarryingDataBothWaysOnly) {
   const double full = Predict(halves, Nodes(0), "PSLoadBalancing", {}, both).total_seconds;
   const double halved = Predict(halves, Nodes(0), "PSLoadBalancing", {}, slow).total_seconds;
   EXPECT_NEAR(halved - full, 4e-3 + 4e-3, kTolerance);
+  // Uneven halves: only the bytes crossing both ways at once go at the duplex efficiency. "big"
+  // (0.75e6 B) and "small" (0.25e6 B) land on different workers: each phase moves 0.25e6 B both
+  // ways (2 ms, at half the rate 4 ms) and 0.5e6 B more one way (4 ms).
+  const std::vector<graph::Variable> uneven = {FloatVariable("big", {187500}),
+                                               FloatVariable("small", {62500})};
+  StepProfile uneven_full = Profile({{"big", 0.0}, {"small", 0.0}});
+  StepProfile uneven_slow = uneven_full;
+  uneven_slow.duplex_efficiency = 0.5;
+  const double fast = Predict(uneven, Nodes(0), "PSLoadBalancing", {}, uneven_full).total_seconds;
+  const double slowed = Predict(uneven, Nodes(0), "PSLoadBalancing", {}, uneven_slow).total_seconds;
+  EXPECT_NEAR(slowed - fast, 2e-3 + 2e-3, kTolerance);
 }
 
 }  // namespace

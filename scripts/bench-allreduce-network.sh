@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# All-reduce on emulated networks (docs/networks.md): our Gloo communicator and Open MPI's
+# MPI_Allreduce side by side, one rank per host namespace, on shaped links and unshaped in the
+# same run. For each size the two alternate, REPEATS times each; the table shows medians.
+#
+# A shaped run's limit is the lower of two figures: the link's rate, and the bus bandwidth the
+# same ranks reached unshaped (the better of ours and MPI's): on 2 cores, 4 ranks cannot fill
+# even an unshaped veth. Each bus bandwidth is then given as a share of that limit. Without netem
+# (absent on this kernel) the links add no latency, so only bandwidth is measured here.
+# Results: docs/performance.md, "Collectives on emulated networks". Needs root.
+#
+#   scripts/bench-allreduce-network.sh [build-dir]
+#   RATES="1gbit 2.5gbit" RANKS="2 4" SIZES="4194304 16777216 67108864" REPEATS=3 \
+#     scripts/bench-allreduce-network.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SELF="$(pwd)/scripts/bench-allreduce-network.sh"
+
+value() { sed -n "s/.*$1=\([0-9.e+-]*\).*/\1/p"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Inside `autodist network`: host i is AUTODIST_NETWORK_ADDRESS_i in AUTODIST_NETWORK_NETNS_i.
+# Prints "n bytes ours_seconds mpi_seconds" per rank count and size.
+inside() {
+  local work n bytes i ours_runs mpi_runs subnet hosts
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  subnet="${AUTODIST_NETWORK_CALLER%.*}.0/24"
+  # Open MPI starts its daemons through this "remote shell": into the host's namespace.
+  cat >"$work/agent" <<'EOF'
+#!/usr/bin/env bash
+host="$1"
+shift
+for ((i = 0; i < AUTODIST_NETWORK_HOSTS; i++)); do
+  address="AUTODIST_NETWORK_ADDRESS_$i"
+  netns="AUTODIST_NETWORK_NETNS_$i"
+  if [[ "${!address}" == "$host" ]]; then exec nsenter --net="${!netns}" /bin/sh -c "$*"; fi
+done
+echo "agent: no emulated host $host" >&2
+exit 1
+EOF
+  chmod +x "$work/agent"
+  ours() {
+    local n="$1" bytes="$2" store pids=() rank address netns
+    store="$(mktemp -d -p "$work")"
+    for ((rank = 0; rank < n; rank++)); do
+      address="AUTODIST_NETWORK_ADDRESS_$rank"
+      netns="AUTODIST_NETWORK_NETNS_$rank"
+      nsenter --net="${!netns}" "$BUILD_DIR/bin/allreduce_bench" --rank "$rank" --size "$n" \
+        --store-dir "$store" --bytes "$bytes" --hostname "${!address}" \
+        >"$store/out.$rank" 2>&1 &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+      if ! wait "$pid"; then
+        cat "$store"/out.* >&2
+        exit 1
+      fi
+    done
+    value seconds <"$store/out.0"
+  }
+  mpi() {
+    local n="$1" bytes="$2" address
+    hosts=""
+    for ((i = 0; i < n; i++)); do
+      address="AUTODIST_NETWORK_ADDRESS_$i"
+      hosts+="${hosts:+,}${!address}:1"
+    done
+    mpirun --allow-run-as-root -np "$n" --host "$hosts" --mca plm_rsh_agent "$work/agent" \
+      --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp --mca btl_tcp_if_include "$subnet" \
+      --mca oob_tcp_if_include "$subnet" "$MPI_BENCH" "$bytes" | value seconds
+  }
+  for n in $RANKS; do
+    for bytes in $SIZES; do
+      ours_runs=()
+      mpi_runs=()
+      for ((i = 0; i < REPEATS; i++)); do
+        ours_runs+=("$(ours "$n" "$bytes")")
+        mpi_runs+=("$(mpi "$n" "$bytes")")
+      done
+      echo "$n $bytes $(printf "%s\n" "${ours_runs[@]}" | median)" \
+        "$(printf "%s\n" "${mpi_runs[@]}" | median)"
+    done
+  done
+}
+
+if [[ "${1:-}" == "--inside" ]]; then
+  inside
+  exit 0
+fi
+
+BUILD_DIR="$(realpath "${1:-build}")"
+export BUILD_DIR
+export RATES="${RATES:-1gbit 2.5gbit}"
+export RANKS="${RANKS:-2 4}"
+export SIZES="${SIZES:-4194304 16777216 67108864}"
+export REPEATS="${REPEATS:-3}"
+export MPI_BENCH="$BUILD_DIR/bin/mpi_allreduce_bench"
+scripts/setup.sh bench  # Open MPI: only the benchmarks need it
+cmake --build "$BUILD_DIR" --target allreduce_bench autodist >/dev/null
+mpicc -O2 -Wall -o "$MPI_BENCH" bench/mpi_allreduce_bench.c
+hosts=0
+for n in $RANKS; do ((n > hosts)) && hosts=$n; done
+
+results="$(mktemp)"
+trap 'rm -f "$results"' EXIT
+for rate in unshaped $RATES; do
+  "$BUILD_DIR/bin/autodist" network --hosts "$hosts" --rate "$rate" -- "$SELF" --inside |
+    sed "s/^/$rate /" >>"$results"
+done
+
+echo "all-reduce float32 sum on emulated links, one rank per host, $(nproc) cores," \
+  "median of $REPEATS runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bus bandwidth in GB/s; limit = min(link rate, best unshaped bus bandwidth of the same ranks and size)"
+printf "%-9s %5s %10s | %8s %8s | %8s | %10s %10s | %7s\n" link ranks bytes ours MPI limit \
+  "ours/limit" "MPI/limit" ours/MPI
+awk '
+  function rate_gbytes(r,   x) {  # "2.5gbit" -> GB/s
+    x = r; sub(/gbit$/, "", x)
+    if (x != r) return x / 8
+    x = r; sub(/mbit$/, "", x)
+    return x / 8000
+  }
+  {
+    f = 2 * ($2 - 1) / $2
+    ours = $3 / $4 / 1e9 * f; mpi = $3 / $5 / 1e9 * f
+    if ($1 == "unshaped") { best[$2, $3] = ours > mpi ? ours : mpi }
+    rows[NR] = $0; o[NR] = ours; m[NR] = mpi
+  }
+  END {
+    for (i = 1; i <= NR; i++) {
+      split(rows[i], r, " ")
+      limit = best[r[2], r[3]]
+      if (r[1] != "unshaped" && rate_gbytes(r[1]) < limit) limit = rate_gbytes(r[1])
+      printf "%-9s %5d %10d | %8.3f %8.3f | %8.3f | %9.0f%% %9.0f%% | %6.2fx\n", r[1], r[2], r[3],
+        o[i], m[i], limit, 100 * o[i] / limit, 100 * m[i] / limit, o[i] / m[i]
+    }
+  }' "$results"
