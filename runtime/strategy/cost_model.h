@@ -9,14 +9,17 @@
 //     communication thread in the order groups complete: a ring moves 2 (W-1)/W of the group's
 //     wire bytes over the slowest worker link, plus 2 (W-1) message latencies and the fixed cost
 //     of a collective; compressors change the wire bytes (float16 halves them, PowerSGD sends its
-//     P and Q factors in two collectives, TopK all-gathers index/value pairs) and add their
-//     per-element compute; row-sparse gradients are all-gathered, indices and rows each with a
-//     count exchange first;
+//     P and Q factors in two collectives, TopK all-gathers index/value pairs); row-sparse
+//     gradients are all-gathered, indices and rows each with a count exchange first; links carry
+//     kTcpPayloadFraction of their rate, at the profile's duplex efficiency where data crosses
+//     both ways at once;
 //   * parameter servers: after backward, beside the collectives: every worker pushes (sparse
 //     tables: the rows a step touches), the servers apply, every worker pulls whole values; each
 //     phase takes the busiest link's bytes over its bandwidth (a worker's pushes to a server on
-//     its own node cross no link), plus one round's latency.
-// The step is the later of the two, plus the updates.
+//     its own node cross no link), plus one round's latency;
+//   * compression: its per-element compute, on the worker's busy cores, so never overlapped.
+// The step is the later of the two, plus compression, the updates and the profile's step
+// overhead.
 #pragma once
 
 #include <cstdint>

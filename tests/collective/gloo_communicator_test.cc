@@ -3,10 +3,13 @@
 // integers, so that sums are exact in float16 too and results compare bit for bit. Failures (size
 // mismatches, a rank that stops taking part, the coordinator's store) are in
 // gloo_failure_test.cc.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "runtime/collective/gloo/communicator.h"
@@ -304,6 +307,49 @@ TEST(GlooCommunicatorTest, RejectsBadOptions) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
     EXPECT_THAT(error.what(), ::testing::HasSubstr("no rendezvous store"));
   }
+}
+
+TEST(GlooCommunicatorTest, AutoTakesTheRingForLargeMessagesOnlyWhereEachRankHasItsOwnHost) {
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 4), kNetworkRingMinBytes);
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 3, 3), kNetworkRingMinBytes);
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 1), SIZE_MAX);  // loopback
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 2), SIZE_MAX);  // two ranks per host
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 2, 2), SIZE_MAX);  // one exchange either way
+  EXPECT_EQ(AutoRingMinBytes(size_t{4096}, 4, 1), 4096U);     // given: kept
+}
+
+TEST(GlooCommunicatorTest, RanksOnHostsOfTheirOwnSumExactlyAcrossTheRingThreshold) {
+  // 127.0.0.1-3 are three hosts to the communicator (each listens on its own address), so Auto
+  // runs the ring from 1 MiB on: a 2 MiB and a 4 KiB all-reduce both sum exactly.
+  constexpr int kRanks = 3;
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  std::vector<std::optional<Error>> errors(kRanks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        GlooOptions options;
+        options.rank = rank;
+        options.size = kRanks;
+        options.store = store;
+        options.hostname = fmt::format("127.0.0.{}", rank + 1);
+        const std::unique_ptr<Communicator> comm = MakeGlooCommunicator(options);
+        for (size_t count : {size_t{1024}, size_t{512} << 10}) {
+          std::vector<float> data(count);
+          for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1 + (i % 7));
+          comm->AllReduceSum(data.data(), count, ElementType::kFloat32, AllReduceAlgorithm::kAuto,
+                             fmt::format("hosts-{}", count));
+          for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(data[i], static_cast<float>(6 + 3 * (i % 7))) << "element " << i;
+          }
+        }
+      } catch (const Error& e) {
+        errors[static_cast<size_t>(rank)] = e;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/collective/communicator.h"
@@ -39,12 +40,8 @@ struct GlooOptions {
   // Prefix of the store keys: communicators sharing a store need distinct prefixes.
   std::string prefix;
   // AllReduceAlgorithm::kAuto runs halving-doubling below this many bytes and the ring from here
-  // on. Default: never the ring. On loopback with 2, 3 and 4 ranks halving-doubling (in pieces,
-  // below) beat the ring at every size from 4 KiB to 256 MiB, by 1.2-2.5x from 1 MiB up and far
-  // more below (docs/performance.md, "Collectives: Gloo vs Open MPI"). Set a limit where the
-  // ring's pipelining pays, on networks with more latency and idle cores; measure with
-  // bench/allreduce_bench --algorithm.
-  size_t auto_ring_min_bytes = SIZE_MAX;
+  // on. Default (none): AutoRingMinBytes below, from where the ranks sit.
+  std::optional<size_t> auto_ring_min_bytes;
   // Halving-doubling runs in pieces of at most this many bytes (at most 2 GiB). Default 1 MiB: as
   // fast as one exchange up to 4 MiB, up to 1.4x faster above; 256 KiB pieces were slower.
   size_t halving_doubling_piece_bytes = size_t{1} << 20;
@@ -52,6 +49,16 @@ struct GlooOptions {
   // (Gloo's default).
   size_t ring_segment_bytes = size_t{1} << 20;
 };
+
+// Where kAuto hands all-reduces to the ring (auto_ring_min_bytes above; `configured` where one was
+// given). Where at least 3 ranks each sit on a host of their own (as many distinct hostnames as
+// ranks): from kNetworkRingMinBytes, since on links of 1 and 2.5 Gbit/s the ring's pipelined
+// segments kept 4 ranks at 90-96% of the link from 4 MiB up, where halving-doubling's exchanges,
+// one after the other, reached 73-77% (docs/performance.md, "Collectives on emulated networks").
+// Elsewhere never: on one host (loopback, 2 to 4 ranks) halving-doubling beat the ring at every
+// size from 4 KiB to 256 MiB, and 2 ranks exchange once either way.
+inline constexpr size_t kNetworkRingMinBytes = size_t{1} << 20;
+size_t AutoRingMinBytes(std::optional<size_t> configured, int ranks, int distinct_hosts);
 
 // Connects this rank to the others: blocks until every rank has published its address and the
 // connections are up. Throws kInvalidArgument for bad options (a rank outside [0, size), no
