@@ -233,7 +233,8 @@ TEST(GlooFailureTest, TheRendezvousTimesOutWhenARankNeverShowsUp) {
 TEST(GlooFailureTest, RanksRendezvousThroughTheCoordinator) {
   constexpr int kWorkers = 3;
   CoordinatorService service(
-      strategy::ResourceSpec::FromReplicaCounts({.workers = kWorkers, .parameter_servers = 0}),
+      strategy::ResourceSpec::FromReplicaCounts(
+          {.workers = kWorkers, .parameter_servers = 0, .network_bandwidth = std::nullopt}),
       autodist::proto::Strategy(), "job-1");
   rpc::RpcServer server("127.0.0.1:0", {&service});
   auto client = std::make_shared<CoordinatorClient>(server.endpoint());

@@ -44,7 +44,7 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 TEST(ShardedValuesTest, PiecesOfTheServersShardFilesRebuildTheWholeValues) {
   const std::vector<graph::Variable> model = {Float("embedding", {10, 4}), Float("w", {3, 4}),
                                               Float("b", {3})};
-  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2});
+  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2, std::nullopt});
   strategy::CompileRequest request;
   request.builder = "PartitionedPS";
   const StrategyPlan plan =

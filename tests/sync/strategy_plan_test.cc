@@ -28,7 +28,7 @@ std::vector<graph::Variable> Model() {
 }
 
 strategy::ResourceSpec TwoWorkersOnePs() {
-  return strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 1});
+  return strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 1, std::nullopt});
 }
 
 autodist::proto::Strategy Compile(const std::string& builder,
@@ -59,7 +59,7 @@ TEST(StrategyPlanTest, PsPlacesEveryWholeVariableOnTheParameterServer) {
 }
 
 TEST(StrategyPlanTest, PartitionedPsCutsAlongAxisZeroWithContiguousRanges) {
-  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2});
+  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2, std::nullopt});
   const StrategyPlan plan = PlanStrategy(Compile("PartitionedPS", resources), Model(), resources);
   const VariablePlan& embedding = plan.Variable("embedding");
   ASSERT_TRUE(embedding.partitioned);
@@ -89,20 +89,20 @@ TEST(StrategyPlanTest, OptionsReachEveryShard) {
 }
 
 TEST(StrategyPlanTest, WorkersHostTheParameterServersWithoutDedicatedOnes) {
-  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0});
+  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0, std::nullopt});
   const StrategyPlan plan = PlanStrategy(Compile("PSLoadBalancing", resources), Model(), resources);
   for (const std::string& node : plan.ps_nodes) EXPECT_THAT(node, HasSubstr("worker-"));
 }
 
 TEST(StrategyPlanTest, AllReduceGroupsCarryAlgorithmAndCompressor) {
   const auto resources = TwoWorkersOnePs();
-  const StrategyPlan plan =
-      PlanStrategy(Compile("AllReduce", strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0}),
-                           {{"chunk_size", "2"},
-                            {"all_reduce_spec", "RING"},
-                            {"compressor", "PowerSGDCompressor"},
-                            {"powersgd_rank", "2"}}),
-                   Model(), strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0}));
+  const StrategyPlan plan = PlanStrategy(
+      Compile("AllReduce", strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0, std::nullopt}),
+              {{"chunk_size", "2"},
+               {"all_reduce_spec", "RING"},
+               {"compressor", "PowerSGDCompressor"},
+               {"powersgd_rank", "2"}}),
+      Model(), strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 0, std::nullopt}));
   EXPECT_FALSE(plan.has_parameter_servers());
   EXPECT_EQ(plan.groups, (std::vector<int>{0, 1}));
   const std::vector<const ShardPlan*> first = plan.GroupMembers(0);
@@ -152,7 +152,8 @@ TEST(StrategyPlanTest, BadDevicesAndPartsAreRejected) {
   EXPECT_THAT([&] { PlanStrategy(strategy, Model(), resources); },
               ::testing::ThrowsMessage<Error>(HasSubstr("expected a device")));
 
-  const auto partitioned_resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2});
+  const auto partitioned_resources =
+      strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2, std::nullopt});
   auto partitioned = Compile("PartitionedPS", partitioned_resources);
   for (auto& node : *partitioned.mutable_node_config()) {
     if (node.var_name() == "embedding") node.mutable_part_config()->RemoveLast();
@@ -171,7 +172,7 @@ TEST(StrategyPlanTest, NodeOfDeviceReadsAddresses) {
 }
 
 TEST(ReplicatorTest, EachNodeRunsItsConsecutiveReplicas) {
-  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 3, 1});
+  const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 3, 1, std::nullopt});
   const auto strategy = Compile("PS", resources);
   const ReplicaPlacement first = PlaceReplicas(strategy, "worker-0");
   const ReplicaPlacement second = PlaceReplicas(strategy, "worker-1");
