@@ -83,6 +83,7 @@ int DistinctHosts(const GlooOptions& options, gloo::rendezvous::Store& store) {
   const std::string mine = fmt::format("hostname/{}", options.rank);
   store.set(mine, std::vector<char>(options.hostname.begin(), options.hostname.end()));
   std::vector<std::string> keys;
+  keys.reserve(static_cast<size_t>(options.size));
   for (int rank = 0; rank < options.size; ++rank) keys.push_back(fmt::format("hostname/{}", rank));
   store.wait(keys, options.timeout);
   std::set<std::string> hosts;
