@@ -40,15 +40,13 @@ constexpr int kCalibrationRepeats = 3;
 // Links that take no time: a prediction less the same on these is its wire.
 constexpr double kUnlimitedGbps = 1e12;
 
-// `job` as the calibration runs train it: two workers hosting the parameter servers, a few
-// steps, nothing written but the logs, built with `builder` and `options`.
+// `job` as the calibration runs train it: two workers hosting the parameter servers, nothing
+// written but the logs, built with `builder` and `options`; its steps are set once predicted.
 job::JobSpec CalibrationJob(const job::JobSpec& job, const std::string& builder,
-                            const strategy::BuilderOptions& options, int64_t steps) {
+                            const strategy::BuilderOptions& options) {
   job::JobSpec pair = job;
   pair.metadata.name = "profile-calibration";
   pair.training.epochs = 0;
-  pair.training.steps = steps;
-  pair.training.log_interval_steps = steps / 2;
   pair.training.checkpoint.reset();
   pair.training.export_path.clear();
   pair.training.tensorboard_path.clear();
@@ -133,13 +131,19 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
     result.measured_seconds = Median(run.measured);
     return result;
   };
+  struct Plan {
+    const char* label;
+    const char* builder;
+    strategy::BuilderOptions options;
+  };
   std::vector<Run> runs;
-  for (const auto& [builder, builder_options] :
-       std::vector<std::pair<std::string, strategy::BuilderOptions>>{
-           {"AllReduce", {}}, {"AllReduce", {{"chunk_size", "1"}}}, {"PS", {}}}) {
+  for (const auto& [label, builder, builder_options] :
+       std::vector<Plan>{{"AllReduce", "AllReduce", {}},
+                         {"AllReduce chunk_size=1", "AllReduce", {{"chunk_size", "1"}}},
+                         {"PS", "PS", {}}}) {
     Run run;
-    run.label = builder_options.empty() ? builder : builder + " chunk_size=1";
-    run.pair = CalibrationJob(job, builder, builder_options, kMinimumCalibrationSteps);
+    run.label = label;
+    run.pair = CalibrationJob(job, builder, builder_options);
     run.resources = strategy::ResourceSpec::FromReplicaCounts(job::ToReplicaCounts(run.pair));
     strategy::CompileRequest request;
     request.builder = builder;

@@ -199,9 +199,10 @@ class Predictor {
   }
 
   // Compression's compute, charged to the worker's cores (see Predict): `elements` float32
-  // elements compressed and decompressed by `compressor`.
-  void ChargeCompression(const char* compressor, double elements) {
-    const auto it = profile_.compress_seconds_per_element.find(compressor);
+  // elements compressed and decompressed by `compressor` (the profile keys it by enum name).
+  void ChargeCompression(AllReduceSynchronizer::Compressor compressor, double elements) {
+    const auto it = profile_.compress_seconds_per_element.find(
+        AllReduceSynchronizer::Compressor_Name(compressor));
     if (it != profile_.compress_seconds_per_element.end()) {
       compress_seconds_ += it->second * elements;
     }
@@ -230,17 +231,15 @@ class Predictor {
     if (dense_elements == 0) return seconds;
     switch (first.compressor()) {
       case AllReduceSynchronizer::HorovodCompressor:
-        ChargeCompression("HorovodCompressor", dense_elements);
-        return seconds + RingAllReduce(dense_bytes / 2);
       case AllReduceSynchronizer::HorovodCompressorEF:
-        ChargeCompression("HorovodCompressorEF", dense_elements);
+        ChargeCompression(first.compressor(), dense_elements);
         return seconds + RingAllReduce(dense_bytes / 2);
       case AllReduceSynchronizer::TopKCompressorEF: {
         const double fraction =
             first.topk_fraction() > 0 ? first.topk_fraction() : kDefaultTopKFraction;
         const double k = std::ceil(fraction * dense_elements);
         // Indices and values: two all-gathers of k elements per rank.
-        ChargeCompression("TopKCompressorEF", dense_elements);
+        ChargeCompression(first.compressor(), dense_elements);
         return seconds + AllGather(k * kIndexBytes) + AllGather(k * (kTopKPairBytes - kIndexBytes));
       }
       case AllReduceSynchronizer::PowerSGDCompressor:
@@ -273,7 +272,7 @@ class Predictor {
       q_bytes += rank * m * 4;
       compressed_elements += unit.elements;
     }
-    ChargeCompression("PowerSGDCompressor", compressed_elements * rank);
+    ChargeCompression(AllReduceSynchronizer::PowerSGDCompressor, compressed_elements * rank);
     double seconds = 0;
     if (p_bytes > 0) seconds += RingAllReduce(p_bytes) + RingAllReduce(q_bytes);
     if (plain_bytes > 0) seconds += RingAllReduce(plain_bytes);
@@ -371,21 +370,14 @@ class Predictor {
     }
   }
 
+  // A push compresses with float16 or TopK (PushBytes); sparse rows go as they are.
   void ChargePushCompression(const PsUnit& entry) {
-    if (entry.unit.variable->sparse) return;
-    switch (entry.synchronizer->compressor()) {
-      case AllReduceSynchronizer::HorovodCompressor:
-        ChargeCompression("HorovodCompressor", entry.unit.elements);
-        break;
-      case AllReduceSynchronizer::HorovodCompressorEF:
-        ChargeCompression("HorovodCompressorEF", entry.unit.elements);
-        break;
-      case AllReduceSynchronizer::TopKCompressorEF:
-        ChargeCompression("TopKCompressorEF", entry.unit.elements);
-        break;
-      default:
-        break;
+    const AllReduceSynchronizer::Compressor compressor = entry.synchronizer->compressor();
+    if (entry.unit.variable->sparse || compressor == AllReduceSynchronizer::NoneCompressor ||
+        compressor == AllReduceSynchronizer::PowerSGDCompressor) {
+      return;
     }
+    ChargeCompression(compressor, entry.unit.elements);
   }
 
   const StepProfile& profile_;
