@@ -16,8 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SELF="$(pwd)/scripts/bench-allreduce-network.sh"
 
-value() { sed -n "s/.*$1=\([0-9.e+-]*\).*/\1/p"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 
 # Inside `autodist network`: host i is AUTODIST_NETWORK_ADDRESS_i in AUTODIST_NETWORK_NETNS_i.
 # Prints "n bytes ours_seconds mpi_seconds" per rank count and size.
@@ -55,13 +55,7 @@ EOF
         >"$store/out.$rank" 2>&1 &
       pids+=($!)
     done
-    for pid in "${pids[@]}"; do
-      if ! wait "$pid"; then
-        cat "$store"/out.* >&2
-        exit 1
-      fi
-    done
-    value seconds <"$store/out.0"
+    wait_ranks "$store" "${pids[@]}"
   }
   mpi() {
     local n="$1" bytes="$2" address

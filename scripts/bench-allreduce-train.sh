@@ -24,18 +24,9 @@ ACC_STEPS="${4:-938}"
 START="${5:-100}"
 AUTODIST="$BUILD_DIR/bin/autodist"
 PY=/usr/bin/python3
-if [[ ! -x "$AUTODIST" || ! -x "$BUILD_DIR/bin/autodist-runtime" ]]; then
-  echo "bench-allreduce-train: build $BUILD_DIR first (autodist, autodist-runtime)" >&2
-  exit 2
-fi
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  echo "bench-allreduce-train: PyTorch is missing: scripts/setup.sh fixtures installs python3-torch" >&2
-  exit 2
-fi
-if [[ ! -d /usr/share/datasets/fashion-mnist ]]; then
-  echo "bench-allreduce-train: scripts/setup.sh installs dataset-fashion-mnist" >&2
-  exit 2
-fi
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+require_training_peer bench-allreduce-train "$BUILD_DIR" "$PY"
 WORK="$(mktemp -d)"
 # The machine is shared: the load average tells how much of it the two processes had.
 load() { echo "(load average $(cut -d' ' -f1-3 /proc/loadavg))"; }

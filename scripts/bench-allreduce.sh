@@ -9,6 +9,8 @@
 #   RANKS="2 4" SIZES="4096 1048576" REPEATS=3 ALGORITHM=auto scripts/bench-allreduce.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
 BUILD_DIR="${1:-build}"
 RANKS="${RANKS:-2 4}"
 # 4 KiB ... 256 MiB in powers of 4.
@@ -24,7 +26,6 @@ mpicc -O2 -Wall -o "$MPI_BENCH" bench/mpi_allreduce_bench.c
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-value() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 
 # Seconds per all-reduce of our communicator: n processes, rendezvous through a FileStore.
 ours() {
@@ -35,13 +36,7 @@ ours() {
       --bytes "$bytes" --algorithm "$ALGORITHM" >"$store/out.$rank" 2>&1 &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do
-    if ! wait "$pid"; then
-      cat "$store"/out.* >&2
-      exit 1
-    fi
-  done
-  value seconds <"$store/out.0"
+  wait_ranks "$store" "${pids[@]}"
 }
 
 # Seconds per MPI_Allreduce: TCP over the loopback interface only (no shared memory), as ours.
@@ -51,7 +46,6 @@ mpi() {
     --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "$MPI_BENCH" "$bytes" | value seconds
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "all-reduce float32 sum, loopback TCP, $(nproc) cores, median of $REPEATS runs, ours: $ALGORITHM"
 printf "%5s %10s | %12s %12s | %12s %12s | %7s\n" ranks bytes "ours algbw" "ours busbw" \

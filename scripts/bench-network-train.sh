@@ -22,12 +22,11 @@ STEPS="${2:-400}"
 LINKS="${3:-100mbit 1gbit unshaped}"
 AUTODIST="$BUILD_DIR/bin/autodist"
 PY=/usr/bin/python3
-if [[ ! -x "$AUTODIST" || ! -x "$BUILD_DIR/bin/autodist-runtime" ]]; then
-  echo "bench-network-train: build $BUILD_DIR first (autodist, autodist-runtime)" >&2
-  exit 2
-fi
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  echo "bench-network-train: PyTorch is missing: scripts/setup.sh fixtures installs python3-torch" >&2
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh
+require_training_peer bench-network-train "$BUILD_DIR" "$PY"
+if ! [[ "$STEPS" =~ ^[0-9]+$ ]] || ((STEPS <= 20)); then
+  echo "bench-network-train: steps $STEPS: expected more than 20 (DDP's warm-up)" >&2
   exit 2
 fi
 WORK="$(mktemp -d)"

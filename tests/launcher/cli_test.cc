@@ -441,6 +441,14 @@ TEST_F(CliTest, ExplainRanksAutosCandidatesOnTheGivenLinks) {
       {"--allow-lossy-compression is for --strategy Auto"});
   ExpectUserError({"compile", "--model", Model("mlp.onnx"), "--profile", "missing.json"},
                   {"missing.json"});
+  // The links' latency: 0 is none, a negative one is refused.
+  const RunResult no_latency =
+      Compile(Model("mlp.onnx"),
+              {"--workers", "2", "--explain", "--network-latency-us", "0", "-o", "l.pb"});
+  EXPECT_TRUE(Contains(no_latency.out, "0 us per message")) << no_latency.out;
+  ExpectUserError(
+      {"compile", "--model", Model("mlp.onnx"), "--explain", "--network-latency-us", "-5"},
+      {"--network-latency-us -5", "expected 0 or more microseconds"});
 }
 
 TEST_F(CliTest, DefaultResourcesAreOneLocalCpuReplica) {
