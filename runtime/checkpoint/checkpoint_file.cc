@@ -23,7 +23,17 @@ namespace {
 constexpr std::array<char, 8> kMagic = {'A', 'D', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr std::array<char, 4> kTrailerMagic = {'A', 'D', 'C', 'E'};
 constexpr uint64_t kTrailerBytes = 8 + 8 + 4 + 4;
-constexpr uint64_t kAlignment = 64;  // tensor data starts on cache lines, as tensor storage does
+// Tensor data starts on cache lines, as tensor storage does; a large tensor's on a page, so
+// writing and reading it with direct I/O (DurableFile, ReadFileRange) moves it between the disk
+// and the tensor's own page-aligned storage with no copy in between.
+constexpr uint64_t kAlignment = 64;
+constexpr uint64_t kLargeAlignment = 4096;
+
+uint64_t AlignmentOf(uint64_t bytes) {
+  return bytes >= std::min<uint64_t>(DurableFile::kDirectMinBytes, kDirectReadMinBytes)
+             ? kLargeAlignment
+             : kAlignment;
+}
 constexpr uint64_t kChunkBytes = uint64_t{16} << 20;  // read, written, summed at a time
 
 // Reads `size` bytes at `offset` of `path` into `out` and returns their CRC-32C. This thread reads
@@ -99,7 +109,9 @@ uint64_t CheckedShapeBytes(const tensor::Shape& shape, tensor::DType dtype,
   return bytes;
 }
 
-uint64_t AlignUp(uint64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+uint64_t AlignUp(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
 
 template <typename T>
 void PutLittleEndian(char* out, T value) {
@@ -122,7 +134,7 @@ void AddEntries(const NamedTensors& tensors,
     entry->set_name(name);
     entry->set_data_type(static_cast<int32_t>(value.dtype()));
     for (const int64_t dim : value.shape()) entry->add_dims(dim);
-    offset = AlignUp(offset);
+    offset = AlignUp(offset, AlignmentOf(value.nbytes()));
     entry->set_offset(offset);
     entry->set_length(value.nbytes());
     entry->set_crc32c(0);  // filled in as the data is written; present, so the size is fixed
@@ -173,7 +185,7 @@ void WriteSection(DurableFile& file, const NamedTensors& tensors,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const tensor::Tensor& value = tensors[i].second;
     proto::TensorEntry& entry = (*entries)[static_cast<int>(i)];
-    file.PadTo(kAlignment);
+    file.PadTo(AlignmentOf(value.nbytes()));
     AD_CHECK(file.position() == entry.offset(), kInternal, "checkpoint: '{}' laid out at {}, at {}",
              entry.name(), entry.offset(), file.position());
     // Checksummed piece by piece just before each piece is written, while it is still cached.

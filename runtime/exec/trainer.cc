@@ -193,8 +193,8 @@ class Run {
     double window_data = 0;
     double window_compute = 0;
     double window_sync = 0;
-    const auto since = [](Clock::time_point start) {
-      return std::chrono::duration<double>(Clock::now() - start).count();
+    const auto since = [](Clock::time_point from) {
+      return std::chrono::duration<double>(Clock::now() - from).count();
     };
     int64_t run_samples = 0;
     double loss = 0;
