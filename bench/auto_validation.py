@@ -10,7 +10,10 @@ the predicted and measured steps, Spearman's rho between them, and Auto's pick a
 measured candidate, against PSLoadBalancing (AutoDist's default) and against plain AllReduce.
 
 The measured step is the chief's steady state: its log's second window (logIntervalSteps is half
-the steps), so start-up and the first steps are left out. Needs root (network namespaces).
+the steps), so start-up and the first steps are left out. Each candidate runs long enough for
+that window to last about WINDOW_SECONDS by its prediction (at least the model's own steps, at
+most MAX_STEPS): a window of 10 steps (the embedding's 20-step runs, ~0.1 s) measured two
+candidates predicted within 0.1% of each other 17% apart. Needs root (network namespaces).
 
     scripts/bench-auto.sh            # every model, 1gbit and 2.5gbit, 5 repeats
 """
@@ -37,6 +40,14 @@ CANDIDATES = [
     ("AllReduce", {"compressor": "PowerSGDCompressor"}),
 ]
 BATCH = 32
+WINDOW_SECONDS = 1.5
+MAX_STEPS = 2000
+
+
+def steps_for(model, predicted_ms):
+    """Steps that make the measured (second) window last about WINDOW_SECONDS; even."""
+    steps = round(2 * WINDOW_SECONDS * 1000 / max(predicted_ms, 1e-3))
+    return min(MAX_STEPS, max(model["steps"], steps)) // 2 * 2
 
 
 def label(builder, options):
@@ -177,7 +188,8 @@ def main():
                 shift = repeat % len(candidates)
                 for name, builder, options in candidates[shift:] + candidates[:shift]:
                     tag = re.sub(r"[^a-z0-9]+", "-", f"{model_name}-{rate}-{name}".lower())
-                    job = manifest(model, args.work, builder, options, model["steps"], tag[:60])
+                    job = manifest(model, args.work, builder, options,
+                                   steps_for(model, predicted[name]), tag[:60])
                     logs = os.path.join(args.work, "logs", tag)
                     run([args.autodist, "run", job, "--network", rate, "--threads", "1",
                          "--fresh", "--log-dir", logs])

@@ -47,6 +47,11 @@ AutoOptions ReadAutoOptions(const BuilderOptions& options) {
   return result;
 }
 
+bool IsLossy(const Candidate& candidate) {
+  // Every compressor Auto tries is lossy (AutoCandidates).
+  return candidate.options.contains("compressor");
+}
+
 std::string Candidate::Label() const {
   std::string label = builder;
   for (const auto& [key, value] : options) label += fmt::format(" {}={}", key, value);
@@ -128,9 +133,12 @@ std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& 
   }
   // Whole nanoseconds, then the candidates' order: a last-bit difference between two
   // machines' floating point cannot reorder two candidates.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return std::llround(a.prediction.total_seconds * 1e9) <
-           std::llround(b.prediction.total_seconds * 1e9);
+  const auto rank_nanoseconds = [](const RankedCandidate& entry) {
+    const double margin = IsLossy(entry.candidate) ? 1 + kLossyCompressionMargin : 1;
+    return std::llround(entry.prediction.total_seconds * margin * 1e9);
+  };
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+    return rank_nanoseconds(a) < rank_nanoseconds(b);
   });
   return ranked;
 }
@@ -152,8 +160,9 @@ std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const Aut
       "{:g} us per message; lossy compression {}\n",
       profile.source, profile.batch_per_replica, profile.replicas_per_worker, links,
       inputs.network.latency_seconds * 1e6,
-      inputs.allow_lossy_compression ? "allowed"
-                                     : "not allowed (spec.strategy.allowLossyCompression)");
+      inputs.allow_lossy_compression
+          ? fmt::format("allowed (ranked as if {:g}% slower)", kLossyCompressionMargin * 100)
+          : std::string("not allowed (spec.strategy.allowLossyCompression)"));
   size_t width = 9;
   for (const RankedCandidate& entry : ranking)
     width = std::max(width, entry.candidate.Label().size());

@@ -48,6 +48,15 @@ struct Candidate {
   std::string Label() const;
 };
 
+// A lossy compressor changes what the model learns, so a candidate with one ranks as if its
+// step took this share longer: it wins only where it is clearly faster, not on a near tie with
+// an exact candidate. (Its compute on busy cores is also the least certain cost: near ties were
+// measured either way, performance.md, "Auto: predicted against measured".)
+inline constexpr double kLossyCompressionMargin = 0.05;
+
+// Whether the candidate compresses lossily (any compressor option).
+bool IsLossy(const Candidate& candidate);
+
 struct RankedCandidate {
   Candidate candidate;
   StepPrediction prediction;
@@ -57,8 +66,9 @@ struct RankedCandidate {
 // The candidates in a fixed order (the tie-break of equal predictions).
 std::vector<Candidate> AutoCandidates(const ResourceSpec& resources, const AutoInputs& inputs);
 
-// Compiles and predicts every candidate; returns them fastest first, each distinct strategy
-// once. `build` compiles one candidate (Compile's builder table).
+// Compiles and predicts every candidate; returns them fastest first (lossy ones by their step
+// and kLossyCompressionMargin), each distinct strategy once. `build` compiles one candidate
+// (Compile's builder table).
 using CandidateBuild = std::function<autodist::proto::Strategy(const Candidate&)>;
 std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& variables,
                                             const ResourceSpec& resources, const AutoInputs& inputs,

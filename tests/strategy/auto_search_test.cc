@@ -117,6 +117,38 @@ TEST(AutoSearchTest, OnASlowLinkLossyCompressionWinsWhereAllowed) {
   EXPECT_LT(*lossy.predicted_step_seconds, *exact.predicted_step_seconds);
 }
 
+// A lossy candidate must beat the exact ones by kLossyCompressionMargin: on a near tie the exact
+// one is chosen, and the table says how lossy candidates rank.
+TEST(AutoSearchTest, LossyCompressionWinsOnlyBeyondItsMargin) {
+  // From links where compression wins by far to links where it loses: somewhere between, a
+  // lossy candidate is faster by less than the margin, and the exact one is chosen.
+  int near_ties = 0;
+  for (double gbps = 0.5; gbps < 50; gbps *= 1.03) {
+    const ResourceSpec nodes = Nodes(2, 1, 0, gbps);
+    const double best_exact = *CompileAuto(kDense, nodes, false).predicted_step_seconds;
+    const CompileResult lossy = CompileAuto(kDense, nodes, true);
+    const RankedCandidate& chosen = lossy.ranking.front();
+    if (IsLossy(chosen.candidate)) {
+      EXPECT_LT(chosen.prediction.total_seconds * (1 + kLossyCompressionMargin), best_exact)
+          << gbps << " Gbit/s: " << chosen.candidate.Label();
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(chosen.prediction.total_seconds, best_exact) << gbps << " Gbit/s";
+    for (const RankedCandidate& entry : lossy.ranking) {
+      if (!IsLossy(entry.candidate)) continue;
+      EXPECT_GE(entry.prediction.total_seconds * (1 + kLossyCompressionMargin), best_exact)
+          << gbps << " Gbit/s: " << entry.candidate.Label();
+      if (entry.prediction.total_seconds < best_exact) ++near_ties;
+    }
+  }
+  EXPECT_GT(near_ties, 0);
+  AutoInputs inputs;
+  inputs.allow_lossy_compression = true;
+  EXPECT_THAT(FormatRanking(CompileAuto(kDense, Nodes(2, 1, 0, 1), true).ranking, inputs,
+                            Nodes(2, 1, 0, 1)),
+              HasSubstr("lossy compression allowed (ranked as if 5% slower)"));
+}
+
 TEST(AutoSearchTest, TheSameInputsGiveTheSameStrategy) {
   const CompileResult first = CompileAuto(kDense, Nodes(3, 2, 2, 2.5), true);
   const CompileResult second = CompileAuto(kDense, Nodes(3, 2, 2, 2.5), true);

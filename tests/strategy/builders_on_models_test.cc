@@ -143,7 +143,9 @@ TEST_P(BuildersOnModelsTest, InvariantsHold) {
 
   // Auto compiles its fastest-predicted candidate (auto_search_test.cc); every invariant below
   // holds for whichever builder that is.
-  if (builder() == "Auto") ASSERT_FALSE(result.ranking.empty());
+  if (builder() == "Auto") {
+    ASSERT_FALSE(result.ranking.empty());
+  }
   const std::string effective =
       builder() != "Auto" ? builder() : result.ranking.front().candidate.builder;
   EXPECT_EQ(result.builder, effective);
@@ -232,7 +234,9 @@ TEST_P(BuildersOnModelsTest, InvariantsHold) {
         EXPECT_TRUE(ps.sync());  // defaults: synchronous, no staleness, no proxy
         EXPECT_EQ(ps.staleness(), 0);
         // Auto may choose the local proxy where a node has several replicas.
-        if (builder() != "Auto") EXPECT_FALSE(ps.local_replication());
+        if (builder() != "Auto") {
+          EXPECT_FALSE(ps.local_replication());
+        }
         EXPECT_FALSE(IsAllReduceFamily(effective));
         if (effective == "PS") {
           EXPECT_EQ(ps.reduction_destination(), expected_spec.ps_candidates.front());
