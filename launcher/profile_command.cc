@@ -118,17 +118,18 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
     autodist::proto::Strategy strategy;
     std::vector<double> measured;
   };
-  const auto predict = [&](const Run& run) {
+  // A run as `with` predicts it (the profile as calibrated so far, by default).
+  const auto predict = [&](const Run& run, const strategy::StepProfile* with = nullptr) {
+    const strategy::StepProfile& costs = with != nullptr ? *with : profile;
     strategy::CalibrationRun result;
-    result.predicted =
-        strategy::PredictStep(run.strategy, variables, run.resources, profile, links);
+    result.predicted = strategy::PredictStep(run.strategy, variables, run.resources, costs, links);
     strategy::NetworkAssumptions unlimited = links;
     unlimited.default_gbps = kUnlimitedGbps;
     result.wire_seconds =
         result.predicted.total_seconds -
-        strategy::PredictStep(run.strategy, variables, run.resources, profile, unlimited)
+        strategy::PredictStep(run.strategy, variables, run.resources, costs, unlimited)
             .total_seconds;
-    result.measured_seconds = Median(run.measured);
+    result.measured_seconds = run.measured.empty() ? 0 : Median(run.measured);
     return result;
   };
   struct Plan {
@@ -136,9 +137,15 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
     const char* builder;
     strategy::BuilderOptions options;
   };
+  // Between fused and one collective per variable, about three groups: the overlap run.
+  const int64_t dense = std::count_if(variables.begin(), variables.end(),
+                                      [](const graph::Variable& v) { return !v.sparse; });
+  const std::string middle_chunk = std::to_string(std::max<int64_t>(2, (dense + 2) / 3));
+  const std::string middle_label = "AllReduce chunk_size=" + middle_chunk;
   std::vector<Run> runs;
   for (const auto& [label, builder, builder_options] :
        std::vector<Plan>{{"AllReduce", "AllReduce", {}},
+                         {middle_label.c_str(), "AllReduce", {{"chunk_size", middle_chunk}}},
                          {"AllReduce chunk_size=1", "AllReduce", {{"chunk_size", "1"}}},
                          {"PS", "PS", {}}}) {
     Run run;
@@ -156,6 +163,11 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
     run.pair.training.log_interval_steps = run.pair.training.steps / 2;
     runs.push_back(std::move(run));
   }
+  // The overlap run only where its collectives lie strictly between the other two runs'.
+  const auto collectives = [&](const Run& run) { return predict(run).predicted.collectives; };
+  const bool overlap_run =
+      collectives(runs[1]) > collectives(runs[0]) && collectives(runs[1]) < collectives(runs[2]);
+  if (!overlap_run) runs.erase(runs.begin() + 1);
   for (int repeat = 0; repeat < kCalibrationRepeats; ++repeat) {
     for (Run& run : runs) run.measured.push_back(MeasuredStepSeconds(run.pair, options));
   }
@@ -172,14 +184,26 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
                result.predicted.collectives)
         << std::endl;
   };
-  const strategy::CalibrationRun fused = predict(runs[0]);
-  const strategy::CalibrationRun apart = predict(runs[1]);
-  report(runs[0], fused);
-  report(runs[1], apart);
+  const Run& fused_run = runs.front();
+  const Run& apart_run = runs[runs.size() - 2];
+  const Run& ps_run = runs.back();
+  report(fused_run, predict(fused_run));
+  if (overlap_run) {
+    report(runs[1], predict(runs[1]));
+    strategy::CalibrateOverlap(
+        [&](const strategy::StepProfile& trial) {
+          return strategy::OverlapRuns{predict(fused_run, &trial), predict(runs[1], &trial),
+                                       predict(apart_run, &trial)};
+        },
+        profile);
+  }
+  const strategy::CalibrationRun fused = predict(fused_run);
+  const strategy::CalibrationRun apart = predict(apart_run);
+  report(apart_run, apart);
   strategy::CalibrateCollectives(fused, apart, profile);
   // The PS run is predicted with the collectives' calibration: the step's overhead.
-  const strategy::CalibrationRun ps = predict(runs[2]);
-  report(runs[2], ps);
+  const strategy::CalibrationRun ps = predict(ps_run);
+  report(ps_run, ps);
   strategy::CalibrateRound(ps, profile);
 }
 
@@ -214,14 +238,15 @@ int RunProfile(const ProfileCommandOptions& options) {
   strategy::StepProfile profile = strategy::ReadStepProfile(output);
   Calibrate(job, options, profile, std::cout);
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
-  std::cout
-      << fmt::format(
-             "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
-             "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, and a link carrying "
-             "data both ways reaches {:.0f}% of its payload rate; wrote {}",
-             profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
-             profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100, output)
-      << std::endl;
+  std::cout << fmt::format(
+                   "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
+                   "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, a link carrying "
+                   "data both ways reaches {:.0f}% of its payload rate, and a collective beside "
+                   "backward {:.0f}% of its speed; wrote {}",
+                   profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
+                   profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100,
+                   profile.overlap_efficiency * 100, output)
+            << std::endl;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/strategy/calibration.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace autodist::strategy {
 
@@ -28,6 +29,37 @@ void CalibrateCollectives(const CalibrationRun& fused, const CalibrationRun& apa
   }
   // The predictions held the overhead known so far; the rest is beyond it.
   profile.step_overhead_seconds += std::max(0.0, rest);
+}
+
+void CalibrateOverlap(const std::function<OverlapRuns(const StepProfile&)>& predict,
+                      StepProfile& profile) {
+  const OverlapRuns as_is = predict(profile);
+  const int middle_more = as_is.middle.predicted.collectives - as_is.fused.predicted.collectives;
+  const int apart_more = as_is.apart.predicted.collectives - as_is.fused.predicted.collectives;
+  if (middle_more <= 0 || apart_more <= middle_more) return;
+  StepProfile trial = profile;
+  // Where backward is short beside the wire, no efficiency changes the runs by more than their
+  // noise, and the fit would follow the noise.
+  trial.overlap_efficiency = kMinimumOverlapEfficiency;
+  const double reach =
+      predict(trial).middle.predicted.total_seconds - as_is.middle.predicted.total_seconds;
+  if (reach < kOverlapSensitivity * as_is.middle.measured_seconds) return;
+  double best_error = -1;
+  // Whole steps down from 1, so every machine tries the same efficiencies.
+  const auto steps =
+      static_cast<int>(std::lround((1 - kMinimumOverlapEfficiency) / kOverlapEfficiencyStep));
+  for (int i = 0; i <= steps; ++i) {
+    trial.overlap_efficiency = 1 - i * kOverlapEfficiencyStep;
+    const OverlapRuns runs = predict(trial);
+    const double per_collective =
+        std::max(0.0, (runs.apart.Residual() - runs.fused.Residual()) / apart_more);
+    const double error =
+        std::abs(runs.middle.Residual() - runs.fused.Residual() - per_collective * middle_more);
+    if (best_error < 0 || error < best_error) {
+      best_error = error;
+      profile.overlap_efficiency = trial.overlap_efficiency;
+    }
+  }
 }
 
 void CalibrateRound(const CalibrationRun& ps, StepProfile& profile) {

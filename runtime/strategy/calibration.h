@@ -4,6 +4,8 @@
 // that it can be checked on hand-made figures.
 #pragma once
 
+#include <functional>
+
 #include "runtime/strategy/cost_model.h"
 #include "runtime/strategy/step_profile.h"
 
@@ -38,6 +40,31 @@ inline constexpr double kWireShareForEfficiency = 0.5;
 // been predicted with `profile` as it is now.
 void CalibrateCollectives(const CalibrationRun& fused, const CalibrationRun& apart,
                           StepProfile& profile);
+
+// The overlap efficiencies (step_profile.h) CalibrateOverlap tries: from 1 down in these steps.
+inline constexpr double kOverlapEfficiencyStep = 0.05;
+inline constexpr double kMinimumOverlapEfficiency = 0.1;
+// The least share of the middle run's measured step that the efficiency must be able to move
+// its prediction by (from 1 to the minimum) for CalibrateOverlap to fit it.
+inline constexpr double kOverlapSensitivity = 0.1;
+
+// Three all-reduce runs of the same bytes in more and more collectives, as predicted with a
+// given profile.
+struct OverlapRuns {
+  CalibrationRun fused;
+  CalibrationRun middle;
+  CalibrationRun apart;
+};
+
+// Sets `profile`'s overlap efficiency to the one that best explains three runs: with it, the cost
+// per collective that `fused` and `apart` imply (as CalibrateCollectives takes it) also accounts
+// for `middle`. The runs differ in how much of their wire overlaps backward as well as in their
+// collectives, and two runs cannot tell those apart. `predict` predicts the runs with a profile
+// (`profile` with another efficiency). Leaves the efficiency as it is when `middle` does not
+// have more collectives than `fused` and fewer than `apart`, or when no efficiency would move its
+// prediction by kOverlapSensitivity of its step; ties go to the higher efficiency.
+void CalibrateOverlap(const std::function<OverlapRuns(const StepProfile&)>& predict,
+                      StepProfile& profile);
 
 // From a parameter-server run predicted with `profile` after CalibrateCollectives: its residual
 // is what a job adds to a round (never below 0).

@@ -279,16 +279,23 @@ class Predictor {
     return seconds;
   }
 
-  // When the last collective ends: groups in the order they complete, on one thread.
+  // When the last collective ends: groups in the order they complete, on one thread. Until
+  // backward ends a collective goes at the profile's overlap efficiency (step_profile.h).
   double AllReduceEnd(double forward) {
     std::vector<const Group*> order;
     for (const auto& [id, group] : groups_) order.push_back(&group);
     std::stable_sort(order.begin(), order.end(),
                      [](const Group* a, const Group* b) { return a->ready < b->ready; });
+    const double backward_end = forward + profile_.backward_seconds;
+    const double efficiency = profile_.overlap_efficiency;
     double end = 0;
     for (const Group* group : order) {
-      const double ready = forward + group->ready * profile_.backward_seconds;
-      end = std::max(end, ready) + GroupSeconds(*group);
+      const double start = std::max(end, forward + group->ready * profile_.backward_seconds);
+      const double seconds = GroupSeconds(*group);
+      // What the collective gets done beside backward, at the efficiency; the rest after it.
+      const double beside_backward = std::max(0.0, backward_end - start) * efficiency;
+      end = seconds <= beside_backward ? start + seconds / efficiency
+                                       : std::max(start, backward_end) + seconds - beside_backward;
     }
     return end;
   }

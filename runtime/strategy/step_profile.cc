@@ -39,6 +39,15 @@ double RequireTime(const json& object, const char* key, const std::string& sourc
   return value;
 }
 
+// A share in (0, 1] (an efficiency).
+double RequireShare(const json& object, const char* key, const std::string& source) {
+  const json& value = object.at(key);
+  AD_CHECK(value.is_number() && value.get<double>() > 0 && value.get<double>() <= 1,
+           kInvalidArgument, "{}: field '{}' must be a number in (0, 1], got {}", source, key,
+           value.dump());
+  return value.get<double>();
+}
+
 std::map<std::string, double> RequireMap(const json& object, const char* key,
                                          const std::string& source, double maximum) {
   std::map<std::string, double> values;
@@ -118,7 +127,8 @@ std::string StepProfileToJson(const StepProfile& profile) {
               {"compressSecondsPerElement", profile.compress_seconds_per_element},
               {"loopbackGbps", profile.loopback_gbps},
               {"stepOverheadSeconds", profile.step_overhead_seconds},
-              {"duplexEfficiency", profile.duplex_efficiency}};
+              {"duplexEfficiency", profile.duplex_efficiency},
+              {"overlapEfficiency", profile.overlap_efficiency}};
   return out.dump(2) + "\n";
 }
 
@@ -157,11 +167,10 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
     profile.step_overhead_seconds = RequireTime(in, "stepOverheadSeconds", source);
   }
   if (in.contains("duplexEfficiency")) {
-    const json& value = in.at("duplexEfficiency");
-    AD_CHECK(value.is_number() && value.get<double>() > 0 && value.get<double>() <= 1,
-             kInvalidArgument, "{}: field 'duplexEfficiency' must be a number in (0, 1], got {}",
-             source, value.dump());
-    profile.duplex_efficiency = value.get<double>();
+    profile.duplex_efficiency = RequireShare(in, "duplexEfficiency", source);
+  }
+  if (in.contains("overlapEfficiency")) {
+    profile.overlap_efficiency = RequireShare(in, "overlapEfficiency", source);
   }
   return profile;
 }

@@ -49,6 +49,11 @@ struct StepProfile {
   // Every collective does; a parameter-server phase where a node both sends and receives does.
   // 1 without calibration.
   double duplex_efficiency = 1;
+  // The share of its speed a collective keeps while backward still computes, in (0, 1]: the
+  // cores are busy with backward (and, where workers share a machine, with each other's), so a
+  // collective overlapping it is scheduled late and its pipeline stalls. Calibration measures
+  // it from runs that overlap more or less; 1 without.
+  double overlap_efficiency = 1;
 
   bool operator==(const StepProfile&) const = default;
 };

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace autodist::strategy {
 namespace {
 
@@ -53,6 +55,44 @@ TEST(CalibrationTest, NoCostFallsBelowWhatWasMeasuredAlone) {
   EXPECT_EQ(profile.step_overhead_seconds, 0);
   CalibrateRound(Measured(4.0, 5.0, 0, 1), profile);
   EXPECT_NEAR(profile.ps_round_seconds, 0.2e-3, kTolerance);
+}
+
+// A toy world for CalibrateOverlap: 15 ms of compute, then a collective's 10 ms of wire of which
+// `window` ms may overlap backward at the efficiency; each collective costs 0.2 ms beyond the
+// prediction and every step 1 ms. `fused` does not overlap.
+OverlapRuns ToyRuns(const StepProfile& profile, double true_efficiency, double window) {
+  const auto predicted = [&](double efficiency, bool overlaps) {
+    return 15 + (overlaps ? std::max(0.0, 10 - window * efficiency) : 10);
+  };
+  const auto run = [&](int collectives, bool overlaps) {
+    const double measured = predicted(true_efficiency, overlaps) + 1 + 0.2 * collectives;
+    return Measured(measured, predicted(profile.overlap_efficiency, overlaps), collectives);
+  };
+  return OverlapRuns{run(1, false), run(3, true), run(12, true)};
+}
+
+TEST(CalibrationTest, TheOverlapEfficiencyIsTheOneThatExplainsTheMiddleRun) {
+  for (const double truth : {1.0, 0.6, 0.3}) {
+    StepProfile profile = Isolated();
+    CalibrateOverlap([&](const StepProfile& p) { return ToyRuns(p, truth, 8); }, profile);
+    EXPECT_NEAR(profile.overlap_efficiency, truth, kTolerance) << truth;
+  }
+}
+
+TEST(CalibrationTest, TheOverlapEfficiencyStaysWhereTheRunsCannotTellIt) {
+  // Backward too short beside the wire: no efficiency moves the middle run by 10% of its step.
+  StepProfile profile = Isolated();
+  CalibrateOverlap([&](const StepProfile& p) { return ToyRuns(p, 0.3, 0.5); }, profile);
+  EXPECT_EQ(profile.overlap_efficiency, 1);
+  // The middle run with as many collectives as the fused one.
+  CalibrateOverlap(
+      [&](const StepProfile& p) {
+        OverlapRuns runs = ToyRuns(p, 0.3, 8);
+        runs.middle.predicted.collectives = 1;
+        return runs;
+      },
+      profile);
+  EXPECT_EQ(profile.overlap_efficiency, 1);
 }
 
 TEST(CalibrationTest, TheRoundTakesThePsRunsResidual) {

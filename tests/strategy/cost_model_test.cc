@@ -202,5 +202,26 @@ TEST(CostModelTest, DuplexEfficiencySlowsLinksCarryingDataBothWaysOnly) {
   EXPECT_NEAR(slowed - fast, 2e-3 + 2e-3, kTolerance);
 }
 
+TEST(CostModelTest, OverlapEfficiencySlowsOnlyWhatRunsBesideBackward) {
+  // Ready when backward starts (1 ms), 8.2 ms of collective, backward until 3 ms: at half speed
+  // the 2 ms beside backward get 1 ms of it done, the other 7.2 ms follow: to 10.2 ms, then the
+  // update.
+  StepProfile profile = Profile({{"w", 0.0}});
+  profile.overlap_efficiency = 0.5;
+  EXPECT_NEAR(Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, profile).total_seconds, 10.7e-3,
+              kTolerance);
+  // A collective that starts after backward is as fast as ever.
+  StepProfile late = Profile({{"w", 1.0}});
+  const double as_fast = Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, late).total_seconds;
+  late.overlap_efficiency = 0.5;
+  EXPECT_NEAR(Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, late).total_seconds, as_fast,
+              kTolerance);
+  // One that fits beside backward even at the efficiency ends inside it: a fast link.
+  StepProfile fits = Profile({{"w", 0.0}});
+  fits.overlap_efficiency = 0.5;
+  const StepPrediction fast = Predict(kOneMegabyte, Nodes(0, 100), "AllReduce", {}, fits);
+  EXPECT_NEAR(fast.total_seconds, 3.5e-3, kTolerance);
+}
+
 }  // namespace
 }  // namespace autodist::strategy

@@ -31,6 +31,8 @@ StepProfile Measured() {
   profile.ready_fraction = {{"fc1.weight", 1.0}, {"fc1.bias", 0.9}, {"emb", 0.0}};
   profile.sparse_rows = {{"emb", 31.5}};
   profile.loopback_gbps = 25.5;
+  profile.duplex_efficiency = 0.75;
+  profile.overlap_efficiency = 0.5;
   return profile;
 }
 
@@ -59,6 +61,10 @@ TEST(StepProfileTest, EveryBadFieldIsNamed) {
        "gradientReadyFraction['fc1.bias'] is 1.5: expected a number in [0, 1]"},
       {with("\"batchPerReplica\": 32", "\"batchPerReplica\": 0"),
        "field 'batchPerReplica' must be a positive integer"},
+      {with("\"duplexEfficiency\": 0.75", "\"duplexEfficiency\": 0"),
+       "field 'duplexEfficiency' must be a number in (0, 1], got 0"},
+      {with("\"overlapEfficiency\": 0.5", "\"overlapEfficiency\": 1.5"),
+       "field 'overlapEfficiency' must be a number in (0, 1], got 1.5"},
   };
   for (const auto& [text, message] : cases) {
     const Error error = ErrorOf([&] { StepProfileFromJson(text, "p.json"); });
