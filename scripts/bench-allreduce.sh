@@ -26,7 +26,6 @@ mpicc -O2 -Wall -o "$MPI_BENCH" bench/mpi_allreduce_bench.c
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-
 # Seconds per all-reduce of our communicator: n processes, rendezvous through a FileStore.
 ours() {
   local n="$1" bytes="$2" store pids=() rank
@@ -45,7 +44,6 @@ mpi() {
   mpirun --oversubscribe --allow-run-as-root -np "$n" --mca btl self,tcp \
     --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "$MPI_BENCH" "$bytes" | value seconds
 }
-
 
 echo "all-reduce float32 sum, loopback TCP, $(nproc) cores, median of $REPEATS runs, ours: $ALGORITHM"
 printf "%5s %10s | %12s %12s | %12s %12s | %7s\n" ranks bytes "ours algbw" "ours busbw" \

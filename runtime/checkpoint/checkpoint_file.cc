@@ -13,6 +13,7 @@
 
 #include "proto/checkpoint.pb.h"
 #include "runtime/common/crc32c.h"
+#include "runtime/common/direct_io.h"
 #include "runtime/common/durable_file.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
@@ -27,7 +28,7 @@ constexpr uint64_t kTrailerBytes = 8 + 8 + 4 + 4;
 // writing and reading it with direct I/O (DurableFile, ReadFileRange) moves it between the disk
 // and the tensor's own page-aligned storage with no copy in between.
 constexpr uint64_t kAlignment = 64;
-constexpr uint64_t kLargeAlignment = 4096;
+constexpr uint64_t kLargeAlignment = kDirectIoBlockBytes;
 
 uint64_t AlignmentOf(uint64_t bytes) {
   return bytes >= std::min<uint64_t>(DurableFile::kDirectMinBytes, kDirectReadMinBytes)

@@ -83,9 +83,10 @@ void DurableFile::Write(const void* data, size_t size) {
   if (direct_fd_ >= 0 && size >= kDirectMinBytes) {
     // Through the page cache up to a block boundary, the whole blocks direct, the rest cached:
     // the two never share a block.
-    const size_t head = (kBlockBytes - position_ % kBlockBytes) % kBlockBytes;
+    const size_t head =
+        (kDirectIoBlockBytes - position_ % kDirectIoBlockBytes) % kDirectIoBlockBytes;
     WriteCached(cursor, head);
-    const size_t body = (size - head) / kBlockBytes * kBlockBytes;
+    const size_t body = (size - head) / kDirectIoBlockBytes * kDirectIoBlockBytes;
     WriteDirect(cursor + head, body);
     WriteCached(cursor + head + body, size - head - body);
     return;
@@ -110,16 +111,14 @@ void DurableFile::WriteDirect(const char* data, size_t size) {
   // memory is several times faster than the page cache's copy it replaces.
   size_t done = 0;
   while (done < size) {
-    const size_t piece = std::min(size - done, kDirectPieceBytes);
+    const size_t piece = std::min(size - done, kIoPieceBytes);
     const char* source = data + done;
-    if (reinterpret_cast<uintptr_t>(source) % kBlockBytes != 0) {
-      if (bounce_ == nullptr) {
-        bounce_.reset(static_cast<char*>(std::aligned_alloc(kBlockBytes, kDirectPieceBytes)));
-        AD_CHECK(bounce_ != nullptr, kInternal, "cannot allocate a {}-byte write buffer",
-                 kDirectPieceBytes);
-      }
-      std::memcpy(bounce_.get(), source, piece);
-      source = bounce_.get();
+    if (!IsBlockAligned(source)) {
+      char* bounce = bounce_.Get();
+      AD_CHECK(bounce != nullptr, kInternal, "cannot allocate a {}-byte write buffer",
+               kIoPieceBytes);
+      std::memcpy(bounce, source, piece);
+      source = bounce;
     }
     const ssize_t wrote = ::pwrite(direct_fd_, source, piece, static_cast<off_t>(position_));
     if (wrote < 0 && errno == EINTR) continue;
@@ -134,7 +133,7 @@ void DurableFile::WriteDirect(const char* data, size_t size) {
     // A short direct write ends on a block boundary or at a full disk; the next call resumes.
     done += static_cast<size_t>(wrote);
     position_ += static_cast<uint64_t>(wrote);
-    if (static_cast<size_t>(wrote) % kBlockBytes != 0) {
+    if (static_cast<size_t>(wrote) % kDirectIoBlockBytes != 0) {
       WriteCached(data + done, size - done);
       return;
     }

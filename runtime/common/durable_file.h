@@ -7,9 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <string>
+
+#include "runtime/common/direct_io.h"
 
 namespace autodist {
 
@@ -42,13 +42,6 @@ class DurableFile {
   static constexpr size_t kDirectMinBytes = size_t{1} << 20;
 
  private:
-  static constexpr size_t kBlockBytes = 4096;  // direct I/O's alignment
-  static constexpr size_t kDirectPieceBytes = size_t{16} << 20;
-
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
-
   [[noreturn]] void FailWrite(int error, uint64_t needed);
   void WriteCached(const char* data, size_t size);
   void WriteDirect(const char* data, size_t size);
@@ -60,8 +53,8 @@ class DurableFile {
   uint64_t expected_ = 0;
   uint64_t position_ = 0;
   int fd_ = -1;
-  int direct_fd_ = -1;  // the same file opened for direct I/O; -1 where that is not possible
-  std::unique_ptr<char, FreeDeleter> bounce_;  // aligned, for sources that are not
+  int direct_fd_ = -1;     // the same file opened for direct I/O; -1 where that is not possible
+  DirectIoBuffer bounce_;  // aligned, for sources that are not
 };
 
 // Flushes directory `dir` (after a rename or unlink in it) so the change survives a crash.

@@ -8,25 +8,17 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <vector>
 
+#include "runtime/common/direct_io.h"
 #include "runtime/common/error.h"
 
 namespace autodist {
 
 namespace {
-
-// Large reads go in pieces of this size, as `dd bs=16M` reads: one call for a whole large tensor
-// was slower here (cold cache, 2.4 GB), and Linux moves at most 0x7ffff000 bytes per call anyway.
-constexpr size_t kReadPieceBytes = size_t{16} << 20;
-// Direct I/O's alignment of file offsets, lengths and memory (the largest logical block size
-// in use).
-constexpr size_t kDirectBlockBytes = 4096;
 
 // Closes a descriptor on every path out.
 class FileDescriptor {
@@ -68,7 +60,7 @@ void ReadCached(int fd, const std::string& path, int64_t offset, char* out, size
                 size_t from, size_t to, const std::string& what) {
   size_t done = from;
   while (done < to) {
-    const ssize_t got = ::pread(fd, out + done, std::min(kReadPieceBytes, to - done),
+    const ssize_t got = ::pread(fd, out + done, std::min(kIoPieceBytes, to - done),
                                 static_cast<off_t>(offset) + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
@@ -88,26 +80,21 @@ void ReadCached(int fd, const std::string& path, int64_t offset, char* out, size
 size_t ReadDirect(const std::string& path, int64_t offset, char* out, size_t size) {
   const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
   if (fd.get() < 0) return 0;
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::unique_ptr<char, FreeDeleter> bounce;
+  DirectIoBuffer bounce;
   size_t done = 0;
   while (done < size) {
-    const size_t piece = std::min(kReadPieceBytes, size - done);
+    const size_t piece = std::min(kIoPieceBytes, size - done);
     char* target = out + done;
-    if (reinterpret_cast<uintptr_t>(target) % kDirectBlockBytes != 0) {
-      if (bounce == nullptr) {
-        bounce.reset(static_cast<char*>(std::aligned_alloc(kDirectBlockBytes, kReadPieceBytes)));
-        if (bounce == nullptr) return done;
-      }
-      target = bounce.get();
+    const bool bounced = !IsBlockAligned(target);
+    if (bounced) {
+      target = bounce.Get();
+      if (target == nullptr) return done;
     }
     const ssize_t got =
         ::pread(fd.get(), target, piece, static_cast<off_t>(offset) + static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return done;
-    if (target == bounce.get()) std::memcpy(out + done, target, static_cast<size_t>(got));
+    if (bounced) std::memcpy(out + done, target, static_cast<size_t>(got));
     done += static_cast<size_t>(got);
     if (static_cast<size_t>(got) != piece) return done;
   }
@@ -157,11 +144,11 @@ void ReadFileRange(const std::string& path, int64_t offset, void* out, size_t si
   // the page cache, the kernel's copy out of it took as long as the disk (a 2.4 GB model: 77%
   // of the load), and the pages it kept would only push others out. The head up to a block
   // boundary and the tail after the last whole block go through the page cache.
-  const size_t head =
-      (kDirectBlockBytes - static_cast<size_t>(offset) % kDirectBlockBytes) % kDirectBlockBytes;
+  const size_t head = (kDirectIoBlockBytes - static_cast<size_t>(offset) % kDirectIoBlockBytes) %
+                      kDirectIoBlockBytes;
   if (size >= kDirectReadMinBytes && head < size && !MostlyCached(fd.get(), offset, size)) {
     ReadCached(fd.get(), path, offset, bytes, size, 0, head, what);
-    const size_t body = (size - head) / kDirectBlockBytes * kDirectBlockBytes;
+    const size_t body = (size - head) / kDirectIoBlockBytes * kDirectIoBlockBytes;
     done = head + ReadDirect(path, offset + static_cast<int64_t>(head), bytes + head, body);
   }
   ReadCached(fd.get(), path, offset, bytes, size, done, size, what);

@@ -6,7 +6,8 @@
 //   * compute: forward and backward of a worker; the optimizer on the workers for all-reduced
 //     variables and on the parameter servers (in parallel) for theirs;
 //   * all-reduce: per fusion group, once its last gradient is final during backward, on one
-//     communication thread in the order groups complete: a ring moves 2 (W-1)/W of the group's
+//     communication thread in the order groups complete, at the profile's overlap efficiency
+//     while backward still runs: a ring moves 2 (W-1)/W of the group's
 //     wire bytes over the slowest worker link, plus 2 (W-1) message latencies and the fixed cost
 //     of a collective; compressors change the wire bytes (float16 halves them, PowerSGD sends its
 //     P and Q factors in two collectives, TopK all-gathers index/value pairs); row-sparse
