@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -72,13 +73,16 @@ int main(int argc, char** argv) {
   app.add_option("--store-dir", store_dir, "directory for gloo's FileStore, shared by the ranks")
       ->required();
   app.add_option("--bytes", sizes, "message sizes in bytes")->required();
-  app.add_option("--algorithm", algorithm_name, "auto, ring or halving-doubling")
-      ->check(CLI::IsMember({"auto", "ring", "halving-doubling"}));
+  app.add_option("--algorithm", algorithm_name,
+                 "auto, ring, halving-doubling or recursive-doubling")
+      ->check(CLI::IsMember({"auto", "ring", "halving-doubling", "recursive-doubling"}));
   app.add_option("--type", type_name, "float32 or float16")
       ->check(CLI::IsMember({"float32", "float16"}));
   app.add_option("--timeout-s", timeout_s, "collective timeout");
   app.add_option("--segment-bytes", segment_bytes, "ring segment size (0: the default)");
   app.add_option("--piece-bytes", piece_bytes, "halving-doubling piece size (0: the default)");
+  int64_t spin_us = -1;
+  app.add_option("--spin-us", spin_us, "exchange spin before sleeping (-1: the default)");
   app.add_option("--pause-us", pause_us,
                  "sleep this long before each all-reduce (a training step's compute), timing "
                  "the all-reduces only: the latency of a collective that finds its peers idle");
@@ -87,10 +91,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const AllReduceAlgorithm algorithm = algorithm_name == "ring" ? AllReduceAlgorithm::kRing
-                                         : algorithm_name == "auto"
-                                             ? AllReduceAlgorithm::kAuto
-                                             : AllReduceAlgorithm::kHalvingDoubling;
+    const std::map<std::string, AllReduceAlgorithm> algorithms = {
+        {"auto", AllReduceAlgorithm::kAuto},
+        {"ring", AllReduceAlgorithm::kRing},
+        {"halving-doubling", AllReduceAlgorithm::kHalvingDoubling},
+        {"recursive-doubling", AllReduceAlgorithm::kRecursiveDoubling}};
+    const AllReduceAlgorithm algorithm = algorithms.at(algorithm_name);
     const ElementType type = type_name == "float16" ? ElementType::kFloat16 : ElementType::kFloat32;
     autodist::collective::GlooOptions options;
     options.rank = rank;
@@ -100,6 +106,7 @@ int main(int argc, char** argv) {
     options.hostname = hostname;
     if (segment_bytes > 0) options.ring_segment_bytes = segment_bytes;
     if (piece_bytes > 0) options.halving_doubling_piece_bytes = piece_bytes;
+    if (spin_us >= 0) options.exchange_spin = std::chrono::microseconds(spin_us);
     const std::unique_ptr<Communicator> comm = autodist::collective::MakeGlooCommunicator(options);
 
     for (const uint64_t bytes : sizes) {

@@ -34,7 +34,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # ours MODEL PER_REPLICA STEPS OPTIMIZER LR SPEC COMPRESSOR [EXTRA_OPTION...]
 # Runs one job; prints "steps_per_s wire_bytes_per_step compression accuracy test_loss".
-# AUTO (halving-doubling) is the algorithm for CPU; the manifest default NCCL runs the ring here.
+# AUTO is the all-reduce for CPU (the manifest default NCCL runs as AUTO without GPUs).
 ours() {
   local model="$1" per_replica="$2" steps="$3" optimizer="$4" lr="$5" spec="$6" compressor="$7"
   shift 7

@@ -122,7 +122,7 @@ std::unique_ptr<collective::Communicator> MakeCommunicator(
   });
   if (nccl) {
     std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
-                 "(halving-doubling, the ring for the largest messages)"
+                 "(recursive doubling or halving-doubling, the ring for the largest messages)"
               << std::endl;
   }
   collective::CommunicatorOptions communicator;

@@ -21,8 +21,9 @@ size_t ElementBytes(ElementType type);
 const char* ElementTypeName(ElementType type);
 
 // How an all-reduce is run (AllReduceSynchronizer.spec): AUTO picks per message size, RING is
-// the ring algorithm; NCCL means RING on a CPU-only run (with a warning by the caller).
-enum class AllReduceAlgorithm { kAuto, kRing, kHalvingDoubling };
+// the ring algorithm; NCCL means RING on a CPU-only run (with a warning by the caller). The last
+// two are for tests and benchmarks that pin one.
+enum class AllReduceAlgorithm { kAuto, kRing, kHalvingDoubling, kRecursiveDoubling };
 
 class Communicator {
  public:

@@ -87,7 +87,7 @@ void SetAllReduce(const AllReduceSynchronizer& ar, const std::string& what, Shar
       // No GPU in this runtime: NCCL's place is taken by the CPU's fastest all-reduce, AUTO
       // (the caller warns once). Gloo's ring runs on its event loop: in a training step it took
       // 2.7 ms for the MLP's 0.94 MB and about 1.8 ms for each of PowerSGD's few-KiB factors,
-      // where AUTO's halving-doubling takes 0.7 ms and 0.1 ms (docs/performance.md, "Auto").
+      // where AUTO's halving-doubling took 0.7 ms and 0.1 ms (docs/performance.md, "Auto").
       shard.algorithm = collective::AllReduceAlgorithm::kAuto;
       shard.nccl_requested = true;
       break;

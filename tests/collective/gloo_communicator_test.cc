@@ -22,9 +22,12 @@ using testing::FromHalf;
 using testing::Half;
 using testing::RunRanks;
 
-constexpr size_t kSizes[] = {1, 1000, size_t{1} << 20};
+// 3 elements: fewer than halving-doubling's 4 ranks, which then runs recursive doubling. 1001: odd
+// halves. 1 << 20: pieces (4 MiB of float32; recursive doubling's are 256 KiB).
+constexpr size_t kSizes[] = {1, 3, 1001, size_t{1} << 20};
 constexpr AllReduceAlgorithm kAlgorithms[] = {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-                                              AllReduceAlgorithm::kHalvingDoubling};
+                                              AllReduceAlgorithm::kHalvingDoubling,
+                                              AllReduceAlgorithm::kRecursiveDoubling};
 constexpr ElementType kFloatTypes[] = {ElementType::kFloat32, ElementType::kFloat16};
 
 // Rank r's i-th element: small, different per rank and element.
@@ -112,17 +115,19 @@ TEST_P(GlooRanksTest, AllReduceSumIsExactForEverySizeAlgorithmAndType) {
 TEST_P(GlooRanksTest, AllReduceSumReusesATagAcrossCallsAndBuffers) {
   const int size = GetParam();
   const auto errors = RunRanks(size, [&](Communicator& comm) {
-    for (int step = 0; step < 3; ++step) {
-      // A fresh buffer every step: the halving-doubling object cached for the tag must not keep
-      // reading the first one.
-      std::vector<std::byte> data =
-          Fill(ElementType::kFloat32, 1000, [&](size_t i) { return Value(comm.rank(), i) + step; });
-      comm.AllReduceSum(data.data(), 1000, ElementType::kFloat32,
-                        AllReduceAlgorithm::kHalvingDoubling, "grads");
-      EXPECT_EQ(FirstMismatch(ElementType::kFloat32, data.data(), 1000,
-                              [&](size_t i) { return Sum(size, i) + step * size; }),
-                "")
-          << "step " << step;
+    for (AllReduceAlgorithm algorithm :
+         {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
+      for (int step = 0; step < 3; ++step) {
+        // A fresh buffer every step (and a different one on every rank): the object cached for
+        // the tag sends from and receives into the caller's data, so it must follow the pointer.
+        std::vector<std::byte> data = Fill(ElementType::kFloat32, 1000 + 8 * comm.rank(),
+                                           [&](size_t i) { return Value(comm.rank(), i) + step; });
+        comm.AllReduceSum(data.data(), 1000, ElementType::kFloat32, algorithm, "grads");
+        EXPECT_EQ(FirstMismatch(ElementType::kFloat32, data.data(), 1000,
+                                [&](size_t i) { return Sum(size, i) + step * size; }),
+                  "")
+            << "step " << step << ", algorithm " << static_cast<int>(algorithm);
+      }
     }
   });
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
@@ -147,6 +152,37 @@ TEST_P(GlooRanksTest, HalvingDoublingRunsInPiecesWithARemainder) {
       },
       options);
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
+// Sums that round: every rank must still end with the same bits (a replica whose weights drift
+// from the others' by one ulp per step is a diverged replica), and close to the exact sum.
+TEST_P(GlooRanksTest, EveryRankEndsWithTheSameBitsWhenSumsRound) {
+  const int size = GetParam();
+  constexpr size_t kCount = 1001;
+  std::vector<std::vector<float>> results(static_cast<size_t>(size));
+  for (AllReduceAlgorithm algorithm :
+       {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
+    const auto errors = RunRanks(size, [&](Communicator& comm) {
+      std::vector<float> data(kCount);
+      for (size_t i = 0; i < kCount; ++i) {
+        data[i] = 1.0F / static_cast<float>(3 + i + 7 * static_cast<size_t>(comm.rank()));
+      }
+      comm.AllReduceSum(data.data(), kCount, ElementType::kFloat32, algorithm, "rounding");
+      results[static_cast<size_t>(comm.rank())] = data;
+    });
+    for (const auto& error : errors) ASSERT_FALSE(error) << testing::Describe(error);
+    for (int rank = 1; rank < size; ++rank) {
+      EXPECT_EQ(std::memcmp(results[0].data(), results[static_cast<size_t>(rank)].data(),
+                            kCount * sizeof(float)),
+                0)
+          << "rank " << rank << " differs from rank 0, algorithm " << static_cast<int>(algorithm);
+    }
+    for (size_t i = 0; i < kCount; ++i) {
+      double exact = 0;
+      for (int rank = 0; rank < size; ++rank) exact += 1.0 / static_cast<double>(3 + i + 7 * rank);
+      ASSERT_NEAR(results[0][i], exact, 4e-7 * exact) << "element " << i;
+    }
+  }
 }
 
 TEST_P(GlooRanksTest, AllReduceSumOfInt64) {
@@ -267,6 +303,18 @@ TEST(GlooCommunicatorTest, BytesSentFollowTheAlgorithm) {
     const int64_t received_before_broadcast = comm.bytes_received();
     comm.Broadcast(data.data(), 400, /*root=*/2, "broadcast");
     EXPECT_EQ(comm.bytes_received() - received_before_broadcast, comm.rank() == 2 ? 0 : 400);
+    // Halving-doubling moves 2(n-1)/n of the bytes too; recursive doubling the whole message at
+    // each of log2(n) steps.
+    const int64_t before_exchanges = comm.bytes_sent();
+    const int64_t received_before_exchanges = comm.bytes_received();
+    comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32,
+                      AllReduceAlgorithm::kHalvingDoubling, "halving");
+    EXPECT_EQ(comm.bytes_sent() - before_exchanges, 2 * 3 * (int64_t{1} << 18) / 4);
+    comm.AllReduceSum(data.data(), 1000, ElementType::kFloat32,
+                      AllReduceAlgorithm::kRecursiveDoubling, "doubling");
+    EXPECT_EQ(comm.bytes_sent() - before_exchanges, 2 * 3 * (int64_t{1} << 18) / 4 + 2 * 4000);
+    EXPECT_EQ(comm.bytes_received() - received_before_exchanges,
+              comm.bytes_sent() - before_exchanges);
   });
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }

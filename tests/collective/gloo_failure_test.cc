@@ -168,6 +168,10 @@ TEST(GlooFailureTest, ARankThatStopsTakingPartFailsTheOthersWithinTheTimeoutInHa
   ExpectTheOthersFailWhenARankStops(AllReduceAlgorithm::kHalvingDoubling);
 }
 
+TEST(GlooFailureTest, ARankThatStopsTakingPartFailsTheOthersWithinTheTimeoutInRecursiveDoubling) {
+  ExpectTheOthersFailWhenARankStops(AllReduceAlgorithm::kRecursiveDoubling);
+}
+
 TEST(GlooFailureTest, ARankThatGoesAwayFailsTheOthersAtOnce) {
   const auto errors = RunRanks(
       3,

@@ -1,7 +1,8 @@
-// The two all-reduce algorithms of the Gloo communicator (internal to it): Gloo's ring, and
-// Gloo's halving-doubling. Runs no checks of its own: the communicator has verified that every
-// rank calls with the same tag, count, type and algorithm, which is what keeps the ranks'
-// sequences of Gloo operations (and so Gloo's slot numbers) identical.
+// The all-reduce algorithms of the Gloo communicator (internal to it): Gloo's ring, and our
+// halving-doubling and recursive doubling (hypercube_allreduce.h). Runs no checks of its own: the
+// communicator has verified that every rank calls with the same tag, count, type and algorithm,
+// which is what keeps the ranks' sequences of Gloo operations (and so Gloo's slot numbers)
+// identical.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <tuple>
 
 #include "runtime/collective/communicator.h"
+#include "runtime/collective/gloo/hypercube_allreduce.h"
 
 namespace gloo {
 class Context;
@@ -26,42 +28,52 @@ constexpr uint32_t kDataTag = 0;
 constexpr uint32_t kCheckTag = 1;
 constexpr uint32_t kCloseTag = 2;
 
+// Recursive doubling runs in pieces of at most this many bytes, which bounds its scratch buffer
+// (kAuto runs it on small messages only).
+constexpr size_t kRecursiveDoublingPieceBytes = size_t{256} << 10;
+
+// Bytes one all-reduce sent and received on this rank.
+struct Traffic {
+  int64_t sent = 0;
+  int64_t received = 0;
+};
+
 class AllReducer {
  public:
-  // `collectives`: the context the ring (Gloo's newer, option-based API) runs on.
-  // `algorithms`: a context of its own for Gloo's algorithm objects. Sharing one context (one set
-  // of connections) between the two APIs slows the option-based collectives down a
-  // hundredfold once an algorithm object has registered its buffers (seen with Gloo 0.5:
-  // a 4 MiB ring on 3 ranks went from 10 ms to 3 s, all of it waiting).
-  AllReducer(std::shared_ptr<gloo::Context> collectives, std::shared_ptr<gloo::Context> algorithms);
+  // `collectives`: the context the ring (Gloo's option-based API) runs on. `links`: the
+  // connections of the hypercube algorithms; must outlive this.
+  AllReducer(std::shared_ptr<gloo::Context> collectives, PeerLinks& links);
   ~AllReducer();
   AllReducer(const AllReducer&) = delete;
   AllReducer& operator=(const AllReducer&) = delete;
 
   // Reduce-scatter then allgather around the ring, in segments of at most `segment_bytes`
   // pipelined two at a time: sends 2(n-1)/n of the bytes, the least any algorithm can.
-  void Ring(void* data, size_t count, ElementType type, size_t segment_bytes);
+  Traffic Ring(void* data, size_t count, ElementType type, size_t segment_bytes);
 
-  // Recursive halving (reduce-scatter) then doubling (allgather): log2(n) steps instead of the
-  // ring's 2(n-1), so it wins where latency dominates. Runs in pieces of at most `piece_bytes`,
-  // one after the other: on loopback, pieces of 1 MiB are as fast as one exchange up to 4 MiB
-  // and up to 1.4x faster above, and they bound the copy kept per tag. Gloo's algorithm object
-  // registers its buffers once, so one is built per (tag, piece size, type) on first use and
-  // reused; it works on a buffer of its own, into and out of which each piece is copied (the
-  // caller's pointer may change between calls, and the ranks must build their objects in the same
-  // order). Memory: at most two pieces per tag, plus Gloo's own buffers of the same size.
-  void HalvingDoubling(void* data, size_t count, ElementType type, const std::string& tag,
-                       size_t piece_bytes);
+  // Recursive halving (reduce-scatter) then doubling (allgather), hypercube_allreduce.h: log2(n)
+  // steps each way instead of the ring's 2(n-1), so it wins where latency dominates. Runs in
+  // pieces of at most `piece_bytes`, one after the other, which bound the scratch buffer. Messages
+  // with fewer elements than the hypercube has ranks run recursive doubling instead.
+  Traffic HalvingDoubling(void* data, size_t count, ElementType type, const std::string& tag,
+                          size_t piece_bytes);
+
+  // Swaps of whole running sums (hypercube_allreduce.h): one message each way per step, the
+  // fewest latencies, for small messages. In pieces of kRecursiveDoublingPieceBytes.
+  Traffic RecursiveDoubling(void* data, size_t count, ElementType type, const std::string& tag);
 
  private:
-  struct Cached;
-  Cached& HalvingDoublingFor(const std::string& tag, size_t count, ElementType type);
+  using Key = std::tuple<std::string, HypercubeShape, size_t, ElementType>;
 
-  using Key = std::tuple<std::string, size_t, ElementType>;
+  // In pieces of `piece_bytes`. One object per (tag, shape, piece size, type), built on first use
+  // and kept with its scratch buffer: one piece (half a piece for halving-doubling, on a power of
+  // two).
+  Traffic Hypercube(void* data, size_t count, ElementType type, const std::string& tag,
+                    HypercubeShape shape, size_t piece_bytes);
 
   std::shared_ptr<gloo::Context> collectives_;
-  std::shared_ptr<gloo::Context> algorithms_;
-  std::map<Key, std::unique_ptr<Cached>> halving_doubling_;
+  PeerLinks& links_;
+  std::map<Key, std::unique_ptr<HypercubeAllReduce>> hypercubes_;
 };
 
 }  // namespace autodist::collective::gloo_detail

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "runtime/collective/gloo/allreduce.h"
+#include "runtime/collective/gloo/peer_links.h"
 #include "runtime/collective/gloo/size_check.h"
 #include "runtime/collective/gloo/store_adapter.h"
 #include "runtime/collective/registry.h"
@@ -97,25 +98,26 @@ int DistinctHosts(const GlooOptions& options, gloo::rendezvous::Store& store) {
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(const GlooOptions& options, std::shared_ptr<gloo::Context> collectives,
-                   std::shared_ptr<gloo::Context> algorithms, size_t auto_ring_min_bytes)
+                   std::unique_ptr<gloo_detail::PeerLinks> links, size_t auto_ring_min_bytes)
       : rank_(options.rank),
         size_(options.size),
         timeout_(options.timeout),
         auto_ring_min_bytes_(auto_ring_min_bytes),
+        auto_recursive_doubling_max_bytes_(options.auto_recursive_doubling_max_bytes),
         ring_segment_bytes_(options.ring_segment_bytes),
         piece_bytes_(options.halving_doubling_piece_bytes),
         context_(std::move(collectives)),
-        algorithms_(std::move(algorithms)),
-        all_reducer_(context_, algorithms_) {}
+        links_(std::move(links)),
+        all_reducer_(context_, *links_) {}
 
-  // Gloo's algorithm objects (halving-doubling) can return on one rank while a peer still reads
-  // that rank's last messages; closing the connections at once makes the peer's collective fail
+  // The hypercube all-reduces can return on one rank while a peer still reads that rank's last
+  // messages; closing the connections at once makes the peer's collective fail
   // with "connection closed by peer" (seen in about 1 of 10 runs of 4 ranks). A barrier first
   // lets every rank finish. Best effort and bounded: when it fails a peer is gone already, and a
   // destructor has no one to tell.
   ~GlooCommunicator() override {
     std::lock_guard lock(mutex_);
-    if (failure_.has_value() || !ran_algorithms_) return;
+    if (failure_.has_value() || !ran_exchanges_) return;
     try {
       gloo::BarrierOptions options(context_);
       options.setTag(gloo_detail::kCloseTag);
@@ -141,19 +143,19 @@ class GlooCommunicator final : public Communicator {
       Verify(call);
       if (count == 0 || size_ == 1) return;
       const size_t bytes = count * ElementBytes(type);
-      const bool ring = algorithm == AllReduceAlgorithm::kRing ||
-                        (algorithm == AllReduceAlgorithm::kAuto && bytes >= auto_ring_min_bytes_);
-      if (ring) {
-        all_reducer_.Ring(data, count, type, ring_segment_bytes_);
+      const AllReduceAlgorithm chosen =
+          algorithm == AllReduceAlgorithm::kAuto ? AutoAlgorithm(bytes) : algorithm;
+      gloo_detail::Traffic traffic;
+      if (chosen == AllReduceAlgorithm::kRing) {
+        traffic = all_reducer_.Ring(data, count, type, ring_segment_bytes_);
+      } else if (chosen == AllReduceAlgorithm::kRecursiveDoubling) {
+        ran_exchanges_ = true;
+        traffic = all_reducer_.RecursiveDoubling(data, count, type, tag);
       } else {
-        ran_algorithms_ = true;
-        all_reducer_.HalvingDoubling(data, count, type, tag, piece_bytes_);
+        ran_exchanges_ = true;
+        traffic = all_reducer_.HalvingDoubling(data, count, type, tag, piece_bytes_);
       }
-      // Both send and receive 2(n-1)/n of the bytes (halving-doubling exactly so for powers of
-      // two).
-      const auto share = static_cast<int64_t>(2 * static_cast<size_t>(size_ - 1) * bytes /
-                                              static_cast<size_t>(size_));
-      Count(share, share);
+      Count(traffic.sent, traffic.received);
     });
   }
 
@@ -237,6 +239,12 @@ class GlooCommunicator final : public Communicator {
   }
 
  private:
+  AllReduceAlgorithm AutoAlgorithm(size_t bytes) const {
+    if (bytes >= auto_ring_min_bytes_) return AllReduceAlgorithm::kRing;
+    if (bytes <= auto_recursive_doubling_max_bytes_) return AllReduceAlgorithm::kRecursiveDoubling;
+    return AllReduceAlgorithm::kHalvingDoubling;
+  }
+
   std::string Describe(const CallSignature& call) const {
     return gloo_detail::Describe(call, rank_, size_);
   }
@@ -265,21 +273,14 @@ class GlooCommunicator final : public Communicator {
       body();
     } catch (const Error&) {
       throw;  // our own checks: every rank saw the same records, so the ranks stay in step
+    } catch (const gloo_detail::LinkError& error) {
+      Broken(call, error.timed_out(), "links", error.what());
     } catch (const gloo::IoException& error) {
       const std::string message = GlooMessage(error);
-      // "Timed out waiting 2000ms for recv operation" (event loop), "Read timeout" (sync pairs).
+      // "Timed out waiting 2000ms for recv operation" (Gloo's event loop).
       const bool timed_out = message.find("Timed out") != std::string::npos ||
                              message.find("timeout") != std::string::npos;
-      failure_ = fmt::format(
-          "{}: {} (gloo: {})", Describe(call),
-          timed_out ? fmt::format("not every rank took part within the timeout of {:.1f} s (a "
-                                  "rank died, hangs, or runs another collective or size)",
-                                  Seconds(timeout_))
-                    : std::string("the connection to a peer broke (the peer died or closed its "
-                                  "communicator)"),
-          message);
-      CloseConnections();
-      throw Error(ErrorCode::kUnavailable, *failure_);
+      Broken(call, timed_out, "gloo", message);
     } catch (const std::exception& error) {
       failure_ = fmt::format("{}: gloo failed: {}", Describe(call), GlooMessage(error));
       CloseConnections();
@@ -287,10 +288,25 @@ class GlooCommunicator final : public Communicator {
     }
   }
 
+  // A connection broke or a peer did not take part in time: ends the communicator.
+  [[noreturn]] void Broken(const CallSignature& call, bool timed_out, const char* where,
+                           const std::string& message) {
+    failure_ = fmt::format(
+        "{}: {} ({}: {})", Describe(call),
+        timed_out ? fmt::format("not every rank took part within the timeout of {:.1f} s (a "
+                                "rank died, hangs, or runs another collective or size)",
+                                Seconds(timeout_))
+                  : std::string("the connection to a peer broke (the peer died or closed its "
+                                "communicator)"),
+        where, message);
+    CloseConnections();
+    throw Error(ErrorCode::kUnavailable, *failure_);
+  }
+
   void CloseConnections() {
     try {
+      links_->Shutdown();
       context_->closeConnections();
-      algorithms_->closeConnections();
     } catch (const std::exception& error) {
       *failure_ += fmt::format(" (closing the connections failed too: {})", GlooMessage(error));
     }
@@ -328,15 +344,16 @@ class GlooCommunicator final : public Communicator {
   const int size_;
   const std::chrono::milliseconds timeout_;
   const size_t auto_ring_min_bytes_;
+  const size_t auto_recursive_doubling_max_bytes_;
   const size_t ring_segment_bytes_;
   const size_t piece_bytes_;
-  std::shared_ptr<gloo::Context> context_;     // Gloo's option-based collectives
-  std::shared_ptr<gloo::Context> algorithms_;  // Gloo's algorithm objects (gloo_allreduce.h)
+  std::shared_ptr<gloo::Context> context_;         // Gloo's option-based collectives
+  std::unique_ptr<gloo_detail::PeerLinks> links_;  // the hypercube all-reduces' connections
   gloo_detail::AllReducer all_reducer_;
   std::mutex mutex_;
   std::map<std::string, CallSignature> verified_;  // by tag: the last call checked
   std::optional<std::string> failure_;             // why the communicator broke
-  bool ran_algorithms_ = false;                    // used an algorithm object: close with a barrier
+  bool ran_exchanges_ = false;                     // ran a hypercube: close with a barrier
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
 };
@@ -352,6 +369,9 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
   AD_CHECK(options.store != nullptr, kInvalidArgument, "{}: no rendezvous store given", what);
   AD_CHECK(options.timeout.count() > 0, kInvalidArgument, "{}: timeout must be positive, got {} ms",
            what, options.timeout.count());
+  AD_CHECK(options.exchange_spin.count() >= 0, kInvalidArgument,
+           "{}: exchange spin must not be negative, got {} us", what,
+           options.exchange_spin.count());
   AD_CHECK(options.ring_segment_bytes > 0, kInvalidArgument,
            "{}: ring segment bytes must be positive", what);
   // Gloo's halving-doubling counts bytes in an int.
@@ -370,25 +390,20 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
          options.hostname, GlooMessage(error));
   }
   std::shared_ptr<gloo::Context> collectives;
-  std::shared_ptr<gloo::Context> algorithms;
+  std::unique_ptr<gloo_detail::PeerLinks> links;
   size_t auto_ring_min_bytes = SIZE_MAX;
   try {
     std::optional<gloo::rendezvous::PrefixStore> prefixed;
     gloo::rendezvous::Store* store = options.store.get();
     if (!options.prefix.empty()) store = &prefixed.emplace(options.prefix, *options.store);
     collectives = Connect(options, *store, "collectives", device);
-    algorithms = Connect(options, *store, "algorithms", device);
+    links = std::make_unique<gloo_detail::PeerLinks>(*store, options.rank, options.size,
+                                                     options.hostname, options.timeout,
+                                                     options.exchange_spin);
     auto_ring_min_bytes =
         options.auto_ring_min_bytes
             ? *options.auto_ring_min_bytes
             : AutoRingMinBytes(std::nullopt, options.size, DistinctHosts(options, *store));
-    // Synchronous pairs: the algorithm objects read and write their sockets on the calling thread
-    // (blocking, with the timeout) instead of handing every message through Gloo's event-loop
-    // thread. On 2 loaded cores, 2 ranks: a 4 KiB halving-doubling 240 -> 53 us, 1 MiB 1.2 ->
-    // 3.4 GB/s. (Gloo's option-based collectives need the event loop.)
-    for (int peer = 0; peer < options.size; ++peer) {
-      if (peer != options.rank) algorithms->getPair(peer)->setSync(true, /*busyPoll=*/false);
-    }
   } catch (const Error& error) {
     throw Error(error.code(), fmt::format("{}: rendezvous: {}", what, error.what()));
   } catch (const std::exception& error) {
@@ -396,7 +411,7 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
          "{}: connecting to the other ranks through the store failed (timeout {:.1f} s): {}", what,
          Seconds(options.timeout), GlooMessage(error));
   }
-  return std::make_unique<GlooCommunicator>(options, std::move(collectives), std::move(algorithms),
+  return std::make_unique<GlooCommunicator>(options, std::move(collectives), std::move(links),
                                             auto_ring_min_bytes);
 }
 

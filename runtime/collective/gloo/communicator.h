@@ -42,6 +42,13 @@ struct GlooOptions {
   // AllReduceAlgorithm::kAuto runs halving-doubling below this many bytes and the ring from here
   // on. Default (none): AutoRingMinBytes below, from where the ranks sit.
   std::optional<size_t> auto_ring_min_bytes;
+  // Below the ring's range, kAuto runs recursive doubling up to this many bytes and
+  // halving-doubling above.
+  size_t auto_recursive_doubling_max_bytes = size_t{64} << 10;
+  // How long a rank waiting for a peer in recursive doubling or halving-doubling keeps polling
+  // (yielding the CPU between tries) before it sleeps until the data arrives. 0: sleep at once.
+  // Default 50 us: 2 ranks, 4 KiB: 17 -> 7 us per all-reduce; 4 ranks on 2 cores: 70 -> 33 us.
+  std::chrono::microseconds exchange_spin{50};
   // Halving-doubling runs in pieces of at most this many bytes (at most 2 GiB). Default 1 MiB: as
   // fast as one exchange up to 4 MiB, up to 1.4x faster above; 256 KiB pieces were slower.
   size_t halving_doubling_piece_bytes = size_t{1} << 20;

@@ -73,6 +73,8 @@ const char* AlgorithmName(int32_t algorithm) {
       return "Ring";
     case AllReduceAlgorithm::kHalvingDoubling:
       return "HalvingDoubling";
+    case AllReduceAlgorithm::kRecursiveDoubling:
+      return "RecursiveDoubling";
   }
   return "unknown";
 }
