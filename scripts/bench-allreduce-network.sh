@@ -10,7 +10,7 @@
 # Results: docs/performance.md, "Collectives on emulated networks". Needs root.
 #
 #   scripts/bench-allreduce-network.sh [build-dir]
-#   RATES="1gbit 2.5gbit" RANKS="2 4" SIZES="4194304 16777216 67108864" REPEATS=3 \
+#   RATES="1gbit 2.5gbit" RANKS="2 4" SIZES="4194304 16777216 67108864" REPEATS=3 ALGORITHM=auto \
 #     scripts/bench-allreduce-network.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +52,7 @@ EOF
       netns="AUTODIST_NETWORK_NETNS_$rank"
       nsenter --net="${!netns}" "$BUILD_DIR/bin/allreduce_bench" --rank "$rank" --size "$n" \
         --store-dir "$store" --bytes "$bytes" --hostname "${!address}" \
-        >"$store/out.$rank" 2>&1 &
+        --algorithm "$ALGORITHM" $OURS_ARGS >"$store/out.$rank" 2>&1 &
       pids+=($!)
     done
     wait_ranks "$store" "${pids[@]}"
@@ -108,6 +108,8 @@ export RATES="${RATES:-1gbit 2.5gbit}"
 export RANKS="${RANKS:-2 4}"
 export SIZES="${SIZES:-4194304 16777216 67108864}"
 export REPEATS="${REPEATS:-3}"
+export ALGORITHM="${ALGORITHM:-auto}"  # ours: auto, ring, halving-doubling, recursive-doubling
+export OURS_ARGS="${OURS_ARGS:-}"      # more allreduce_bench flags, e.g. "--spin-us 0"
 export MPI_BENCH="$BUILD_DIR/bin/mpi_allreduce_bench"
 scripts/setup.sh bench  # Open MPI: only the benchmarks need it
 cmake --build "$BUILD_DIR" --target allreduce_bench autodist >/dev/null

@@ -357,13 +357,24 @@ TEST(GlooCommunicatorTest, RejectsBadOptions) {
   }
 }
 
-TEST(GlooCommunicatorTest, AutoTakesTheRingForLargeMessagesOnlyWhereEachRankHasItsOwnHost) {
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 4), kNetworkRingMinBytes);
+TEST(GlooCommunicatorTest, AutoTakesTheRingOnlyWhereHostsOfTheirOwnAreNoPowerOfTwo) {
   EXPECT_EQ(AutoRingMinBytes(std::nullopt, 3, 3), kNetworkRingMinBytes);
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 1), SIZE_MAX);  // loopback
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 2), SIZE_MAX);  // two ranks per host
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 6, 6), kNetworkRingMinBytes);
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 4), SIZE_MAX);  // halving-doubling fills the links
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 3, 1), SIZE_MAX);  // loopback
+  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 6, 3), SIZE_MAX);  // two ranks per host
   EXPECT_EQ(AutoRingMinBytes(std::nullopt, 2, 2), SIZE_MAX);  // one exchange either way
   EXPECT_EQ(AutoRingMinBytes(size_t{4096}, 4, 1), 4096U);     // given: kept
+}
+
+TEST(GlooCommunicatorTest, AutoSendsWholeMessagesLessFarWhereLinksCostMoreThanSteps) {
+  // 2 and 3 ranks (a power of two of 2): the same bytes either way.
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 2, 2), kLocalRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 3, 3), kLocalRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 4, 1), kLocalRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 4, 4), kNetworkRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 8, 2), kNetworkRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(size_t{100}, 8, 8), 100U);  // given: kept
 }
 
 TEST(GlooCommunicatorTest, RanksOnHostsOfTheirOwnSumExactlyAcrossTheRingThreshold) {

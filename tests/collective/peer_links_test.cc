@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,6 +26,15 @@ namespace {
 
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
+
+LinkOptions Options(std::chrono::milliseconds timeout,
+                    std::chrono::microseconds spin = std::chrono::microseconds(0)) {
+  LinkOptions options;
+  options.timeout = timeout;
+  options.spin = spin;
+  options.congestion_control = {"cubic", "reno"};
+  return options;
+}
 
 struct Outcome {
   std::optional<std::string> error;
@@ -40,7 +50,7 @@ std::vector<Outcome> RunLinks(int size, const std::function<void(PeerLinks&)>& b
   for (int rank = 0; rank < size; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        PeerLinks links(store, rank, size, "127.0.0.1", timeout, 50us);
+        PeerLinks links(store, rank, size, "127.0.0.1", Options(timeout, 50us));
         body(links);
       } catch (const LinkError& error) {
         outcomes[static_cast<size_t>(rank)] = {error.what(), error.timed_out()};
@@ -172,7 +182,7 @@ TEST(PeerLinksTest, TheRendezvousTimesOutWhenARankNeverConnects) {
   gloo::rendezvous::HashStore store;
   // Rank 0 of 2 waits for rank 1, which never comes.
   try {
-    PeerLinks links(store, 0, 2, "127.0.0.1", 300ms, 0us);
+    PeerLinks links(store, 0, 2, "127.0.0.1", Options(300ms));
     FAIL() << "connected without rank 1";
   } catch (const LinkError& error) {
     EXPECT_THAT(error.what(), HasSubstr("waiting for ranks 1 to 1 to connect: timed out"));
@@ -186,7 +196,7 @@ TEST(PeerLinksTest, AConnectionWithoutTheTokenIsNotARank) {
   std::optional<std::string> error;
   std::thread rank0([&] {
     try {
-      PeerLinks links(store, 0, 2, "127.0.0.1", 10s, 0us);
+      PeerLinks links(store, 0, 2, "127.0.0.1", Options(10s));
       std::vector<std::byte> into(4);
       links.Exchange(1, Pattern(4, 0), 1, into);
       EXPECT_EQ(into, Pattern(4, 1));
@@ -209,7 +219,7 @@ TEST(PeerLinksTest, AConnectionWithoutTheTokenIsNotARank) {
                                    'e', ' ', 't', 'o', 'k', 'e', 'n', '!', '!', '!'};
   ASSERT_EQ(::send(stranger, hello.data(), hello.size(), 0), 20);
   std::thread rank1([&] {
-    PeerLinks links(store, 1, 2, "127.0.0.1", 10s, 0us);
+    PeerLinks links(store, 1, 2, "127.0.0.1", Options(10s));
     std::vector<std::byte> into(4);
     links.Exchange(0, Pattern(4, 1), 0, into);
     EXPECT_EQ(into, Pattern(4, 0));
@@ -220,10 +230,43 @@ TEST(PeerLinksTest, AConnectionWithoutTheTokenIsNotARank) {
   EXPECT_FALSE(error) << *error;
 }
 
+// The first congestion control the kernel accepts wins; none given, the system's default stays.
+TEST(PeerLinksTest, LinksTakeTheFirstCongestionControlTheKernelAllows) {
+  gloo::rendezvous::HashStore store;
+  std::vector<std::string> chosen(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      LinkOptions options = Options(10s);
+      options.congestion_control = {"no-such-algorithm", "reno"};
+      PeerLinks links(store, rank, 2, "127.0.0.1", options);
+      chosen[static_cast<size_t>(rank)] = links.CongestionControl(1 - rank);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  EXPECT_EQ(chosen, (std::vector<std::string>{"reno", "reno"}));
+
+  gloo::rendezvous::HashStore default_store;
+  std::string system_default;
+  std::ifstream("/proc/sys/net/ipv4/tcp_congestion_control") >> system_default;
+  std::vector<std::string> defaults(2);
+  ranks.clear();
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      LinkOptions options = Options(10s);
+      options.congestion_control.clear();
+      PeerLinks links(default_store, rank, 2, "127.0.0.1", options);
+      defaults[static_cast<size_t>(rank)] = links.CongestionControl(1 - rank);
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  EXPECT_EQ(defaults, (std::vector<std::string>{system_default, system_default}));
+}
+
 TEST(PeerLinksTest, AnUnknownHostnameIsNamed) {
   gloo::rendezvous::HashStore store;
   try {
-    PeerLinks links(store, 0, 1, "no-such-host.invalid", 1s, 0us);
+    PeerLinks links(store, 0, 1, "no-such-host.invalid", Options(1s));
     FAIL() << "listened on an unknown host";
   } catch (const LinkError& error) {
     EXPECT_THAT(error.what(), HasSubstr("cannot resolve hostname 'no-such-host.invalid'"));

@@ -12,6 +12,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <climits>
 #include <cstring>
@@ -98,12 +99,13 @@ int DistinctHosts(const GlooOptions& options, gloo::rendezvous::Store& store) {
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(const GlooOptions& options, std::shared_ptr<gloo::Context> collectives,
-                   std::unique_ptr<gloo_detail::PeerLinks> links, size_t auto_ring_min_bytes)
+                   std::unique_ptr<gloo_detail::PeerLinks> links,
+                   size_t auto_recursive_doubling_max_bytes, size_t auto_ring_min_bytes)
       : rank_(options.rank),
         size_(options.size),
         timeout_(options.timeout),
         auto_ring_min_bytes_(auto_ring_min_bytes),
-        auto_recursive_doubling_max_bytes_(options.auto_recursive_doubling_max_bytes),
+        auto_recursive_doubling_max_bytes_(auto_recursive_doubling_max_bytes),
         ring_segment_bytes_(options.ring_segment_bytes),
         piece_bytes_(options.halving_doubling_piece_bytes),
         context_(std::move(collectives)),
@@ -392,18 +394,26 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
   std::shared_ptr<gloo::Context> collectives;
   std::unique_ptr<gloo_detail::PeerLinks> links;
   size_t auto_ring_min_bytes = SIZE_MAX;
+  size_t auto_recursive_doubling_max_bytes = 0;
   try {
     std::optional<gloo::rendezvous::PrefixStore> prefixed;
     gloo::rendezvous::Store* store = options.store.get();
     if (!options.prefix.empty()) store = &prefixed.emplace(options.prefix, *options.store);
     collectives = Connect(options, *store, "collectives", device);
+    gloo_detail::LinkOptions link_options;
+    link_options.timeout = options.timeout;
+    link_options.spin = options.exchange_spin;
+    link_options.congestion_control = options.link_congestion_control;
     links = std::make_unique<gloo_detail::PeerLinks>(*store, options.rank, options.size,
-                                                     options.hostname, options.timeout,
-                                                     options.exchange_spin);
+                                                     options.hostname, link_options);
+    const int distinct_hosts =
+        options.auto_ring_min_bytes && options.auto_recursive_doubling_max_bytes
+            ? 0
+            : DistinctHosts(options, *store);
     auto_ring_min_bytes =
-        options.auto_ring_min_bytes
-            ? *options.auto_ring_min_bytes
-            : AutoRingMinBytes(std::nullopt, options.size, DistinctHosts(options, *store));
+        AutoRingMinBytes(options.auto_ring_min_bytes, options.size, distinct_hosts);
+    auto_recursive_doubling_max_bytes = AutoRecursiveDoublingMaxBytes(
+        options.auto_recursive_doubling_max_bytes, options.size, distinct_hosts);
   } catch (const Error& error) {
     throw Error(error.code(), fmt::format("{}: rendezvous: {}", what, error.what()));
   } catch (const std::exception& error) {
@@ -412,12 +422,21 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
          Seconds(options.timeout), GlooMessage(error));
   }
   return std::make_unique<GlooCommunicator>(options, std::move(collectives), std::move(links),
-                                            auto_ring_min_bytes);
+                                            auto_recursive_doubling_max_bytes, auto_ring_min_bytes);
+}
+
+size_t AutoRecursiveDoublingMaxBytes(std::optional<size_t> configured, int ranks,
+                                     int distinct_hosts) {
+  if (configured) return *configured;
+  const bool wide = std::bit_floor(static_cast<unsigned>(std::max(ranks, 1))) >= 4;
+  return wide && distinct_hosts > 1 ? kNetworkRecursiveDoublingMaxBytes
+                                    : kLocalRecursiveDoublingMaxBytes;
 }
 
 size_t AutoRingMinBytes(std::optional<size_t> configured, int ranks, int distinct_hosts) {
   if (configured) return *configured;
-  return ranks >= 3 && distinct_hosts == ranks ? kNetworkRingMinBytes : SIZE_MAX;
+  const bool power_of_two = std::has_single_bit(static_cast<unsigned>(std::max(ranks, 1)));
+  return ranks >= 3 && !power_of_two && distinct_hosts == ranks ? kNetworkRingMinBytes : SIZE_MAX;
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/collective/communicator.h"
 
@@ -39,16 +40,20 @@ struct GlooOptions {
   std::chrono::milliseconds timeout{60000};
   // Prefix of the store keys: communicators sharing a store need distinct prefixes.
   std::string prefix;
-  // AllReduceAlgorithm::kAuto runs halving-doubling below this many bytes and the ring from here
-  // on. Default (none): AutoRingMinBytes below, from where the ranks sit.
+  // AllReduceAlgorithm::kAuto runs recursive doubling up to auto_recursive_doubling_max_bytes,
+  // halving-doubling above, and the ring from auto_ring_min_bytes on. Defaults (none): the
+  // functions below, from where the ranks sit.
+  std::optional<size_t> auto_recursive_doubling_max_bytes;
   std::optional<size_t> auto_ring_min_bytes;
-  // Below the ring's range, kAuto runs recursive doubling up to this many bytes and
-  // halving-doubling above.
-  size_t auto_recursive_doubling_max_bytes = size_t{64} << 10;
   // How long a rank waiting for a peer in recursive doubling or halving-doubling keeps polling
   // (yielding the CPU between tries) before it sleeps until the data arrives. 0: sleep at once.
   // Default 50 us: 2 ranks, 4 KiB: 17 -> 7 us per all-reduce; 4 ranks on 2 cores: 70 -> 33 us.
   std::chrono::microseconds exchange_spin{50};
+  // TCP congestion controls the links of those two algorithms ask for, in order; the first the
+  // kernel lets this process set wins (unprivileged processes get those in
+  // net.ipv4.tcp_allowed_congestion_control), none: the system's default. BBR without the fq
+  // qdisc paces with timers: on loopback, 2 ranks, half the speed one run in two (peer_links.h).
+  std::vector<std::string> link_congestion_control = {"cubic", "reno"};
   // Halving-doubling runs in pieces of at most this many bytes (at most 2 GiB). Default 1 MiB: as
   // fast as one exchange up to 4 MiB, up to 1.4x faster above; 256 KiB pieces were slower.
   size_t halving_doubling_piece_bytes = size_t{1} << 20;
@@ -57,13 +62,23 @@ struct GlooOptions {
   size_t ring_segment_bytes = size_t{1} << 20;
 };
 
-// Where kAuto hands all-reduces to the ring (auto_ring_min_bytes above; `configured` where one was
-// given). Where at least 3 ranks each sit on a host of their own (as many distinct hostnames as
-// ranks): from kNetworkRingMinBytes, since on links of 1 and 2.5 Gbit/s the ring's pipelined
-// segments kept 4 ranks at 90-96% of the link from 4 MiB up, where halving-doubling's exchanges,
-// one after the other, reached 73-77% (docs/performance.md, "Collectives on emulated networks").
-// Elsewhere never: on one host (loopback, 2 to 4 ranks) halving-doubling beat the ring at every
-// size from 4 KiB to 256 MiB, and 2 ranks exchange once either way.
+// Up to where kAuto runs recursive doubling (`configured` where one was given). It sends the whole
+// message at each of log2(p) steps, halving-doubling 2(p-1)/p of it in twice the steps, p the
+// power of two at or below the rank count; with p <= 2 the bytes are the same. So 64 KiB, where
+// the two tied on loopback (2 and 4 ranks), except where p >= 4 and the ranks span hosts: on a
+// link the bytes cost more than the steps, and 8 KiB sits between 4 KiB (1 Gbit/s, 4 ranks:
+// recursive doubling 69% of the link, halving-doubling 52%) and 16 KiB (72% and 95%).
+inline constexpr size_t kLocalRecursiveDoublingMaxBytes = size_t{64} << 10;
+inline constexpr size_t kNetworkRecursiveDoublingMaxBytes = size_t{8} << 10;
+size_t AutoRecursiveDoublingMaxBytes(std::optional<size_t> configured, int ranks,
+                                     int distinct_hosts);
+
+// From where kAuto hands all-reduces to the ring (`configured` where one was given): from
+// kNetworkRingMinBytes where each rank sits on a host of its own (as many distinct hostnames as
+// ranks) and the rank count is not a power of two. There halving-doubling's extra ranks fold into
+// partners whose links then carry twice the bytes (1 Gbit/s, 3 ranks: 45% of the link against
+// the ring's 95%). Elsewhere never: halving-doubling reached 95% of a 1 Gbit/s link on 4 ranks
+// as the ring did, and beat it everywhere on one host and unshaped (docs/performance.md).
 inline constexpr size_t kNetworkRingMinBytes = size_t{1} << 20;
 size_t AutoRingMinBytes(std::optional<size_t> configured, int ranks, int distinct_hosts);
 
