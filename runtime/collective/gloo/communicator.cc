@@ -12,8 +12,8 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <map>
