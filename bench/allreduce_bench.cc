@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--bytes", sizes, "message sizes in bytes")->required();
   app.add_option("--algorithm", algorithm_name,
-                 "auto, ring, halving-doubling or recursive-doubling")
-      ->check(CLI::IsMember({"auto", "ring", "halving-doubling", "recursive-doubling"}));
+                 "auto, ring, halving-doubling, recursive-doubling or direct")
+      ->check(CLI::IsMember({"auto", "ring", "halving-doubling", "recursive-doubling", "direct"}));
   app.add_option("--type", type_name, "float32 or float16")
       ->check(CLI::IsMember({"float32", "float16"}));
   app.add_option("--timeout-s", timeout_s, "collective timeout");
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
         {"auto", AllReduceAlgorithm::kAuto},
         {"ring", AllReduceAlgorithm::kRing},
         {"halving-doubling", AllReduceAlgorithm::kHalvingDoubling},
-        {"recursive-doubling", AllReduceAlgorithm::kRecursiveDoubling}};
+        {"recursive-doubling", AllReduceAlgorithm::kRecursiveDoubling},
+        {"direct", AllReduceAlgorithm::kDirect}};
     const AllReduceAlgorithm algorithm = algorithms.at(algorithm_name);
     const ElementType type = type_name == "float16" ? ElementType::kFloat16 : ElementType::kFloat32;
     autodist::collective::GlooOptions options;

@@ -23,7 +23,7 @@ const char* ElementTypeName(ElementType type);
 // How an all-reduce is run (AllReduceSynchronizer.spec): AUTO picks per message size, RING is
 // the ring algorithm; NCCL means RING on a CPU-only run (with a warning by the caller). The last
 // two are for tests and benchmarks that pin one.
-enum class AllReduceAlgorithm { kAuto, kRing, kHalvingDoubling, kRecursiveDoubling };
+enum class AllReduceAlgorithm { kAuto, kRing, kHalvingDoubling, kRecursiveDoubling, kDirect };
 
 class Communicator {
  public:

@@ -22,12 +22,13 @@ using testing::FromHalf;
 using testing::Half;
 using testing::RunRanks;
 
-// 3 elements: fewer than halving-doubling's 4 ranks, which then runs recursive doubling. 1001: odd
-// halves. 1 << 20: pieces (4 MiB of float32; recursive doubling's are 256 KiB).
+// 3 elements: fewer than halving-doubling's 4 ranks (and the direct all-reduce's), which then
+// run recursive doubling. 1001: odd halves and uneven shares. 1 << 20: pieces (4 MiB of float32;
+// recursive doubling's are 256 KiB).
 constexpr size_t kSizes[] = {1, 3, 1001, size_t{1} << 20};
-constexpr AllReduceAlgorithm kAlgorithms[] = {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-                                              AllReduceAlgorithm::kHalvingDoubling,
-                                              AllReduceAlgorithm::kRecursiveDoubling};
+constexpr AllReduceAlgorithm kAlgorithms[] = {
+    AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing, AllReduceAlgorithm::kHalvingDoubling,
+    AllReduceAlgorithm::kRecursiveDoubling, AllReduceAlgorithm::kDirect};
 constexpr ElementType kFloatTypes[] = {ElementType::kFloat32, ElementType::kFloat16};
 
 // Rank r's i-th element: small, different per rank and element.
@@ -116,7 +117,8 @@ TEST_P(GlooRanksTest, AllReduceSumReusesATagAcrossCallsAndBuffers) {
   const int size = GetParam();
   const auto errors = RunRanks(size, [&](Communicator& comm) {
     for (AllReduceAlgorithm algorithm :
-         {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
+         {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling,
+          AllReduceAlgorithm::kDirect}) {
       for (int step = 0; step < 3; ++step) {
         // A fresh buffer every step (and a different one on every rank): the object cached for
         // the tag sends from and receives into the caller's data, so it must follow the pointer.
@@ -161,7 +163,8 @@ TEST_P(GlooRanksTest, EveryRankEndsWithTheSameBitsWhenSumsRound) {
   constexpr size_t kCount = 1001;
   std::vector<std::vector<float>> results(static_cast<size_t>(size));
   for (AllReduceAlgorithm algorithm :
-       {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
+       {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling,
+        AllReduceAlgorithm::kDirect}) {
     const auto errors = RunRanks(size, [&](Communicator& comm) {
       std::vector<float> data(kCount);
       for (size_t i = 0; i < kCount; ++i) {
@@ -357,29 +360,28 @@ TEST(GlooCommunicatorTest, RejectsBadOptions) {
   }
 }
 
-TEST(GlooCommunicatorTest, AutoTakesTheRingOnlyWhereHostsOfTheirOwnAreNoPowerOfTwo) {
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 3, 3), kNetworkRingMinBytes);
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 6, 6), kNetworkRingMinBytes);
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 4, 4), SIZE_MAX);  // halving-doubling fills the links
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 3, 1), SIZE_MAX);  // loopback
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 6, 3), SIZE_MAX);  // two ranks per host
-  EXPECT_EQ(AutoRingMinBytes(std::nullopt, 2, 2), SIZE_MAX);  // one exchange either way
-  EXPECT_EQ(AutoRingMinBytes(size_t{4096}, 4, 1), 4096U);     // given: kept
+TEST(GlooCommunicatorTest, AutoFoldsNoRankIntoAnotherAboveRecursiveDoubling) {
+  EXPECT_EQ(AutoAlgorithmAbove(2), AllReduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(AutoAlgorithmAbove(4), AllReduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(AutoAlgorithmAbove(8), AllReduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(AutoAlgorithmAbove(3), AllReduceAlgorithm::kDirect);
+  EXPECT_EQ(AutoAlgorithmAbove(6), AllReduceAlgorithm::kDirect);
 }
 
 TEST(GlooCommunicatorTest, AutoSendsWholeMessagesLessFarWhereLinksCostMoreThanSteps) {
-  // 2 and 3 ranks (a power of two of 2): the same bytes either way.
+  // 2 ranks: the same bytes either way.
   EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 2, 2), kLocalRecursiveDoublingMaxBytes);
-  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 3, 3), kLocalRecursiveDoublingMaxBytes);
+  EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 3, 3), kNetworkRecursiveDoublingMaxBytes);
   EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 4, 1), kLocalRecursiveDoublingMaxBytes);
   EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 4, 4), kNetworkRecursiveDoublingMaxBytes);
   EXPECT_EQ(AutoRecursiveDoublingMaxBytes(std::nullopt, 8, 2), kNetworkRecursiveDoublingMaxBytes);
   EXPECT_EQ(AutoRecursiveDoublingMaxBytes(size_t{100}, 8, 8), 100U);  // given: kept
 }
 
-TEST(GlooCommunicatorTest, RanksOnHostsOfTheirOwnSumExactlyAcrossTheRingThreshold) {
+TEST(GlooCommunicatorTest, RanksOnHostsOfTheirOwnSumExactlyOnBothSidesOfTheThreshold) {
   // 127.0.0.1-3 are three hosts to the communicator (each listens on its own address), so Auto
-  // runs the ring from 1 MiB on: a 2 MiB and a 4 KiB all-reduce both sum exactly.
+  // runs recursive doubling up to 8 KiB and the direct all-reduce above: a 4 KiB and a 2 MiB
+  // all-reduce both sum exactly.
   constexpr int kRanks = 3;
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   std::vector<std::optional<Error>> errors(kRanks);

@@ -104,6 +104,46 @@ TEST(PeerLinksTest, SendsAndReceivesAroundARingAndOneWayOnly) {
   for (const Outcome& outcome : outcomes) EXPECT_FALSE(outcome.error) << *outcome.error;
 }
 
+// Every rank sends 4 MiB to each of the three others and receives theirs, all at once.
+TEST(PeerLinksTest, ExchangeAllMovesEverySendAndReceiveAtOnce) {
+  static constexpr size_t kBytes = size_t{4} << 20;
+  const auto outcomes = RunLinks(4, [](PeerLinks& links) {
+    const int me = links.rank();
+    std::vector<std::vector<std::byte>> mine;
+    std::vector<std::vector<std::byte>> theirs;
+    std::vector<PeerLinks::Send> sends;
+    std::vector<PeerLinks::Receive> receives;
+    for (int peer = 0; peer < 4; ++peer) {
+      if (peer == me) continue;
+      mine.push_back(Pattern(kBytes, 10 * me + peer));
+      theirs.emplace_back(kBytes);
+    }
+    for (int peer = 0, i = 0; peer < 4; ++peer) {
+      if (peer == me) continue;
+      sends.push_back({peer, mine[static_cast<size_t>(i)]});
+      receives.push_back({peer, theirs[static_cast<size_t>(i)]});
+      ++i;
+    }
+    links.ExchangeAll(sends, receives);
+    for (int peer = 0, i = 0; peer < 4; ++peer) {
+      if (peer == me) continue;
+      EXPECT_EQ(theirs[static_cast<size_t>(i++)], Pattern(kBytes, 10 * peer + me))
+          << "rank " << me << " from " << peer;
+    }
+    // Two sends to one peer in one exchange would leave their order to chance.
+    try {
+      const std::vector<std::byte> small(4);
+      const int peer = (me + 1) % 4;
+      const std::vector<PeerLinks::Send> twice{{peer, small}, {peer, small}};
+      links.ExchangeAll(twice, {});
+      ADD_FAILURE() << "two sends to one peer were taken";
+    } catch (const LinkError& error) {
+      EXPECT_THAT(error.what(), HasSubstr("two sends to one peer"));
+    }
+  });
+  for (const Outcome& outcome : outcomes) EXPECT_FALSE(outcome.error) << *outcome.error;
+}
+
 TEST(PeerLinksTest, AMessageOfAnotherLengthIsAnErrorNamingBothLengths) {
   const auto outcomes = RunLinks(2, [](PeerLinks& links) {
     if (links.rank() == 0) {

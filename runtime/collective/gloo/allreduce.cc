@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/collective/gloo/direct_allreduce.h"
 #include "runtime/collective/gloo/peer_links.h"
 #include "runtime/collective/gloo/sum.h"
 
@@ -50,29 +51,47 @@ Traffic AllReducer::Ring(void* data, size_t count, ElementType type, size_t segm
 
 Traffic AllReducer::HalvingDoubling(void* data, size_t count, ElementType type,
                                     const std::string& tag, size_t piece_bytes) {
-  return Hypercube(data, count, type, tag, HypercubeShape::kHalvingDoubling, piece_bytes);
+  return OnLinks(data, count, type, tag, AllReduceAlgorithm::kHalvingDoubling, piece_bytes);
 }
 
 Traffic AllReducer::RecursiveDoubling(void* data, size_t count, ElementType type,
                                       const std::string& tag) {
-  return Hypercube(data, count, type, tag, HypercubeShape::kRecursiveDoubling,
-                   kRecursiveDoublingPieceBytes);
+  return OnLinks(data, count, type, tag, AllReduceAlgorithm::kRecursiveDoubling,
+                 kRecursiveDoublingPieceBytes);
 }
 
-Traffic AllReducer::Hypercube(void* data, size_t count, ElementType type, const std::string& tag,
-                              HypercubeShape shape, size_t piece_bytes) {
+Traffic AllReducer::Direct(void* data, size_t count, ElementType type, const std::string& tag,
+                           size_t piece_bytes) {
+  return OnLinks(data, count, type, tag, AllReduceAlgorithm::kDirect, piece_bytes);
+}
+
+Traffic AllReducer::OnLinks(void* data, size_t count, ElementType type, const std::string& tag,
+                            AllReduceAlgorithm algorithm, size_t piece_bytes) {
   const size_t element = ElementBytes(type);
   const size_t piece = std::max<size_t>(1, piece_bytes / element);
   auto* bytes = static_cast<std::byte*>(data);
   Traffic traffic;
   for (size_t offset = 0; offset < count; offset += piece) {
     const size_t length = std::min(piece, count - offset);
-    const HypercubeShape fits = length >= HypercubeAllReduce::MinimumCount(shape, links_.size())
-                                    ? shape
-                                    : HypercubeShape::kRecursiveDoubling;
-    std::unique_ptr<HypercubeAllReduce>& cached = hypercubes_[Key(tag, fits, length, type)];
+    // Too few elements to give every rank (of the power of two) one: recursive doubling.
+    const size_t minimum =
+        algorithm == AllReduceAlgorithm::kDirect ? DirectAllReduce::MinimumCount(links_.size())
+        : algorithm == AllReduceAlgorithm::kHalvingDoubling
+            ? HypercubeAllReduce::MinimumCount(HypercubeShape::kHalvingDoubling, links_.size())
+            : 1;
+    const AllReduceAlgorithm fits =
+        length >= minimum ? algorithm : AllReduceAlgorithm::kRecursiveDoubling;
+    std::unique_ptr<LinkAllReduce>& cached = cached_[Key(tag, fits, length, type)];
     if (cached == nullptr) {
-      cached = std::make_unique<HypercubeAllReduce>(links_, fits, length, type);
+      if (fits == AllReduceAlgorithm::kDirect) {
+        cached = std::make_unique<DirectAllReduce>(links_, length, type);
+      } else {
+        cached = std::make_unique<HypercubeAllReduce>(links_,
+                                                      fits == AllReduceAlgorithm::kHalvingDoubling
+                                                          ? HypercubeShape::kHalvingDoubling
+                                                          : HypercubeShape::kRecursiveDoubling,
+                                                      length, type);
+      }
     }
     cached->Run(bytes + offset * element);
     traffic.sent += cached->bytes_sent();

@@ -62,18 +62,23 @@ class AllReducer {
   // fewest latencies, for small messages. In pieces of kRecursiveDoublingPieceBytes.
   Traffic RecursiveDoubling(void* data, size_t count, ElementType type, const std::string& tag);
 
- private:
-  using Key = std::tuple<std::string, HypercubeShape, size_t, ElementType>;
+  // Reduce-scatter then allgather by direct messages (direct_allreduce.h): two steps at any rank
+  // count. In pieces of `piece_bytes`; messages with fewer elements than ranks run recursive
+  // doubling instead.
+  Traffic Direct(void* data, size_t count, ElementType type, const std::string& tag,
+                 size_t piece_bytes);
 
-  // In pieces of `piece_bytes`. One object per (tag, shape, piece size, type), built on first use
-  // and kept with its scratch buffer: one piece (half a piece for halving-doubling, on a power of
-  // two).
-  Traffic Hypercube(void* data, size_t count, ElementType type, const std::string& tag,
-                    HypercubeShape shape, size_t piece_bytes);
+ private:
+  using Key = std::tuple<std::string, AllReduceAlgorithm, size_t, ElementType>;
+
+  // In pieces of `piece_bytes`. One object per (tag, algorithm, piece size, type), built on first
+  // use and kept with its scratch buffer (at most one piece).
+  Traffic OnLinks(void* data, size_t count, ElementType type, const std::string& tag,
+                  AllReduceAlgorithm algorithm, size_t piece_bytes);
 
   std::shared_ptr<gloo::Context> collectives_;
   PeerLinks& links_;
-  std::map<Key, std::unique_ptr<HypercubeAllReduce>> hypercubes_;
+  std::map<Key, std::unique_ptr<LinkAllReduce>> cached_;
 };
 
 }  // namespace autodist::collective::gloo_detail

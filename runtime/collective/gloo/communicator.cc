@@ -153,6 +153,9 @@ class GlooCommunicator final : public Communicator {
       } else if (chosen == AllReduceAlgorithm::kRecursiveDoubling) {
         ran_exchanges_ = true;
         traffic = all_reducer_.RecursiveDoubling(data, count, type, tag);
+      } else if (chosen == AllReduceAlgorithm::kDirect) {
+        ran_exchanges_ = true;
+        traffic = all_reducer_.Direct(data, count, type, tag, piece_bytes_);
       } else {
         ran_exchanges_ = true;
         traffic = all_reducer_.HalvingDoubling(data, count, type, tag, piece_bytes_);
@@ -244,7 +247,7 @@ class GlooCommunicator final : public Communicator {
   AllReduceAlgorithm AutoAlgorithm(size_t bytes) const {
     if (bytes >= auto_ring_min_bytes_) return AllReduceAlgorithm::kRing;
     if (bytes <= auto_recursive_doubling_max_bytes_) return AllReduceAlgorithm::kRecursiveDoubling;
-    return AllReduceAlgorithm::kHalvingDoubling;
+    return AutoAlgorithmAbove(size_);
   }
 
   std::string Describe(const CallSignature& call) const {
@@ -406,14 +409,12 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
     link_options.congestion_control = options.link_congestion_control;
     links = std::make_unique<gloo_detail::PeerLinks>(*store, options.rank, options.size,
                                                      options.hostname, link_options);
-    const int distinct_hosts =
-        options.auto_ring_min_bytes && options.auto_recursive_doubling_max_bytes
-            ? 0
-            : DistinctHosts(options, *store);
-    auto_ring_min_bytes =
-        AutoRingMinBytes(options.auto_ring_min_bytes, options.size, distinct_hosts);
-    auto_recursive_doubling_max_bytes = AutoRecursiveDoublingMaxBytes(
-        options.auto_recursive_doubling_max_bytes, options.size, distinct_hosts);
+    auto_ring_min_bytes = options.auto_ring_min_bytes.value_or(SIZE_MAX);
+    auto_recursive_doubling_max_bytes =
+        options.auto_recursive_doubling_max_bytes
+            ? *options.auto_recursive_doubling_max_bytes
+            : AutoRecursiveDoublingMaxBytes(std::nullopt, options.size,
+                                            DistinctHosts(options, *store));
   } catch (const Error& error) {
     throw Error(error.code(), fmt::format("{}: rendezvous: {}", what, error.what()));
   } catch (const std::exception& error) {
@@ -428,15 +429,14 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const GlooOptions& options) {
 size_t AutoRecursiveDoublingMaxBytes(std::optional<size_t> configured, int ranks,
                                      int distinct_hosts) {
   if (configured) return *configured;
-  const bool wide = std::bit_floor(static_cast<unsigned>(std::max(ranks, 1))) >= 4;
-  return wide && distinct_hosts > 1 ? kNetworkRecursiveDoublingMaxBytes
-                                    : kLocalRecursiveDoublingMaxBytes;
+  return ranks > 2 && distinct_hosts > 1 ? kNetworkRecursiveDoublingMaxBytes
+                                         : kLocalRecursiveDoublingMaxBytes;
 }
 
-size_t AutoRingMinBytes(std::optional<size_t> configured, int ranks, int distinct_hosts) {
-  if (configured) return *configured;
-  const bool power_of_two = std::has_single_bit(static_cast<unsigned>(std::max(ranks, 1)));
-  return ranks >= 3 && !power_of_two && distinct_hosts == ranks ? kNetworkRingMinBytes : SIZE_MAX;
+AllReduceAlgorithm AutoAlgorithmAbove(int ranks) {
+  return std::has_single_bit(static_cast<unsigned>(std::max(ranks, 1)))
+             ? AllReduceAlgorithm::kHalvingDoubling
+             : AllReduceAlgorithm::kDirect;
 }
 
 namespace {

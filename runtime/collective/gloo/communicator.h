@@ -40,9 +40,9 @@ struct GlooOptions {
   std::chrono::milliseconds timeout{60000};
   // Prefix of the store keys: communicators sharing a store need distinct prefixes.
   std::string prefix;
-  // AllReduceAlgorithm::kAuto runs recursive doubling up to auto_recursive_doubling_max_bytes,
-  // halving-doubling above, and the ring from auto_ring_min_bytes on. Defaults (none): the
-  // functions below, from where the ranks sit.
+  // AllReduceAlgorithm::kAuto runs recursive doubling up to auto_recursive_doubling_max_bytes
+  // (default: AutoRecursiveDoublingMaxBytes below, from where the ranks sit), then
+  // AutoAlgorithmAbove, and the ring from auto_ring_min_bytes on (default: never).
   std::optional<size_t> auto_recursive_doubling_max_bytes;
   std::optional<size_t> auto_ring_min_bytes;
   // How long a rank waiting for a peer in recursive doubling or halving-doubling keeps polling
@@ -54,8 +54,8 @@ struct GlooOptions {
   // net.ipv4.tcp_allowed_congestion_control), none: the system's default. BBR without the fq
   // qdisc paces with timers: on loopback, 2 ranks, half the speed one run in two (peer_links.h).
   std::vector<std::string> link_congestion_control = {"cubic", "reno"};
-  // Halving-doubling runs in pieces of at most this many bytes (at most 2 GiB). Default 1 MiB: as
-  // fast as one exchange up to 4 MiB, up to 1.4x faster above; 256 KiB pieces were slower.
+  // Halving-doubling and the direct all-reduce run in pieces of at most this many bytes (at most
+  // 2 GiB). Default 1 MiB: 256 KiB and 2-16 MiB pieces were as fast or slower (2 and 4 ranks).
   size_t halving_doubling_piece_bytes = size_t{1} << 20;
   // The ring moves data in segments of at most this many bytes, two in flight. Default 1 MiB
   // (Gloo's default).
@@ -63,24 +63,24 @@ struct GlooOptions {
 };
 
 // Up to where kAuto runs recursive doubling (`configured` where one was given). It sends the whole
-// message at each of log2(p) steps, halving-doubling 2(p-1)/p of it in twice the steps, p the
-// power of two at or below the rank count; with p <= 2 the bytes are the same. So 64 KiB, where
-// the two tied on loopback (2 and 4 ranks), except where p >= 4 and the ranks span hosts: on a
-// link the bytes cost more than the steps, and 8 KiB sits between 4 KiB (1 Gbit/s, 4 ranks:
-// recursive doubling 69% of the link, halving-doubling 52%) and 16 KiB (72% and 95%).
+// message at each of log2(p) steps (p the power of two at or below the rank count, the others
+// folding in), where halving-doubling and the direct all-reduce send 2(n-1)/n of it. With 2 ranks
+// the bytes are the same; on one host the steps cost more than the bytes, and the algorithms tied
+// at 64 KiB (2 and 4 ranks). Where the ranks span hosts (and are more than 2) the bytes cost
+// more: 8 KiB, between 4 KiB (1 Gbit/s, 4 ranks: recursive doubling 69% of the link,
+// halving-doubling 52%) and 16 KiB (72% and 95%).
 inline constexpr size_t kLocalRecursiveDoublingMaxBytes = size_t{64} << 10;
 inline constexpr size_t kNetworkRecursiveDoublingMaxBytes = size_t{8} << 10;
 size_t AutoRecursiveDoublingMaxBytes(std::optional<size_t> configured, int ranks,
                                      int distinct_hosts);
 
-// From where kAuto hands all-reduces to the ring (`configured` where one was given): from
-// kNetworkRingMinBytes where each rank sits on a host of its own (as many distinct hostnames as
-// ranks) and the rank count is not a power of two. There halving-doubling's extra ranks fold into
-// partners whose links then carry twice the bytes (1 Gbit/s, 3 ranks: 45% of the link against
-// the ring's 95%). Elsewhere never: halving-doubling reached 95% of a 1 Gbit/s link on 4 ranks
-// as the ring did, and beat it everywhere on one host and unshaped (docs/performance.md).
-inline constexpr size_t kNetworkRingMinBytes = size_t{1} << 20;
-size_t AutoRingMinBytes(std::optional<size_t> configured, int ranks, int distinct_hosts);
+// Above recursive doubling's range kAuto runs halving-doubling where the rank count is a power of
+// two, else the direct all-reduce: halving-doubling's extra ranks fold into partners whose links
+// then carry twice the bytes (1 Gbit/s, 3 ranks: 45% of the link, the direct all-reduce 95%, as
+// Gloo's ring). It never runs the ring unless auto_ring_min_bytes says so: halving-doubling and
+// the direct all-reduce filled shaped links as the ring did and beat it on one host and
+// unshaped (docs/performance.md).
+AllReduceAlgorithm AutoAlgorithmAbove(int ranks);
 
 // Connects this rank to the others: blocks until every rank has published its address and the
 // connections are up. Throws kInvalidArgument for bad options (a rank outside [0, size), no

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/collective/communicator.h"
+#include "runtime/collective/gloo/link_allreduce.h"
 #include "runtime/collective/gloo/sum.h"
 
 namespace autodist::collective::gloo_detail {
@@ -31,7 +32,7 @@ class PeerLinks;
 
 enum class HypercubeShape { kRecursiveDoubling, kHalvingDoubling };
 
-class HypercubeAllReduce {
+class HypercubeAllReduce final : public LinkAllReduce {
  public:
   // For `count` elements of `type` on the ranks of `links`, which must outlive it.
   // Halving-doubling needs at least one element per rank of the power of two (MinimumCount).
@@ -39,12 +40,7 @@ class HypercubeAllReduce {
 
   static size_t MinimumCount(HypercubeShape shape, int ranks);
 
-  // Sums `data` (`count` elements) across the ranks, in place.
-  void Run(void* data);
-
-  // What one Run sends and receives on this rank, in bytes (message heads not counted).
-  int64_t bytes_sent() const { return bytes_sent_; }
-  int64_t bytes_received() const { return bytes_received_; }
+  void Run(void* data) override;
 
  private:
   // Elements [begin, end) of the data.
@@ -68,8 +64,6 @@ class HypercubeAllReduce {
   int folded_into_ = -1;  // the rank this one (beyond the power of two) hands its data to
   std::vector<Step> steps_;
   std::vector<std::byte> scratch_;
-  int64_t bytes_sent_ = 0;
-  int64_t bytes_received_ = 0;
 };
 
 }  // namespace autodist::collective::gloo_detail

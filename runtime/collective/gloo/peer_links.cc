@@ -286,14 +286,15 @@ void PeerLinks::Fail(int peer, const std::string& what, bool timed_out) const {
 
 // One direction of an exchange: the head, then the body, `done` bytes of both moved so far.
 struct PeerLinks::Transfer {
+  int peer;
   Head head;
-  std::byte* body = nullptr;
-  size_t body_size = 0;
-  size_t total = 0;  // 0: no transfer this way
+  std::byte* body;
+  size_t body_size;
+  size_t total;
   size_t done = 0;
 
-  Transfer(Head h, std::byte* b, size_t size, bool active)
-      : head(h), body(b), body_size(size), total(active ? sizeof(Head) + size : 0) {}
+  Transfer(int p, Head h, std::byte* b, size_t size)
+      : peer(p), head(h), body(b), body_size(size), total(sizeof(Head) + size) {}
   bool finished() const { return done >= total; }
 
   // The parts still to move.
@@ -309,7 +310,8 @@ struct PeerLinks::Transfer {
   }
 };
 
-bool PeerLinks::SendSome(int peer, Transfer& out) {
+bool PeerLinks::SendSome(Transfer& out) {
+  const int peer = out.peer;
   std::array<iovec, 2> parts{};
   msghdr header{};
   header.msg_iov = parts.data();
@@ -324,7 +326,8 @@ bool PeerLinks::SendSome(int peer, Transfer& out) {
   return false;
 }
 
-bool PeerLinks::ReceiveSome(int peer, Transfer& in) {
+bool PeerLinks::ReceiveSome(Transfer& in) {
+  const int peer = in.peer;
   Link& link = links_[static_cast<size_t>(peer)];
   std::array<iovec, 2> parts{};
   const size_t count = in.Remaining(parts);
@@ -349,20 +352,59 @@ bool PeerLinks::ReceiveSome(int peer, Transfer& in) {
 
 void PeerLinks::Exchange(int to, std::span<const std::byte> message, int from,
                          std::span<std::byte> into) {
-  Link* const out_link = to >= 0 ? &LinkTo(to) : nullptr;
-  Link* const in_link = from >= 0 ? &LinkTo(from) : nullptr;
-  if (shut_down_) Fail(to >= 0 ? to : from, "the links were shut down");
-  // The body is only read from: sendmsg's iovec takes a non-const pointer.
-  Transfer out(Head{message.size(), out_link != nullptr ? out_link->sent : 0},
-               const_cast<std::byte*>(message.data()), message.size(), out_link != nullptr);
-  Transfer in(Head{}, into.data(), into.size(), in_link != nullptr);
+  const Send send{to, message};
+  const Receive receive{from, into};
+  ExchangeAll(to >= 0 ? std::span<const Send>(&send, 1) : std::span<const Send>(),
+              from >= 0 ? std::span<const Receive>(&receive, 1) : std::span<const Receive>());
+}
 
+void PeerLinks::ExchangeAll(std::span<const Send> sends, std::span<const Receive> receives) {
+  if (shut_down_) {
+    Fail(!sends.empty()      ? sends[0].to
+         : !receives.empty() ? receives[0].from
+                             : -1,
+         "the links were shut down");
+  }
+  std::vector<Transfer> outs;
+  std::vector<Transfer> ins;
+  outs.reserve(sends.size());
+  ins.reserve(receives.size());
+  for (const Send& send : sends) {
+    Link& link = LinkTo(send.to);
+    for (const Transfer& other : outs) {
+      if (other.peer == send.to) Fail(send.to, "two sends to one peer in one exchange");
+    }
+    // The body is only read from: sendmsg's iovec takes a non-const pointer.
+    outs.emplace_back(send.to, Head{send.message.size(), link.sent},
+                      const_cast<std::byte*>(send.message.data()), send.message.size());
+  }
+  for (const Receive& receive : receives) {
+    LinkTo(receive.from);
+    for (const Transfer& other : ins) {
+      if (other.peer == receive.from)
+        Fail(receive.from, "two receives from one peer in one exchange");
+    }
+    ins.emplace_back(receive.from, Head{}, receive.into.data(), receive.into.size());
+  }
+
+  size_t unfinished = outs.size() + ins.size();
+  std::vector<pollfd> waits;
   Clock::time_point deadline = Clock::now() + timeout_;
   Clock::time_point spin_until = Clock::now() + spin_;
-  while (!out.finished() || !in.finished()) {
+  while (unfinished > 0) {
     bool moved = false;
-    if (!out.finished()) moved |= SendSome(to, out);
-    if (!in.finished()) moved |= ReceiveSome(from, in);
+    for (Transfer& out : outs) {
+      if (!out.finished() && SendSome(out)) {
+        moved = true;
+        if (out.finished()) --unfinished;
+      }
+    }
+    for (Transfer& in : ins) {
+      if (!in.finished() && ReceiveSome(in)) {
+        moved = true;
+        if (in.finished()) --unfinished;
+      }
+    }
     if (moved) {
       deadline = Clock::now() + timeout_;
       spin_until = Clock::now() + spin_;
@@ -372,30 +414,41 @@ void PeerLinks::Exchange(int to, std::span<const std::byte> message, int from,
       sched_yield();  // a rank sharing this core (more ranks than cores) runs meanwhile
       continue;
     }
-    std::array<pollfd, 2> waits{};
-    nfds_t count = 0;
-    if (!out.finished()) waits[count++] = {out_link->fd, POLLOUT, 0};
-    if (!in.finished()) {
-      if (count == 1 && waits[0].fd == in_link->fd) {
-        waits[0].events |= POLLIN;
-      } else {
-        waits[count++] = {in_link->fd, POLLIN, 0};
+    waits.clear();
+    const auto wait_for = [&](int fd, short events) {
+      for (pollfd& wait : waits) {
+        if (wait.fd == fd) {
+          wait.events = static_cast<short>(wait.events | events);
+          return;
+        }
       }
+      waits.push_back({fd, events, 0});
+    };
+    for (const Transfer& out : outs) {
+      if (!out.finished()) wait_for(links_[static_cast<size_t>(out.peer)].fd, POLLOUT);
     }
-    const int ready = ::poll(waits.data(), count, MillisecondsUntil(deadline));
-    if (ready == 0) {
-      Fail(out.finished() ? from : to,
-           fmt::format("nothing moved for {:.1f} s (sent {} of {} bytes, received {} of {})",
-                       std::chrono::duration<double>(timeout_).count(), out.done, out.total,
-                       in.done, in.total),
-           /*timed_out=*/true);
+    for (const Transfer& in : ins) {
+      if (!in.finished()) wait_for(links_[static_cast<size_t>(in.peer)].fd, POLLIN);
     }
-    if (ready < 0 && errno != EINTR) {
-      Fail(from >= 0 ? from : to, fmt::format("poll: {}", ErrnoText(errno)));
-    }
+    const int ready = ::poll(waits.data(), waits.size(), MillisecondsUntil(deadline));
+    if (ready > 0 || (ready < 0 && errno == EINTR)) continue;
+    // Blame a receive that is still waiting, else a send.
+    const auto unfinished_in =
+        std::find_if(ins.begin(), ins.end(), [](const Transfer& in) { return !in.finished(); });
+    const Transfer& stuck = unfinished_in != ins.end()
+                                ? *unfinished_in
+                                : *std::find_if(outs.begin(), outs.end(), [](const Transfer& out) {
+                                    return !out.finished();
+                                  });
+    if (ready < 0) Fail(stuck.peer, fmt::format("poll: {}", ErrnoText(errno)));
+    Fail(stuck.peer,
+         fmt::format("nothing moved for {:.1f} s ({} {} of {} bytes)",
+                     std::chrono::duration<double>(timeout_).count(),
+                     unfinished_in != ins.end() ? "received" : "sent", stuck.done, stuck.total),
+         /*timed_out=*/true);
   }
-  if (out_link != nullptr) ++out_link->sent;
-  if (in_link != nullptr) ++in_link->received;
+  for (const Transfer& out : outs) ++links_[static_cast<size_t>(out.peer)].sent;
+  for (const Transfer& in : ins) ++links_[static_cast<size_t>(in.peer)].received;
 }
 
 std::string PeerLinks::CongestionControl(int peer) {

@@ -78,6 +78,18 @@ class PeerLinks {
   // the peer's message has another length, or nothing moves for the timeout.
   void Exchange(int to, std::span<const std::byte> message, int from, std::span<std::byte> into);
 
+  struct Send {
+    int to;
+    std::span<const std::byte> message;
+  };
+  struct Receive {
+    int from;
+    std::span<std::byte> into;
+  };
+  // Every send and receive at once, at most one of each per peer; returns when all are done.
+  // Throws as Exchange.
+  void ExchangeAll(std::span<const Send> sends, std::span<const Receive> receives);
+
   // The congestion control of the link to `peer` (TCP_CONGESTION).
   std::string CongestionControl(int peer);
 
@@ -96,8 +108,8 @@ class PeerLinks {
 
   Link& LinkTo(int peer);
   // One non-blocking try each way; true when bytes moved.
-  bool SendSome(int peer, Transfer& out);
-  bool ReceiveSome(int peer, Transfer& in);
+  bool SendSome(Transfer& out);
+  bool ReceiveSome(Transfer& in);
   [[noreturn]] void Fail(int peer, const std::string& what, bool timed_out = false) const;
 
   const int rank_;

@@ -75,6 +75,8 @@ const char* AlgorithmName(int32_t algorithm) {
       return "HalvingDoubling";
     case AllReduceAlgorithm::kRecursiveDoubling:
       return "RecursiveDoubling";
+    case AllReduceAlgorithm::kDirect:
+      return "Direct";
   }
   return "unknown";
 }
