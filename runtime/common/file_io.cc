@@ -15,25 +15,11 @@
 
 #include "runtime/common/direct_io.h"
 #include "runtime/common/error.h"
+#include "runtime/common/file_descriptor.h"
 
 namespace autodist {
 
 namespace {
-
-// Closes a descriptor on every path out.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // True unless most of [offset, offset + size) of `fd` is known to be out of the page cache. A
 // file another process has just read (the workers of one machine loading the same model) is

@@ -61,6 +61,12 @@ std::vector<Outcome> RunLinks(int size, const std::function<void(PeerLinks&)>& b
   return outcomes;
 }
 
+// Waits for 8 bytes from rank 0.
+void ReceiveFromRank0(PeerLinks& links) {
+  std::vector<std::byte> into(8);
+  links.Exchange(-1, {}, 0, into);
+}
+
 std::vector<std::byte> Pattern(size_t size, int seed) {
   std::vector<std::byte> bytes(size);
   for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
@@ -167,8 +173,7 @@ TEST(PeerLinksTest, APeerThatSendsNothingTimesOut) {
       2,
       [](PeerLinks& links) {
         if (links.rank() == 1) {
-          std::vector<std::byte> into(8);
-          links.Exchange(-1, {}, 0, into);
+          ReceiveFromRank0(links);
         } else {
           std::this_thread::sleep_for(1500ms);  // alive, silent, past rank 1's timeout
         }
@@ -185,10 +190,7 @@ TEST(PeerLinksTest, APeerThatGoesAwayFailsTheOtherAtOnce) {
   const auto outcomes = RunLinks(
       2,
       [](PeerLinks& links) {
-        if (links.rank() == 1) {
-          std::vector<std::byte> into(8);
-          links.Exchange(-1, {}, 0, into);
-        }
+        if (links.rank() == 1) ReceiveFromRank0(links);
         // rank 0 returns: its links close
       },
       30s);
@@ -208,8 +210,7 @@ TEST(PeerLinksTest, ShutdownWakesAPeerWaitingOnTheLink) {
           std::vector<std::byte> into(8);
           links.Exchange(-1, {}, 1, into);  // after a shutdown: fails, never waits
         } else {
-          std::vector<std::byte> into(8);
-          links.Exchange(-1, {}, 0, into);
+          ReceiveFromRank0(links);
         }
       },
       30s);

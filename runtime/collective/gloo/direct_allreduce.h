@@ -32,12 +32,7 @@ class DirectAllReduce final : public LinkAllReduce {
   void Run(void* data) override;
 
  private:
-  // Elements [begin, end) of the data: rank r's share.
-  struct Share {
-    size_t begin = 0;
-    size_t end = 0;
-    size_t size() const { return end - begin; }
-  };
+  using Share = ElementRange;  // the elements one rank sums
 
   PeerLinks& links_;
   const size_t element_;

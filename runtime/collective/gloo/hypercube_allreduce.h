@@ -43,12 +43,7 @@ class HypercubeAllReduce final : public LinkAllReduce {
   void Run(void* data) override;
 
  private:
-  // Elements [begin, end) of the data.
-  struct Range {
-    size_t begin = 0;
-    size_t end = 0;
-    size_t size() const { return end - begin; }
-  };
+  using Range = ElementRange;
   struct Step {
     int peer = -1;
     Range kept;   // halving-doubling: what this rank keeps (and later sends back)

@@ -2,9 +2,17 @@
 // per message size, built once, run per call (internal to the Gloo communicator).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace autodist::collective::gloo_detail {
+
+// Elements [begin, end) of an all-reduce's data.
+struct ElementRange {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t size() const { return end - begin; }
+};
 
 class LinkAllReduce {
  public:

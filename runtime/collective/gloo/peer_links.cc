@@ -21,6 +21,8 @@
 #include <sstream>
 #include <utility>
 
+#include "runtime/common/file_descriptor.h"
+
 namespace autodist::collective::gloo_detail {
 namespace {
 
@@ -51,22 +53,6 @@ constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr int kSendBufferBytes = 4 << 20;
 
 std::string ErrnoText(int error) { return std::strerror(error); }
-
-// Closes the descriptor unless released.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  ~OwnedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 struct AddressInfo {
   addrinfo* list = nullptr;
@@ -195,7 +181,7 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
   if (const int rc = ::getaddrinfo(hostname.c_str(), "0", &hints, &own.list); rc != 0) {
     fail(fmt::format("cannot resolve hostname '{}': {}", hostname, ::gai_strerror(rc)));
   }
-  OwnedFd listener(::socket(own.list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  FileDescriptor listener(::socket(own.list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (listener.get() < 0 || ::bind(listener.get(), own.list->ai_addr, own.list->ai_addrlen) != 0 ||
       ::listen(listener.get(), size) != 0) {
     fail(fmt::format("cannot listen on '{}': {}", hostname, ErrnoText(errno)));
@@ -218,7 +204,7 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
         0) {
       fail(fmt::format("rank {} published '{}', not an address", peer, published.text));
     }
-    OwnedFd fd(::socket(theirs.list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    FileDescriptor fd(::socket(theirs.list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd.get() < 0) fail(fmt::format("socket: {}", ErrnoText(errno)));
     MakeFast(fd.get(), options.congestion_control);
     if (::connect(fd.get(), theirs.list->ai_addr, theirs.list->ai_addrlen) != 0 &&
@@ -254,7 +240,7 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
       if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) continue;
       fail(fmt::format("accept: {}", ErrnoText(errno)));
     }
-    OwnedFd connection(fd);
+    FileDescriptor connection(fd);
     MakeFast(fd, options.congestion_control);
     Hello hello{};
     if (!ReadFully(fd, &hello, sizeof(hello), std::min(deadline, Clock::now() + kHelloTimeout)) ||
