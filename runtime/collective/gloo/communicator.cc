@@ -112,10 +112,10 @@ class GlooCommunicator final : public Communicator {
         links_(std::move(links)),
         all_reducer_(context_, *links_) {}
 
-  // The hypercube all-reduces can return on one rank while a peer still reads that rank's last
-  // messages; closing the connections at once makes the peer's collective fail
-  // with "connection closed by peer" (seen in about 1 of 10 runs of 4 ranks). A barrier first
-  // lets every rank finish. Best effort and bounded: when it fails a peer is gone already, and a
+  // An all-reduce can return on one rank while a peer still reads that rank's last messages;
+  // closing the connections at once made the peer's collective fail with "connection closed by
+  // peer" (Gloo's halving-doubling, about 1 run in 10 on 4 ranks). A barrier first lets every
+  // rank finish. Best effort and bounded: when it fails a peer is gone already, and a
   // destructor has no one to tell.
   ~GlooCommunicator() override {
     std::lock_guard lock(mutex_);
