@@ -198,6 +198,14 @@ class Predictor {
            profile_.collective_seconds;
   }
 
+  // An all-gather of varying size (Communicator::AllGatherV): an exchange of the counts, as small
+  // as a collective gets, then the data.
+  double AllGatherV(double bytes) {
+    ++collectives_;
+    return profile_.collective_seconds + (Workers() - 1) * network_.latency_seconds +
+           AllGather(bytes);
+  }
+
   // Compression's compute, charged to the worker's cores (see Predict): `elements` float32
   // elements compressed and decompressed by `compressor` (the profile keys it by enum name).
   void ChargeCompression(AllReduceSynchronizer::Compressor compressor, double elements) {
@@ -218,11 +226,9 @@ class Predictor {
     double dense_elements = 0;
     for (const auto& [unit, synchronizer] : group.units) {
       if (unit.variable->sparse) {
-        // Indices and rows, each an all-gather of varying size: a count exchange, then the data.
+        // Indices and rows, each an all-gather of varying size.
         const double rows = SparseRowsOf(unit, local_replicas);
-        collectives_ += 2;
-        seconds += AllGather(rows * kIndexBytes) + AllGather(rows * RowBytes(unit)) +
-                   2 * (profile_.collective_seconds + (Workers() - 1) * network_.latency_seconds);
+        seconds += AllGatherV(rows * kIndexBytes) + AllGatherV(rows * RowBytes(unit));
         continue;
       }
       dense_bytes += unit.bytes;
