@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -302,6 +303,33 @@ TEST(PeerLinksTest, LinksTakeTheFirstCongestionControlTheKernelAllows) {
   }
   for (std::thread& rank : ranks) rank.join();
   EXPECT_EQ(defaults, (std::vector<std::string>{system_default, system_default}));
+}
+
+size_t OpenDescriptors() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                           std::filesystem::directory_iterator()));
+}
+
+// Rank 1 of 3 never comes: rank 2 has connected to rank 0 when it gives up, and rank 0 has
+// accepted it. Neither failed constructor may keep that connection open.
+TEST(PeerLinksTest, AFailedRendezvousClosesTheLinksItMade) {
+  const size_t before = OpenDescriptors();
+  gloo::rendezvous::HashStore store;
+  std::vector<std::optional<std::string>> errors(3);
+  std::vector<std::thread> ranks;
+  for (int rank : {0, 2}) {
+    ranks.emplace_back([&, rank] {
+      try {
+        PeerLinks links(store, rank, 3, "127.0.0.1", Options(500ms));
+      } catch (const std::exception& error) {
+        errors[static_cast<size_t>(rank)] = error.what();
+      }
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  EXPECT_TRUE(errors[0]) << "rank 0 connected without rank 1";
+  EXPECT_TRUE(errors[2]) << "rank 2 connected without rank 1";
+  EXPECT_EQ(OpenDescriptors(), before);
 }
 
 TEST(PeerLinksTest, AnUnknownHostnameIsNamed) {

@@ -165,6 +165,20 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
       timeout_(options.timeout),
       spin_(options.spin),
       links_(static_cast<size_t>(size)) {
+  try {
+    Connect(store, hostname, options);
+  } catch (...) {
+    // A constructor that throws runs no destructor: close the links made so far, so that the
+    // peers holding their other ends fail at once rather than at their timeouts.
+    CloseAll();
+    throw;
+  }
+}
+
+void PeerLinks::Connect(gloo::rendezvous::Store& store, const std::string& hostname,
+                        const LinkOptions& options) {
+  const int rank = rank_;
+  const int size = size_;
   const std::chrono::milliseconds timeout = options.timeout;
   const Clock::time_point deadline = Clock::now() + timeout;
   const auto fail = [&](const std::string& what) {
@@ -192,7 +206,12 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
   // Connect to every lower rank, saying who we are and showing its token.
   for (int peer = 0; peer < rank; ++peer) {
     const std::string key = fmt::format("links/{}", peer);
-    store.wait({key}, timeout);
+    // What is left of the rendezvous's time (at least 1 ms: 0 would tell the store to wait
+    // forever).
+    store.wait(
+        {key},
+        std::max(std::chrono::milliseconds(1),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
     const Published published = Parse(store.get(key));
     if (!published.valid) fail(fmt::format("rank {} published '{}'", peer, published.text));
     addrinfo peer_hints{};
@@ -253,9 +272,12 @@ PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
   }
 }
 
-PeerLinks::~PeerLinks() {
-  for (const Link& link : links_) {
+PeerLinks::~PeerLinks() { CloseAll(); }
+
+void PeerLinks::CloseAll() {
+  for (Link& link : links_) {
     if (link.fd >= 0) ::close(link.fd);
+    link.fd = -1;
   }
 }
 

@@ -106,6 +106,10 @@ class PeerLinks {
 
   struct Transfer;
 
+  // The rendezvous (the constructor's work).
+  void Connect(gloo::rendezvous::Store& store, const std::string& hostname,
+               const LinkOptions& options);
+  void CloseAll();
   Link& LinkTo(int peer);
   // One non-blocking try each way; true when bytes moved.
   bool SendSome(Transfer& out);
