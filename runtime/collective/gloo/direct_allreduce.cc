@@ -2,7 +2,6 @@
 
 #include <span>
 
-#include "runtime/collective/gloo/peer_links.h"
 #include "runtime/common/error.h"
 
 namespace autodist::collective::gloo_detail {
@@ -22,7 +21,9 @@ DirectAllReduce::DirectAllReduce(PeerLinks& links, size_t count, ElementType typ
     begin += size;
   }
   const size_t mine = shares_[rank].size();
-  scratch_.resize(ranks * mine * element_);
+  scratch_.resize((ranks - 1) * mine * element_);
+  sends_.reserve(ranks - 1);
+  receives_.reserve(ranks - 1);
   const auto others = static_cast<int64_t>((count - mine) * element_);
   const auto own = static_cast<int64_t>(mine * element_ * (ranks - 1));
   bytes_sent_ = others + own;      // the others' shares, then this rank's to each
@@ -39,14 +40,16 @@ void DirectAllReduce::Run(void* data) {
     const Share share = shares_[static_cast<size_t>(r)];
     return std::span<std::byte>(base + share.begin * element_, share.size() * element_);
   };
+  // The peers' parts of this rank's share, in rank order without this rank's own.
   const auto scratch_of = [&](int r) {
-    return std::span<std::byte>(scratch_.data() + static_cast<size_t>(r) * mine_bytes, mine_bytes);
+    const auto slot = static_cast<size_t>(r < rank ? r : r - 1);
+    return std::span<std::byte>(scratch_.data() + slot * mine_bytes, mine_bytes);
   };
 
-  std::vector<PeerLinks::Send> sends;
-  std::vector<PeerLinks::Receive> receives;
-  sends.reserve(static_cast<size_t>(ranks));
-  receives.reserve(static_cast<size_t>(ranks));
+  std::vector<PeerLinks::Send>& sends = sends_;
+  std::vector<PeerLinks::Receive>& receives = receives_;
+  sends.clear();
+  receives.clear();
   // Reduce-scatter: each peer gets its share of this rank's data; this rank gets its share of
   // each peer's.
   for (int peer = 0; peer < ranks; ++peer) {

@@ -15,11 +15,10 @@
 
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/gloo/link_allreduce.h"
+#include "runtime/collective/gloo/peer_links.h"
 #include "runtime/collective/gloo/sum.h"
 
 namespace autodist::collective::gloo_detail {
-
-class PeerLinks;
 
 class DirectAllReduce final : public LinkAllReduce {
  public:
@@ -38,7 +37,10 @@ class DirectAllReduce final : public LinkAllReduce {
   const size_t element_;
   const SumFunction sum_;
   std::vector<Share> shares_;       // by rank
-  std::vector<std::byte> scratch_;  // the others' parts of this rank's share, by rank
+  std::vector<std::byte> scratch_;  // the others' parts of this rank's share, in rank order
+  // A step's messages, kept so that a run allocates nothing.
+  std::vector<PeerLinks::Send> sends_;
+  std::vector<PeerLinks::Receive> receives_;
 };
 
 }  // namespace autodist::collective::gloo_detail

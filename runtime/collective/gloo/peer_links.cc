@@ -373,8 +373,11 @@ void PeerLinks::ExchangeAll(std::span<const Send> sends, std::span<const Receive
                              : -1,
          "the links were shut down");
   }
-  std::vector<Transfer> outs;
-  std::vector<Transfer> ins;
+  // Reserved before any is added: Transfer::Remaining hands the kernel pointers into them.
+  std::vector<Transfer>& outs = outs_;
+  std::vector<Transfer>& ins = ins_;
+  outs.clear();
+  ins.clear();
   outs.reserve(sends.size());
   ins.reserve(receives.size());
   for (const Send& send : sends) {
@@ -396,7 +399,7 @@ void PeerLinks::ExchangeAll(std::span<const Send> sends, std::span<const Receive
   }
 
   size_t unfinished = outs.size() + ins.size();
-  std::vector<pollfd> waits;
+  std::vector<pollfd>& waits = waits_;
   Clock::time_point deadline = Clock::now() + timeout_;
   Clock::time_point spin_until = Clock::now() + spin_;
   while (unfinished > 0) {

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+struct pollfd;
+
 namespace gloo::rendezvous {
 class Store;
 }  // namespace gloo::rendezvous
@@ -122,6 +124,10 @@ class PeerLinks {
   const std::chrono::microseconds spin_;
   std::vector<Link> links_;  // by rank; this rank's own is unused
   bool shut_down_ = false;
+  // ExchangeAll's working state, kept so that an exchange allocates nothing once they have grown.
+  std::vector<Transfer> outs_;
+  std::vector<Transfer> ins_;
+  std::vector<pollfd> waits_;
 };
 
 }  // namespace autodist::collective::gloo_detail
