@@ -158,6 +158,33 @@ void MakeFast(int fd, const std::vector<std::string>& congestion_control) {
 
 }  // namespace
 
+// One direction of an exchange (defined before anything that builds or destroys the lists of
+// them, outs_ and ins_): the head, then the body, `done` bytes of both moved so far.
+struct PeerLinks::Transfer {
+  int peer;
+  Head head;
+  std::byte* body;
+  size_t body_size;
+  size_t total;
+  size_t done = 0;
+
+  Transfer(int p, Head h, std::byte* b, size_t size)
+      : peer(p), head(h), body(b), body_size(size), total(sizeof(Head) + size) {}
+  bool finished() const { return done >= total; }
+
+  // The parts still to move.
+  size_t Remaining(std::array<iovec, 2>& parts) {
+    size_t count = 0;
+    size_t at = done;
+    if (at < sizeof(Head)) {
+      parts[count++] = {reinterpret_cast<char*>(&head) + at, sizeof(Head) - at};
+      at = sizeof(Head);
+    }
+    if (at < total) parts[count++] = {body + (at - sizeof(Head)), total - at};
+    return count;
+  }
+};
+
 PeerLinks::PeerLinks(gloo::rendezvous::Store& store, int rank, int size,
                      const std::string& hostname, const LinkOptions& options)
     : rank_(rank),
@@ -291,32 +318,6 @@ PeerLinks::Link& PeerLinks::LinkTo(int peer) {
 void PeerLinks::Fail(int peer, const std::string& what, bool timed_out) const {
   throw LinkError(fmt::format("rank {}, link to rank {}: {}", rank_, peer, what), timed_out);
 }
-
-// One direction of an exchange: the head, then the body, `done` bytes of both moved so far.
-struct PeerLinks::Transfer {
-  int peer;
-  Head head;
-  std::byte* body;
-  size_t body_size;
-  size_t total;
-  size_t done = 0;
-
-  Transfer(int p, Head h, std::byte* b, size_t size)
-      : peer(p), head(h), body(b), body_size(size), total(sizeof(Head) + size) {}
-  bool finished() const { return done >= total; }
-
-  // The parts still to move.
-  size_t Remaining(std::array<iovec, 2>& parts) {
-    size_t count = 0;
-    size_t at = done;
-    if (at < sizeof(Head)) {
-      parts[count++] = {reinterpret_cast<char*>(&head) + at, sizeof(Head) - at};
-      at = sizeof(Head);
-    }
-    if (at < total) parts[count++] = {body + (at - sizeof(Head)), total - at};
-    return count;
-  }
-};
 
 bool PeerLinks::SendSome(Transfer& out) {
   const int peer = out.peer;
