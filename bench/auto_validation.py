@@ -54,13 +54,21 @@ def label(builder, options):
     return " ".join([builder] + [f"{k}={v}" for k, v in sorted(options.items())])
 
 
+# --optimizer: SGD with momentum moves every row of a sparse table each step, so parameter servers
+# send back whole tables; plain SGD leaves absent rows alone, so they send back changed rows.
+OPTIMIZERS = {
+    "sgd-momentum": {"name": "sgd", "lr": 0.01, "momentum": 0.9},
+    "sgd": {"name": "sgd", "lr": 0.01},
+}
+OPTIMIZER = OPTIMIZERS["sgd-momentum"]
+
+
 def manifest(model, work, builder, options, steps, name):
     """The job as YAML (JSON is YAML): 2 workers hosting the parameter servers, 1 thread each."""
     spec = {
         "model": {"path": model["path"]},
         "data": dict(model["data"], batchSizePerReplica=BATCH, shuffle=True, seed=1),
-        "training": {"steps": steps, "logIntervalSteps": steps // 2,
-                     "optimizer": {"name": "sgd", "lr": 0.01, "momentum": 0.9}},
+        "training": {"steps": steps, "logIntervalSteps": steps // 2, "optimizer": OPTIMIZER},
         "strategy": {"builder": builder},
         "resources": {"workers": 2, "parameterServers": 0},
     }
@@ -93,7 +101,10 @@ def predictions(autodist, model_path, profile, gbps):
     written = re.compile(r"wrote strategy (\S+)")
     common = ["compile", "--model", model_path, "--workers", "2", "--profile", profile,
               "--network-bandwidth-gbps", str(gbps), "--network-latency-us", "0", "--explain",
-              "-o", os.devnull]
+              "-o", os.devnull, "--optimizer", OPTIMIZER["name"]]
+    for key, value in OPTIMIZER.items():
+        if key != "name":
+            common += ["--optimizer-option", f"{key}={value}"]
     for builder, options in CANDIDATES:
         command = [autodist] + common + ["--strategy", builder]
         for key, value in options.items():
@@ -152,7 +163,10 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--embedding-dir", required=True)
     parser.add_argument("--source", required=True)
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd-momentum")
     args = parser.parse_args()
+    global OPTIMIZER
+    OPTIMIZER = OPTIMIZERS[args.optimizer]
     os.makedirs(args.work, exist_ok=True)
     models = {
         "mlp": {"path": f"{args.source}/examples/fashion-mnist/fmnist_mlp.onnx",

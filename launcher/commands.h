@@ -42,7 +42,11 @@ struct CompileOptions {
   bool allow_lossy_compression = false;
   double network_bandwidth_gbps = 10;
   double network_latency_us = 50;  // the cost model's, one message one way
-  bool explain = false;            // print Auto's ranked candidates
+  // The job's optimizer, for the cost model (what a parameter server sends back of sparse
+  // tables); empty: unknown, every row assumed to move each step.
+  std::string optimizer;
+  std::vector<std::string> optimizer_options;  // "key=value"
+  bool explain = false;                        // print Auto's ranked candidates
 };
 
 // Compiles and writes the Strategy; the summary goes to `out` when the strategy goes to a file,

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/graph/op_support.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/optim/optimizer_options.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/strategy_io.h"
 #include "runtime/strategy/summary.h"
@@ -24,15 +27,17 @@ std::string Trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-strategy::BuilderOptions ParseOptions(const std::vector<std::string>& pairs) {
-  strategy::BuilderOptions options;
+// key=value pairs of the repeatable option `flag`.
+std::map<std::string, std::string> ParseOptions(const std::vector<std::string>& pairs,
+                                                const char* flag) {
+  std::map<std::string, std::string> options;
   for (const std::string& pair : pairs) {
     const size_t equals = pair.find('=');
     AD_CHECK(equals != std::string::npos && equals > 0, kInvalidArgument,
-             "--option expects key=value, got '{}'", pair);
+             "{} expects key=value, got '{}'", flag, pair);
     const std::string key = Trim(pair.substr(0, equals));
     const auto [it, inserted] = options.emplace(key, Trim(pair.substr(equals + 1)));
-    AD_CHECK(inserted, kInvalidArgument, "--option {} is given twice", key);
+    AD_CHECK(inserted, kInvalidArgument, "{} {} is given twice", flag, key);
   }
   return options;
 }
@@ -99,12 +104,22 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
   const std::vector<graph::Variable> variables = item.TrainableVariables();
   strategy::CompileRequest request;
   request.builder = options.builder;
-  request.options = ParseOptions(options.options);
+  request.options = ParseOptions(options.options, "--option");
   request.colocation = ParseColocation(options.colocate);
   request.batch_per_replica = options.batch_size;
   request.allow_lossy_compression = options.allow_lossy_compression;
   request.network.default_gbps = options.network_bandwidth_gbps;
   request.network.latency_seconds = options.network_latency_us * 1e-6;
+  AD_CHECK(!options.optimizer.empty() || options.optimizer_options.empty(), kInvalidArgument,
+           "--optimizer-option needs --optimizer, the optimizer it belongs to");
+  if (!options.optimizer.empty()) {
+    // What the manifest's spec.training.optimizer would say; key names as the optimizer's own
+    // (lr, momentum, lazy_sparse).
+    const optim::OptimizerOptions optimizer = optim::ParseOptimizerOptions(
+        options.optimizer, ParseOptions(options.optimizer_options, "--optimizer-option"));
+    request.optimizer.sparse_updates_change_only_present_rows =
+        optim::SparseUpdatesChangeOnlyPresentRows(optimizer);
+  }
   if (!options.profile.empty()) {
     request.profile = strategy::ReadStepProfile(options.profile);
     strategy::CheckProfileMatches(*request.profile, variables, 0, 0, options.profile);
@@ -126,7 +141,7 @@ void RunCompile(const CompileOptions& options, std::ostream& out, std::ostream& 
       // A named builder: its one strategy, predicted by the same model.
       ranking.push_back({strategy::Candidate{options.builder, request.options},
                          strategy::PredictStep(result.strategy, variables, resources,
-                                               inputs.profile, inputs.network),
+                                               inputs.profile, inputs.network, inputs.optimizer),
                          result.strategy});
     }
     summary = strategy::FormatRanking(ranking, inputs, resources, for_auto) + summary;

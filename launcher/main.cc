@@ -69,6 +69,13 @@ void AddCompile(CLI::App& app, autodist::cli::CompileOptions& options,
       ->add_option("--network-latency-us", options.network_latency_us,
                    "For Auto and --explain: one message's one-way latency, in microseconds")
       ->default_str("50");
+  compile->add_option("--optimizer", options.optimizer,
+                      "For Auto and --explain: the job's optimizer (sgd, adam, ...); with one that "
+                      "leaves absent rows alone, parameter servers send back only changed rows "
+                      "(default: unknown, whole tables)");
+  compile->add_option("--optimizer-option", options.optimizer_options,
+                      "An option of --optimizer, key=value as the optimizer names it (momentum, "
+                      "lazy_sparse; repeatable)");
   compile->add_flag("--skip-kernel-check", options.skip_kernel_check,
                     "Compile even when a node of the model has no kernel on the backend the "
                     "resources imply (cuda with GPUs, else cpu)");

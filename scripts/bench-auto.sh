@@ -4,13 +4,17 @@
 # predicted step of every builder (and fp16, PowerSGD, Auto's pick) against the measured one.
 # Needs root (network namespaces, docs/networks.md); takes about half an hour on 2 cores.
 #
-#   scripts/bench-auto.sh [build-dir] [models] [rates] [repeats]
+#   scripts/bench-auto.sh [build-dir] [models] [rates] [repeats] [optimizer]
+#
+# optimizer: sgd-momentum (default; parameter servers send back whole tables, since momentum
+# moves every row) or sgd (plain; they send back the rows a step changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
 MODELS="${2:-mlp,cnn,embedding}"
 RATES="${3:-1gbit,2.5gbit}"
 REPEATS="${4:-5}"
+OPTIMIZER="${5:-sgd-momentum}"
 WORK="$BUILD_DIR/bench-auto"
 EMBEDDING="$WORK/embedding-100k"
 mkdir -p "$WORK"
@@ -22,4 +26,4 @@ if [[ ! -f "$EMBEDDING/model.onnx" ]]; then
 fi
 exec /usr/bin/python3 bench/auto_validation.py --autodist "$BUILD_DIR/bin/autodist" \
   --work "$(realpath "$WORK")" --embedding-dir "$(realpath "$EMBEDDING")" --source "$(pwd)" \
-  --models "$MODELS" --rates "$RATES" --repeats "$REPEATS"
+  --models "$MODELS" --rates "$RATES" --repeats "$REPEATS" --optimizer "$OPTIMIZER"

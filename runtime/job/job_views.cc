@@ -1,6 +1,7 @@
 #include "runtime/job/job_views.h"
 
 #include "runtime/common/error.h"
+#include "runtime/optim/optimizer.h"
 
 namespace autodist::job {
 
@@ -22,6 +23,8 @@ strategy::CompileRequest ToCompileRequest(const JobSpec& job,
   request.colocation = job.strategy.colocation;
   request.allow_lossy_compression = job.strategy.allow_lossy_compression;
   request.batch_per_replica = job.data.batch_size_per_replica;
+  request.optimizer.sparse_updates_change_only_present_rows =
+      optim::SparseUpdatesChangeOnlyPresentRows(job.training.optimizer);
   request.profile = std::move(profile);
   return request;
 }

@@ -60,6 +60,10 @@ class ElementwiseOptimizer final : public StatefulOptimizer {
     });
   }
 
+  bool SparseUpdatesChangeOnlyPresentRows() const override {
+    return Rule::RowWiseExact(options_) || options_.lazy_sparse;
+  }
+
   void ApplySparse(const std::string& name, tensor::Tensor& param,
                    const tensor::SparseGradient& grad) override {
     // Absent rows are zero rows: they still move, or their state still decays, unless the rule

@@ -117,4 +117,8 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   return detail::MakeRmsprop(options);  // the only name left after validation
 }
 
+bool SparseUpdatesChangeOnlyPresentRows(const OptimizerOptions& options) {
+  return MakeOptimizer(options)->SparseUpdatesChangeOnlyPresentRows();
+}
+
 }  // namespace autodist::optim

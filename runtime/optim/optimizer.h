@@ -48,6 +48,11 @@ class Optimizer {
   virtual void ApplySparse(const std::string& name, tensor::Tensor& param,
                            const tensor::SparseGradient& grad);
 
+  // Whether ApplySparse leaves every row the gradient does not have untouched (bit for bit), so
+  // that a parameter server need send back only the rows a step changed. False by default: the
+  // densified update moves absent rows too.
+  virtual bool SparseUpdatesChangeOnlyPresentRows() const { return false; }
+
   // The learning rate of the next updates (a schedule sets it before each step). Kept in double,
   // as torch keeps group['lr'].
   void set_learning_rate(double lr);
@@ -75,6 +80,10 @@ class Optimizer {
 
 // The optimizer named by options.name; validates the options first (InvalidArgument).
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
+
+// SparseUpdatesChangeOnlyPresentRows of the optimizer `options` make (validated as above): what
+// the cost model needs to know of a parameter server's replies without building one.
+bool SparseUpdatesChangeOnlyPresentRows(const OptimizerOptions& options);
 
 // Optimizers of variables on a device other than the CPU come from that device's backend, which
 // installs a factory for its kind (the CUDA one: gpu/optim/cuda_optimizer.h), so that this module

@@ -25,7 +25,7 @@ void ReadReplies(Reader& reader, rpc::PieceAssembler& assembler, PsValues& out) 
   StepReply reply;
   while (reader.Read(&reply)) {
     if (reply.has_version()) {
-      out.versions[reply.version().name()] = reply.version().version();
+      TakeVersion(reply.version(), out);
     } else if (reply.has_value()) {
       assembler.Add(reply.value());
     }
@@ -48,7 +48,7 @@ void FinishCall(Stream& stream, grpc::ClientContext& context,
 
 }  // namespace
 
-PsClient::PsClient(std::string name, std::string endpoint, rpc::RpcOptions options,
+PsClient::PsClient(std::string name, std::string endpoint, const rpc::RpcOptions& options,
                    std::chrono::milliseconds call_deadline)
     : name_(std::move(name)),
       endpoint_(std::move(endpoint)),
@@ -166,6 +166,7 @@ PsValues PsClient::Step(const PsStepRequest& request) {
   header->set_step(request.step);
   header->set_learning_rate(request.learning_rate);
   header->set_pull(request.pull);
+  AddHeldVersions(request, *header);
   bool open = stream->Write(message);
   StepMessage part;  // kept across pieces so that EmitTensor gets its buffer back (EmitBytes)
   observe::RuntimeMetrics& metrics = observe::ProcessMetrics();

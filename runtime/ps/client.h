@@ -31,7 +31,7 @@ class PsClient {
   // bounds every call; it is longer than the server's own wait deadline (300 s by default), so
   // that a Step waiting for a dead peer fails with the server's message naming the replicas
   // that are missing rather than with a bare DEADLINE_EXCEEDED.
-  PsClient(std::string name, std::string endpoint, rpc::RpcOptions options = {},
+  PsClient(std::string name, std::string endpoint, const rpc::RpcOptions& options = {},
            std::chrono::milliseconds call_deadline = std::chrono::minutes(10));
 
   // Sends the hosted tensors, optimizer, initial values and optimizer state. Throws

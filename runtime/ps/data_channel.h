@@ -7,7 +7,8 @@
 //   client: STEP_HEADER (meta: StepHeader), GRADIENT* (meta: TensorPiece without data; data: the
 //           piece's bytes, as gRPC's pieces would carry them), END (meta: empty)
 //   server: (VERSION (meta: TensorVersion), VALUE? (meta: TensorPiece without data; data: the
-//           value's bytes))* for each tensor pushed to, in name order, then STATUS (meta:
+//           value's bytes, or the changed rows' for a sparse piece, ps_service.proto StepHeader
+//           `held`))* for each tensor pushed to, in name order, then STATUS (meta:
 //           DataChannelStatus; code 0 when the Step succeeded)
 // A Step the server rejects (a gradient of the wrong shape, say) is read to its END and answered
 // with STATUS alone, and the connection stays usable. A malformed frame is answered with STATUS

@@ -96,6 +96,7 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, compress::PushE
     header.set_step(request.step);
     header.set_learning_rate(request.learning_rate);
     header.set_pull(request.pull);
+    AddHeldVersions(request, header);
     socket->Send(kStepHeaderFrame, header);
     for (const auto& [name, gradient] : request.gradients) {
       SendGradient(*socket, request, name, gradient, encoder, what);
@@ -111,7 +112,7 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, compress::PushE
         autodist::proto::TensorVersion version;
         AD_CHECK(version.ParseFromString(head->meta), kInternal,
                  "data channel {}: a VERSION frame without a TensorVersion", socket->peer());
-        out.versions[version.name()] = version.version();
+        TakeVersion(version, out);
       } else if (head->kind == kValueFrame) {
         TensorPiece piece;
         AD_CHECK(piece.ParseFromString(head->meta) && piece.data().empty(), kInternal,

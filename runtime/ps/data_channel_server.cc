@@ -207,15 +207,22 @@ bool PsDataChannelServer::ServeStep(rpc::FrameSocket& socket, const std::string&
   try {
     service_.CountPushed(call->Push());
     autodist::proto::TensorVersion version;
+    version.set_incarnation(service_.store_.incarnation());
     call->AwaitVersions([&](const std::string& name, const PsSnapshot& snapshot) {
       version.set_name(name);
       version.set_version(snapshot.version);
       socket.Send(kVersionFrame, version);
       if (!call->pull()) return;
-      // Straight from the snapshot's storage, which no update modifies (copy-on-write).
-      const tensor::Tensor& value = *snapshot.value;
-      socket.Send(kValueFrame, rpc::TensorHeader(name, value, 0), value.raw(), value.nbytes());
-      service_.CountPulled(static_cast<int64_t>(value.nbytes()));
+      if (snapshot.changed) {
+        const tensor::Tensor& rows = snapshot.changed->values;
+        socket.Send(kValueFrame, rpc::SparseHeader(name, *snapshot.changed, 0), rows.raw(),
+                    rows.nbytes());
+      } else {
+        // Straight from the snapshot's storage, which no update modifies (copy-on-write).
+        const tensor::Tensor& value = *snapshot.value;
+        socket.Send(kValueFrame, rpc::TensorHeader(name, value, 0), value.raw(), value.nbytes());
+      }
+      service_.CountPulled(snapshot.ReplyBytes());
     });
   } catch (const Error& error) {
     return SendError(socket, error);

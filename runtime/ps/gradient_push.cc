@@ -60,9 +60,29 @@ void TakeReplyValues(rpc::PieceAssembler& assembler, PsValues& out) {
   int64_t bytes = 0;
   for (auto& [name, received] : assembler.Finish()) {
     bytes += received.wire_bytes;
-    out.values.emplace(name, std::move(received.dense));
+    if (received.is_sparse()) {
+      out.changed_rows.emplace(
+          name,
+          tensor::SparseGradient{std::move(*received.indices), std::move(received.dense), {}});
+    } else {
+      out.values.emplace(name, std::move(received.dense));
+    }
   }
   observe::ProcessMetrics().parameter_server_received_bytes.Inc(static_cast<double>(bytes));
+}
+
+void AddHeldVersions(const PsStepRequest& request, autodist::proto::StepHeader& header) {
+  for (const auto& [name, held] : request.held) {
+    autodist::proto::TensorVersion* version = header.add_held();
+    version->set_name(name);
+    version->set_version(held.version);
+    version->set_incarnation(held.incarnation);
+  }
+}
+
+void TakeVersion(const autodist::proto::TensorVersion& version, PsValues& out) {
+  out.versions[version.name()] = version.version();
+  out.incarnation = version.incarnation();
 }
 
 }  // namespace autodist::ps

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "proto/ps_service.pb.h"
 #include "runtime/compress/push_encoder.h"
 #include "runtime/ps/types.h"
 #include "runtime/rpc/tensor_wire.h"
@@ -31,8 +32,16 @@ void EmitGradient(const std::string& what, int first_replica, const std::string&
                   const GradientRef& gradient, int32_t replicas, int64_t piece_bytes,
                   compress::PushEncoder& encoder, const rpc::PieceSink& sink);
 
-// Moves the values `assembler` rebuilt into `out` and counts their bytes as the process's
-// parameter-server bytes received (runtime/observe/runtime_metrics.h).
+// Moves the values `assembler` rebuilt into `out` (changed rows, which come as sparse pieces,
+// into out.changed_rows) and counts their bytes as the process's parameter-server bytes received
+// (runtime/observe/runtime_metrics.h).
 void TakeReplyValues(rpc::PieceAssembler& assembler, PsValues& out);
+
+// Puts `request.held` into a Step's header.
+void AddHeldVersions(const PsStepRequest& request, autodist::proto::StepHeader& header);
+
+// Takes a reply's version of one tensor, and the incarnation of the server that sent it, into
+// `out`.
+void TakeVersion(const autodist::proto::TensorVersion& version, PsValues& out);
 
 }  // namespace autodist::ps

@@ -185,8 +185,19 @@ void ParameterServerService::SendValue(const ReplyWriter& write, const std::stri
   StepReply reply;
   reply.mutable_version()->set_name(name);
   reply.mutable_version()->set_version(snapshot.version);
+  reply.mutable_version()->set_incarnation(store_.incarnation());
   AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
-  if (with_values) SendPieces(write, name, *snapshot.value, who);
+  if (!with_values) return;
+  if (!snapshot.changed) {
+    SendPieces(write, name, *snapshot.value, who);
+    return;
+  }
+  StepReply piece_reply;  // kept across pieces, as in SendPieces
+  rpc::EmitSparse(name, *snapshot.changed, 0, options_.piece_bytes, [&](TensorPiece&& piece) {
+    *piece_reply.mutable_value() = std::move(piece);
+    AD_CHECK(write(piece_reply), kUnavailable, "{}: the reply stream closed", who);
+  });
+  CountPulled(snapshot.ReplyBytes());
 }
 
 void ParameterServerService::SendPieces(const ReplyWriter& write, const std::string& name,

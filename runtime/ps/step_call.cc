@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "runtime/common/error.h"
@@ -44,6 +45,12 @@ PsStepCall::PsStepCall(PsStore& store, const autodist::proto::StepHeader& header
       cancelled_(std::move(cancelled)),
       who_(fmt::format("worker {} step {}", header.worker(), header.step())),
       assembler_(who_, rpc::kNoTotalLimit) {
+  for (const autodist::proto::TensorVersion& held : header.held()) {
+    AD_CHECK(held.version() >= 0, kInvalidArgument,
+             "{}: the header says it holds version {} of '{}'; versions are >= 0", who_,
+             held.version(), held.name());
+    held_[held.name()] = HeldVersion{held.incarnation(), held.version()};
+  }
   store_.WaitInitialized(deadline_, cancelled_);
 }
 
@@ -99,7 +106,10 @@ void PsStepCall::AwaitVersions(
     const std::function<void(const std::string& name, const PsSnapshot& snapshot)>& reply) {
   // Replies go out tensor by tensor, each as soon as its condition holds.
   for (const auto& [name, version] : versions_) {
-    reply(name, store_.WaitForVersion(name, version, deadline_, cancelled_, who_));
+    std::optional<HeldVersion> held;
+    // Only a value that is asked for can be sent as rows.
+    if (const auto it = held_.find(name); it != held_.end() && pull()) held = it->second;
+    reply(name, store_.WaitForVersion(name, version, deadline_, cancelled_, who_, held));
   }
 }
 

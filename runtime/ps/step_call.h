@@ -62,6 +62,7 @@ class PsStepCall {
   rpc::PieceAssembler assembler_;
   std::set<std::string> announced_;
   std::map<std::string, int64_t> versions_;  // after Push: the version each reply waits for
+  std::map<std::string, HeldVersion> held_;  // from the header: what the worker holds
 };
 
 }  // namespace autodist::ps

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <set>
 #include <utility>
 
@@ -26,6 +28,10 @@ struct HostedState {
   int64_t version = 0;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::map<int64_t, StepAccumulator> pending;  // sync: contributions of steps not applied yet
+  // Sparse tensors only: the version each row last changed at, and the last version at which
+  // every row changed, so that a worker holding version h can be sent the rows changed after h.
+  std::vector<int64_t> row_changed;
+  int64_t all_rows_changed = 0;
 };
 
 }  // namespace internal
@@ -65,7 +71,63 @@ void Update(HostedState& hosted, const PsGradient& gradient, double learning_rat
     hosted.optimizer->Apply(hosted.spec.name, *hosted.value, gradient.dense);
   }
   ++hosted.version;
+  if (hosted.spec.sparse) {
+    if (gradient.is_sparse() && hosted.optimizer->SparseUpdatesChangeOnlyPresentRows()) {
+      const tensor::Tensor& indices = gradient.sparse->indices;
+      const auto* row = indices.data<int64_t>();
+      for (int64_t i = 0; i < indices.numel(); ++i) {
+        hosted.row_changed[static_cast<size_t>(row[i])] = hosted.version;
+      }
+    } else {
+      hosted.all_rows_changed = hosted.version;
+    }
+  }
   hosted.cv.notify_all();
+}
+
+// The rows of `hosted` (locked) changed after `held`, copied: nullopt when the whole value is
+// due instead (PsStore::WaitForVersion says when).
+std::optional<tensor::SparseGradient> ChangedRows(const HostedState& hosted, uint64_t incarnation,
+                                                  const HeldVersion& held) {
+  if (!hosted.spec.sparse || held.incarnation != incarnation || held.version > hosted.version ||
+      held.version < hosted.all_rows_changed) {
+    return std::nullopt;
+  }
+  const Tensor& value = *hosted.value;
+  const int64_t rows = hosted.shape[0];
+  const int64_t row_bytes = rows == 0 ? 0 : static_cast<int64_t>(value.nbytes()) / rows;
+  // Rows and their indices must come to fewer bytes than the value to be worth sending.
+  const int64_t most = static_cast<int64_t>(value.nbytes()) / (row_bytes + 8);
+  std::vector<int64_t> changed;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (hosted.row_changed[static_cast<size_t>(r)] <= held.version) continue;
+    if (static_cast<int64_t>(changed.size()) == most) return std::nullopt;
+    changed.push_back(r);
+  }
+  Shape row_shape = hosted.shape;
+  row_shape[0] = static_cast<int64_t>(changed.size());
+  tensor::SparseGradient out{Tensor(DType::kInt64, {row_shape[0]}),
+                             Tensor(DType::kFloat32, row_shape), hosted.shape};
+  std::copy(changed.begin(), changed.end(), out.indices.data<int64_t>());
+  const auto* from = static_cast<const std::byte*>(value.raw());
+  auto* to = static_cast<std::byte*>(out.values.raw());
+  for (size_t k = 0; k < changed.size(); ++k) {
+    std::memcpy(to + static_cast<int64_t>(k) * row_bytes, from + changed[k] * row_bytes,
+                static_cast<size_t>(row_bytes));
+  }
+  return out;
+}
+
+// What a waiter gets of `hosted` (locked): the rows changed since `held` when they will do,
+// else the whole value.
+PsSnapshot SnapshotFor(const HostedState& hosted, uint64_t incarnation,
+                       const std::optional<HeldVersion>& held) {
+  if (held) {
+    if (std::optional<tensor::SparseGradient> rows = ChangedRows(hosted, incarnation, *held)) {
+      return {hosted.version, nullptr, std::move(rows)};
+    }
+  }
+  return {hosted.version, hosted.value, std::nullopt};
 }
 
 // Applies every complete step that is next in order (`hosted` locked).
@@ -98,7 +160,7 @@ void CheckSparseIndices(const std::string& who, const std::string& name,
            kInvalidArgument, "{}: sparse gradient of '{}' needs {} int64 row indices, got {} {}",
            who, name, gradient.values.dim(0), tensor::DTypeName(indices.dtype()),
            tensor::ShapeToString(indices.shape()));
-  const int64_t* index = indices.data<int64_t>();
+  const auto* index = indices.data<int64_t>();
   for (int64_t i = 0; i < indices.numel(); ++i) {
     AD_CHECK(index[i] >= 0 && index[i] < rows, kInvalidArgument,
              "{}: sparse gradient of '{}' has row index {} outside [0, {})", who, name, index[i],
@@ -161,6 +223,10 @@ void PsStore::Init(PsInitRequest request) {
     state->shape = value->second.shape();
     state->value = std::make_shared<Tensor>(std::move(value->second));
     state->version = request.start_step;
+    if (spec.sparse) {
+      state->row_changed.assign(static_cast<size_t>(state->shape[0]), request.start_step);
+      state->all_rows_changed = request.start_step;
+    }
     state->optimizer = optim::MakeOptimizer(options);
     if (const auto slots = state_of.find(spec.name); slots != state_of.end()) {
       for (const auto& [key, slot] : slots->second) {
@@ -192,6 +258,8 @@ void PsStore::Init(PsInitRequest request) {
   num_workers_ = request.num_workers;
   total_replicas_ = request.total_replicas;
   start_step_ = request.start_step;
+  std::random_device random;
+  incarnation_ = (static_cast<uint64_t>(random()) << 32U | random()) | 1U;  // never 0
   initialized_.store(true, std::memory_order_release);
   init_cv_.notify_all();
 }
@@ -333,11 +401,12 @@ std::map<std::string, int64_t> PsStore::Push(PsPush push) {
 
 PsSnapshot PsStore::WaitForVersion(const std::string& name, int64_t version,
                                    Clock::time_point deadline, const Cancelled& cancelled,
-                                   const std::string& who) const {
+                                   const std::string& who,
+                                   const std::optional<HeldVersion>& held) const {
   const HostedState& hosted = Find(who, name);
   const auto start = Clock::now();
   std::unique_lock lock(hosted.mutex);
-  if (hosted.version >= version) return {hosted.version, hosted.value};
+  if (hosted.version >= version) return SnapshotFor(hosted, incarnation_, held);
   const observe::ScopedGaugeIncrement waiting(observe::ProcessMetrics().ps_waiting_calls);
   while (hosted.version < version) {
     AD_CHECK(!shutdown_.load(), kUnavailable,
@@ -355,7 +424,7 @@ PsSnapshot PsStore::WaitForVersion(const std::string& name, int64_t version,
     }
     hosted.cv.wait_until(lock, std::min(deadline, now + kPollInterval));
   }
-  return {hosted.version, hosted.value};
+  return SnapshotFor(hosted, incarnation_, held);
 }
 
 PsPullSnapshot PsStore::Snapshot(const std::vector<std::string>& names,
@@ -374,7 +443,8 @@ PsPullSnapshot PsStore::Snapshot(const std::vector<std::string>& names,
   for (const HostedState* hosted : targets) locks.emplace_back(hosted->mutex);
   PsPullSnapshot out;
   for (const HostedState* hosted : targets) {
-    out.tensors.emplace(hosted->spec.name, PsSnapshot{hosted->version, hosted->value});
+    out.tensors.emplace(hosted->spec.name,
+                        PsSnapshot{hosted->version, hosted->value, std::nullopt});
     if (optimizer_state) out.optimizer_state.merge(hosted->optimizer->SaveState());
   }
   return out;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,20 @@ struct PsPush {
 // A hosted tensor's value at some version. Never modified: an update that finds the value still
 // referenced by a snapshot writes into a copy (copy-on-write), so a reply streams its snapshot
 // without holding any lock and without copying when no update intervenes.
+//
+// For a worker that holds an earlier version of a sparse tensor (HeldVersion), the snapshot may
+// instead carry only the rows that changed since: `changed` is then set (copies of those rows at
+// `version`, their indices ascending) and `value` is null.
 struct PsSnapshot {
   int64_t version = 0;
   std::shared_ptr<const tensor::Tensor> value;
+  std::optional<tensor::SparseGradient> changed;
+
+  // What a reply of it carries: the value's bytes, or the rows' plus 8 per row index.
+  int64_t ReplyBytes() const {
+    if (!changed) return static_cast<int64_t>(value->nbytes());
+    return static_cast<int64_t>(changed->values.nbytes()) + changed->indices.numel() * 8;
+  }
 };
 
 struct PsPullSnapshot {
@@ -99,8 +111,19 @@ class PsStore {
   // Blocks until tensor `name` reaches `version`, then returns a snapshot of its value. Throws
   // Unavailable naming `who`, the tensor and the replicas missing from the step it waits for
   // when `deadline` passes, on Shutdown, or when `cancelled` says so.
+  //
+  // With `held` (what the caller already has of the tensor), the snapshot carries only the rows
+  // changed since, when the tensor is sparse, `held` is of this store's incarnation and no later
+  // than the snapshot, no update since changed every row (a dense gradient, or an optimizer that
+  // moves absent rows: optim::Optimizer::SparseUpdatesChangeOnlyPresentRows) and the rows with
+  // their indices are fewer bytes than the value. Otherwise the whole value, as without.
   PsSnapshot WaitForVersion(const std::string& name, int64_t version, Clock::time_point deadline,
-                            const Cancelled& cancelled, const std::string& who) const;
+                            const Cancelled& cancelled, const std::string& who,
+                            const std::optional<HeldVersion>& held = std::nullopt) const;
+
+  // A random number drawn at Init: versions a worker holds are comparable only within one
+  // incarnation (a server restarted from a checkpoint counts versions again). 0 before Init.
+  uint64_t incarnation() const { return incarnation_; }
 
   // A consistent snapshot of `names` (every hosted tensor when empty) and, when asked, their
   // optimizer state: all taken under the tensors' locks at once. NotFound for an unknown name.
@@ -123,6 +146,7 @@ class PsStore {
   int num_workers_ = 0;
   int total_replicas_ = 0;
   int64_t start_step_ = 0;
+  uint64_t incarnation_ = 0;
 
   mutable std::mutex init_mutex_;
   mutable std::condition_variable init_cv_;

@@ -51,6 +51,14 @@ struct GradientRef {
   double topk_fraction = 0.01;  // TopKCompressorEF; in (0, 1]
 };
 
+// What a worker holds of a hosted tensor: its value at `version`, as a server of `incarnation`
+// (PsStore::incarnation) sent it. A Step may carry it for sparse tensors, so that the reply
+// brings only the rows changed since (docs/parameter-servers.md, "Pulling only changed rows").
+struct HeldVersion {
+  uint64_t incarnation = 0;
+  int64_t version = 0;
+};
+
 // One worker's push to one PS for one step.
 struct PsStepRequest {
   int worker = 0;         // rank, for messages and validation
@@ -60,13 +68,19 @@ struct PsStepRequest {
   double learning_rate = 0;
   bool pull = true;  // return the values after the update (else versions only)
   std::map<std::string, GradientRef> gradients;
+  // Sparse tensors pushed to whose value the worker holds: their replies may be changed rows.
+  std::map<std::string, HeldVersion> held;
 };
 
 // What Step and Pull return. Pull with optimizer state adds the slots to `values` as
-// "<tensor>/<slot>" (they have no version).
+// "<tensor>/<slot>" (they have no version). A tensor whose Step reply is the rows changed since
+// the request's HeldVersion is in `changed_rows` instead of `values`: its value at
+// `versions[name]` is the held one with those rows replaced.
 struct PsValues {
   std::map<std::string, int64_t> versions;
   std::map<std::string, tensor::Tensor> values;
+  std::map<std::string, tensor::SparseGradient> changed_rows;
+  uint64_t incarnation = 0;  // of the server that replied (PsStore::incarnation)
 };
 
 // One push's gradient bytes: as they travelled (encoded, plus 8 per index) and as they were

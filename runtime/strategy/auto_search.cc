@@ -127,8 +127,8 @@ std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& 
     std::string content;
     strategy.SerializeToString(&content);
     if (!seen.insert(content).second) continue;  // the same strategy as an earlier candidate
-    StepPrediction prediction =
-        PredictStep(strategy, variables, resources, inputs.profile, inputs.network);
+    StepPrediction prediction = PredictStep(strategy, variables, resources, inputs.profile,
+                                            inputs.network, inputs.optimizer);
     ranked.push_back({candidate, std::move(prediction), std::move(strategy)});
   }
   // Whole nanoseconds, then the candidates' order: a last-bit difference between two
@@ -163,6 +163,13 @@ std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const Aut
       inputs.allow_lossy_compression
           ? fmt::format("allowed (ranked as if {:g}% slower)", kLossyCompressionMargin * 100)
           : std::string("not allowed (spec.strategy.allowLossyCompression)"));
+  if (!profile.sparse_rows.empty()) {
+    out += inputs.optimizer.sparse_updates_change_only_present_rows
+               ? "  sparse tables: parameter servers send back the rows a step changed (the "
+                 "optimizer leaves absent rows alone)\n"
+               : "  sparse tables: parameter servers send back whole tables (the optimizer moves "
+                 "absent rows too, or is not known)\n";
+  }
   size_t width = 9;
   for (const RankedCandidate& entry : ranking)
     width = std::max(width, entry.candidate.Label().size());

@@ -39,6 +39,7 @@ struct AutoInputs {
   bool allow_lossy_compression = false;
   StepProfile profile;
   NetworkAssumptions network;
+  OptimizerTraits optimizer;
 };
 
 struct Candidate {

@@ -109,6 +109,7 @@ AutoInputs CostModelInputs(const std::vector<graph::Variable>& variables,
   if (request.builder == "Auto") inputs.options = ReadAutoOptions(request.options);
   inputs.allow_lossy_compression = request.allow_lossy_compression;
   inputs.network = request.network;
+  inputs.optimizer = request.optimizer;
   const std::vector<std::string> replicas = resources.Replicas();
   std::set<std::string> worker_nodes;
   for (const std::string& replica : replicas) {

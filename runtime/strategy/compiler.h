@@ -25,6 +25,7 @@ struct CompileRequest {
   int64_t batch_per_replica = 32;
   bool allow_lossy_compression = false;
   NetworkAssumptions network;
+  OptimizerTraits optimizer;  // of the job's optimizer; unknown: every row moves
 };
 
 struct CompileResult {

@@ -48,8 +48,9 @@ class Predictor {
  public:
   Predictor(const autodist::proto::Strategy& strategy,
             const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
-            const StepProfile& profile, const NetworkAssumptions& network)
-      : profile_(profile), network_(network) {
+            const StepProfile& profile, const NetworkAssumptions& network,
+            const OptimizerTraits& optimizer)
+      : profile_(profile), network_(network), optimizer_(optimizer) {
     for (const NodeSpec& node : resources.nodes()) {
       bandwidth_[node.address] =
           PayloadBytesPerSecond(node.network_bandwidth.value_or(network.default_gbps));
@@ -57,6 +58,7 @@ class Predictor {
     for (const std::string& replica : strategy.graph_config().replicas()) {
       const std::string node = NodeOf(replica);
       if (replicas_per_node_[node]++ == 0) workers_.push_back(node);
+      ++total_replicas_;
     }
     std::unordered_map<std::string, const graph::Variable*> by_name;
     for (const graph::Variable& variable : variables) {
@@ -321,7 +323,7 @@ class Predictor {
         const double replicas = replicas_per_node_[worker];
         const double pushes = proxy ? 1 : replicas;
         const double pushed = pushes * PushBytes(entry, proxy ? replicas : 1);
-        const double pulled = pushes * entry.unit.bytes;
+        const double pulled = pushes * PullBytes(entry.unit);
         push.sent[worker] += pushed;
         push.received[entry.server] += pushed;
         pull.sent[entry.server] += pulled;
@@ -361,6 +363,17 @@ class Predictor {
     return seconds;
   }
 
+  // One pull of `unit`: its value, or for a sparse table whose absent rows stay as they are, the
+  // rows the step's replicas touched with their indices, when those are fewer bytes (the server
+  // sends whichever is smaller).
+  double PullBytes(const Unit& unit) const {
+    if (!unit.variable->sparse || !optimizer_.sparse_updates_change_only_present_rows) {
+      return unit.bytes;
+    }
+    const double rows = SparseRowsOf(unit, total_replicas_);
+    return std::min(unit.bytes, rows * (RowBytes(unit) + kIndexBytes));
+  }
+
   // One push of `entry` covering `replicas` replicas' gradients.
   double PushBytes(const PsUnit& entry, double replicas) const {
     const Unit& unit = entry.unit;
@@ -395,8 +408,10 @@ class Predictor {
 
   const StepProfile& profile_;
   const NetworkAssumptions& network_;
+  const OptimizerTraits& optimizer_;
   std::map<std::string, double> bandwidth_;  // node -> bytes per second
-  std::vector<std::string> workers_;         // nodes with replicas, in replica order
+  double total_replicas_ = 0;
+  std::vector<std::string> workers_;  // nodes with replicas, in replica order
   std::map<std::string, int> replicas_per_node_;
   std::map<int, Group> groups_;
   std::vector<PsUnit> ps_units_;
@@ -421,8 +436,8 @@ std::pair<std::string, int64_t> StepPrediction::BusiestLink() const {
 StepPrediction PredictStep(const autodist::proto::Strategy& strategy,
                            const std::vector<graph::Variable>& variables,
                            const ResourceSpec& resources, const StepProfile& profile,
-                           const NetworkAssumptions& network) {
-  Predictor predictor(strategy, variables, resources, profile, network);
+                           const NetworkAssumptions& network, const OptimizerTraits& optimizer) {
+  Predictor predictor(strategy, variables, resources, profile, network, optimizer);
   return predictor.Predict();
 }
 

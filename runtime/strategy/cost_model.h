@@ -15,7 +15,8 @@
 //     kTcpPayloadFraction of their rate, at the profile's duplex efficiency where data crosses
 //     both ways at once;
 //   * parameter servers: after backward, beside the collectives: every worker pushes (sparse
-//     tables: the rows a step touches), the servers apply, every worker pulls whole values; each
+//     tables: the rows a step touches), the servers apply, every worker pulls whole values (sparse
+//     tables, when the optimizer leaves absent rows alone: the rows all replicas touched); each
 //     phase takes the busiest link's bytes over its bandwidth (a worker's pushes to a server on
 //     its own node cross no link), plus one round's latency;
 //   * compression: its per-element compute, on the worker's busy cores, so never overlapped.
@@ -46,6 +47,15 @@ struct NetworkAssumptions {
   double latency_seconds = 50e-6;  // one message, one way
 };
 
+// What the optimizer does that changes the traffic.
+struct OptimizerTraits {
+  // A sparse gradient's update leaves the rows it lacks untouched
+  // (optim::SparseUpdatesChangeOnlyPresentRows: plain SGD, Adagrad, lazy_sparse): a parameter
+  // server then sends a worker only the rows changed since the version it holds. Otherwise every
+  // row moves each step and the worker pulls whole tables.
+  bool sparse_updates_change_only_present_rows = false;
+};
+
 struct StepPrediction {
   double compute_seconds = 0;        // forward, backward and the updates
   double communication_seconds = 0;  // what the network adds to the step beyond compute
@@ -63,6 +73,7 @@ struct StepPrediction {
 StepPrediction PredictStep(const autodist::proto::Strategy& strategy,
                            const std::vector<graph::Variable>& variables,
                            const ResourceSpec& resources, const StepProfile& profile,
-                           const NetworkAssumptions& network = {});
+                           const NetworkAssumptions& network = {},
+                           const OptimizerTraits& optimizer = {});
 
 }  // namespace autodist::strategy

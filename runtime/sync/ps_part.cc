@@ -58,6 +58,15 @@ ps::PsClient& ParameterServerPart::Client(const std::string& ps_node) {
   return *it->second;
 }
 
+bool ParameterServerPart::TakesRows(const ShardPlan& shard,
+                                    const std::vector<Session*>& replicas) const {
+  const VariablePlan& variable = plan_.Variable(shard.variable);
+  if (!variable.sparse || shard.range.axis != 0 || variable.shape.empty()) return false;
+  return std::all_of(replicas.begin(), replicas.end(), [&](Session* replica) {
+    return replica->variable(variable.name).device().is_cpu();
+  });
+}
+
 void ParameterServerPart::Initialize(const TensorMap& variables, const TensorMap& optimizer_state,
                                      int64_t start_step) {
   const TensorMap values = SplitVariables(plan_, variables);
@@ -93,7 +102,18 @@ void ParameterServerPart::PullAll(const std::vector<Session*>& replicas) {
         std::async(std::launch::async, [this, node] { return Client(node).Pull({}, false); }));
   }
   TensorMap shards;
-  for (auto& pull : pulls) shards.merge(pull.get().values);
+  held_.clear();
+  for (auto& future : pulls) {
+    ps::PsValues pulled = future.get();
+    for (const auto& [name, version] : pulled.versions) {
+      if (!TakesRows(plan_.Shard(name), replicas)) continue;
+      // Every replica stream now holds this version, whichever serves the shard.
+      for (int r = -1; r < static_cast<int>(replicas.size()); ++r) {
+        held_[{name, r}] = ps::HeldVersion{pulled.incarnation, version};
+      }
+    }
+    shards.merge(pulled.values);
+  }
   for (const auto& [name, value] : shards) {
     const ShardPlan& shard = plan_.Shard(name);
     for (Session* replica : replicas) {
@@ -148,6 +168,9 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
           variable.partitioned ? &dense_parts.emplace_back(Slice(g.dense, shard.range)) : &g.dense;
     }
     push.request.gradients[shard.name] = ref;
+    if (const auto held = held_.find({shard.name, local_replica}); held != held_.end()) {
+      push.request.held[shard.name] = held->second;
+    }
   };
 
   for (const VariablePlan& variable : plan_.variables) {
@@ -198,10 +221,33 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
   for (auto& [key, push] : pushes) {
     const std::string peer = fmt::format("parameter server {}", push.ps_node);
     for (const ShardPlan* shard : push.shards) {
+      const VariablePlan& variable = plan_.Variable(shard->variable);
+      const auto version = push.reply.versions.find(shard->name);
+      AD_CHECK(version != push.reply.versions.end(), kFailedPrecondition,
+               "{} returned no version for '{}' after step {}", peer, shard->name, step);
+      const auto held = held_.find({shard->name, push.local_replica});
+      if (const auto rows = push.reply.changed_rows.find(shard->name);
+          rows != push.reply.changed_rows.end()) {
+        // Only the rows changed since the version the request said the replicas hold.
+        AD_CHECK(push.request.held.contains(shard->name), kFailedPrecondition,
+                 "{} returned rows of '{}' after step {}, but no version of it was held", peer,
+                 shard->name, step);
+        const std::string what = fmt::format("{}: rows of '{}'", peer, shard->name);
+        for (int r = 0; r < local; ++r) {
+          if (push.local_replica >= 0 && push.local_replica != r) continue;
+          WriteRows(replicas[static_cast<size_t>(r)]->variable(variable.name), rows->second,
+                    shard->range, what.c_str());
+        }
+        held->second = ps::HeldVersion{push.reply.incarnation, version->second};
+        continue;
+      }
       const auto it = push.reply.values.find(shard->name);
       AD_CHECK(it != push.reply.values.end(), kFailedPrecondition,
                "{} returned no value for '{}' after step {}", peer, shard->name, step);
-      const VariablePlan& variable = plan_.Variable(shard->variable);
+      if (TakesRows(*shard, replicas)) {
+        held_[{shard->name, push.local_replica}] =
+            ps::HeldVersion{push.reply.incarnation, version->second};
+      }
       for (int r = 0; r < local; ++r) {
         if (push.local_replica >= 0 && push.local_replica != r) continue;
         Tensor& target = replicas[static_cast<size_t>(r)]->variable(variable.name);

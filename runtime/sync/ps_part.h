@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/exec/session.h"
@@ -63,10 +64,17 @@ class ParameterServerPart {
   struct Push;  // one Step RPC of a step: a server, the replicas it covers, its gradients
 
   ps::PsClient& Client(const std::string& ps_node);
+  // Whether the replicas' copies of `shard` can take changed rows in place: a sparse variable
+  // held on the CPU, whole or cut along axis 0.
+  bool TakesRows(const ShardPlan& shard, const std::vector<exec::Session*>& replicas) const;
 
   const StrategyPlan& plan_;
   ParameterServerPartOptions options_;
   std::map<std::string, std::unique_ptr<ps::PsClient>> clients_;  // by PS node
+  // What the replicas hold of each sparse shard that TakesRows, by (shard, local replica; -1 for
+  // the stream that serves them all): sent with the next Step, so that its reply is only the
+  // rows changed since. Set from every whole value pulled and every Step reply.
+  std::map<std::pair<std::string, int>, ps::HeldVersion> held_;
 };
 
 }  // namespace autodist::sync

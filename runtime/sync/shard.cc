@@ -92,6 +92,38 @@ void WriteSlice(Tensor& whole, const Tensor& part, const ShardRange& range, cons
              view.inner_bytes);
 }
 
+void WriteRows(Tensor& whole, const tensor::SparseGradient& rows, const ShardRange& range,
+               const char* what) {
+  CheckRange(whole.shape(), range);
+  AD_CHECK(range.axis == 0 && whole.rank() >= 1, kInvalidArgument,
+           "{}: rows were sent for a shard along axis {} of a {} tensor; only shards along axis 0 "
+           "take rows",
+           what, range.axis, tensor::ShapeToString(whole.shape()));
+  Shape expected = whole.shape();
+  expected[0] = rows.indices.numel();
+  AD_CHECK(rows.values.dtype() == whole.dtype() && rows.values.shape() == expected &&
+               rows.indices.dtype() == tensor::DType::kInt64 && rows.indices.rank() == 1,
+           kInvalidArgument,
+           "{}: expected {} rows of shape {} with int64 indices, got {} {} with {} indices {}",
+           what, tensor::DTypeName(whole.dtype()), tensor::ShapeToString(expected),
+           tensor::DTypeName(rows.values.dtype()), tensor::ShapeToString(rows.values.shape()),
+           tensor::DTypeName(rows.indices.dtype()), tensor::ShapeToString(rows.indices.shape()));
+  const int64_t count = rows.indices.numel();
+  const auto row_bytes = static_cast<size_t>(
+      whole.shape()[0] == 0 ? 0 : whole.nbytes() / static_cast<size_t>(whole.shape()[0]));
+  const auto* index = rows.indices.data<int64_t>();
+  const auto* from = static_cast<const std::byte*>(rows.values.raw());
+  auto* to = static_cast<std::byte*>(whole.raw());
+  for (int64_t k = 0; k < count; ++k) {  // all checked before any is written
+    AD_CHECK(index[k] >= 0 && index[k] < range.extent, kInvalidArgument,
+             "{}: row {} is outside the shard's {} rows", what, index[k], range.extent);
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    std::memcpy(to + static_cast<size_t>(range.offset + index[k]) * row_bytes,
+                from + static_cast<size_t>(k) * row_bytes, row_bytes);
+  }
+}
+
 tensor::SparseGradient SliceSparse(const tensor::SparseGradient& gradient,
                                    const ShardRange& range) {
   CheckRange(gradient.dense_shape, range);

@@ -31,6 +31,13 @@ tensor::Tensor Slice(const tensor::Tensor& whole, const ShardRange& range);
 void WriteSlice(tensor::Tensor& whole, const tensor::Tensor& part, const ShardRange& range,
                 const char* what);
 
+// Copies rows into `range` of `whole` (a shard along axis 0, or the whole variable): row k of
+// `rows.values` is row rows.indices[k] of the shard. What a parameter server sends back of a
+// sparse shard when only some rows changed. Throws InvalidArgument naming `what` when the range
+// is not along axis 0, or the rows' dtype, shape or indices do not fit it.
+void WriteRows(tensor::Tensor& whole, const tensor::SparseGradient& rows, const ShardRange& range,
+               const char* what);
+
 // The rows of a row-sparse gradient that fall into `range`. Along axis 0 the rows whose index is
 // in the range, re-based to the shard; along another axis every row, cut to the range. The
 // result may have no rows; its dense_shape is the shard's.

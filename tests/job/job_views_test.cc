@@ -6,6 +6,7 @@
 
 #include "runtime/job/builder_check.h"
 #include "runtime/job/job_parser.h"
+#include "runtime/optim/optimizer_options.h"
 #include "tests/job/job_test_support.h"
 
 namespace autodist::job {
@@ -40,6 +41,20 @@ TEST(JobViewsTest, ReplicaCountsAndTotalReplicas) {
   const strategy::ResourceSpec resources = strategy::ResourceSpec::FromReplicaCounts(counts);
   EXPECT_EQ(resources.Replicas().size(), 6U);
   EXPECT_EQ(resources.PsCandidates(), (std::vector<std::string>{"ps-0:CPU:0", "ps-1:CPU:0"}));
+}
+
+TEST(JobViewsTest, CompileRequestTellsTheCostModelWhatTheOptimizerDoesToAbsentRows) {
+  JobSpec job = LoadJobFile(kJobFixtures + "/full.yaml");
+  job.training.optimizer = optim::ParseOptimizerOptions("sgd", {{"lr", "0.1"}});
+  EXPECT_TRUE(
+      ToCompileRequest(job, std::nullopt).optimizer.sparse_updates_change_only_present_rows);
+  job.training.optimizer =
+      optim::ParseOptimizerOptions("sgd", {{"lr", "0.1"}, {"momentum", "0.9"}});
+  EXPECT_FALSE(
+      ToCompileRequest(job, std::nullopt).optimizer.sparse_updates_change_only_present_rows);
+  job.training.optimizer = optim::ParseOptimizerOptions("adam", {{"lazy_sparse", "true"}});
+  EXPECT_TRUE(
+      ToCompileRequest(job, std::nullopt).optimizer.sparse_updates_change_only_present_rows);
 }
 
 TEST(JobViewsTest, CompileRequestCompiles) {

@@ -451,6 +451,31 @@ TEST_F(CliTest, ExplainRanksAutosCandidatesOnTheGivenLinks) {
       {"--network-latency-us -5", "expected 0 or more microseconds"});
 }
 
+TEST_F(CliTest, TheOptimizerDecidesWhetherParameterServersSendBackRowsOrTables) {
+  // The embedding's [1000, 64] table under PS: plain SGD leaves absent rows alone, so a worker
+  // pulls the rows a step changed; momentum moves every row, so it pulls the table.
+  const auto explain = [&](std::vector<std::string> optimizer) {
+    std::vector<std::string> args = {"--workers", "2",         "--ps", "1",   "--strategy",
+                                     "PS",        "--explain", "-o",   "e.pb"};
+    args.insert(args.end(), optimizer.begin(), optimizer.end());
+    return Compile(Model("embedding.onnx"), args);
+  };
+  const RunResult rows = explain({"--optimizer", "sgd", "--optimizer-option", "lr=0.1"});
+  EXPECT_TRUE(Contains(rows.out, "send back the rows a step changed")) << rows.out;
+  const RunResult tables = explain(
+      {"--optimizer", "sgd", "--optimizer-option", "lr=0.1", "--optimizer-option", "momentum=0.9"});
+  EXPECT_TRUE(Contains(tables.out, "send back whole tables")) << tables.out;
+  EXPECT_TRUE(Contains(explain({}).out, "or is not known"));
+  const RunResult lazy = explain({"--optimizer", "adam", "--optimizer-option", "lazy_sparse=true"});
+  EXPECT_TRUE(Contains(lazy.out, "send back the rows a step changed")) << lazy.out;
+  ExpectUserError({"compile", "--model", Model("embedding.onnx"), "--optimizer-option", "lr=1"},
+                  {"--optimizer-option needs --optimizer"});
+  ExpectUserError({"compile", "--model", Model("embedding.onnx"), "--optimizer", "sgd",
+                   "--optimizer-option", "momentum"},
+                  {"--optimizer-option expects key=value, got 'momentum'"});
+  ExpectUserError({"compile", "--model", Model("embedding.onnx"), "--optimizer", "lion"}, {"lion"});
+}
+
 TEST_F(CliTest, DefaultResourcesAreOneLocalCpuReplica) {
   const RunResult result = Compile(Model("mlp.onnx"), {});
   const Strategy strategy = ParseText(result.out);

@@ -252,6 +252,53 @@ TEST_P(PsServiceTest, UnevenReplicasSparseAndAsyncInOnePush) {
   EXPECT_EQ(Client()->Stats().bytes_pushed, 2 * (2 * 12 + 2 * 8 + 12));
 }
 
+TEST_P(PsServiceTest, AWorkerHoldingAVersionPullsOnlyTheChangedRows) {
+  // A [64, 8] table: one step changes rows 3 and 40; a worker that holds version 0 gets them
+  // alone, as rows, and patching its copy gives the server's value bit for bit.
+  Start();
+  const Tensor table = Random({64, 8}, 30);
+  Client()->Init(
+      Request({{"emb", true, 0, true}, {"b"}}, {{"emb", table}, {"b", Random({3}, 31)}}, 1, 1));
+  const PsValues first = Client()->Pull({}, false);
+  ASSERT_NE(first.incarnation, 0U);
+  EXPECT_EQ(first.versions.at("emb"), 0);
+
+  const auto g = Sparse({3, 40}, Random({2, 8}, 32), {64, 8});
+  const Tensor gb = Random({3}, 33);
+  PsStepRequest step = StepOf(0, 0, {{"b", &gb}});
+  step.gradients["emb"].sparse = &g;
+  step.held["emb"] = HeldVersion{first.incarnation, 0};
+  step.held["b"] = HeldVersion{first.incarnation, 0};  // dense: whole values all the same
+  const PsValues reply = Client()->Step(step);
+  EXPECT_EQ(reply.incarnation, first.incarnation);
+  EXPECT_EQ(reply.versions.at("emb"), 1);
+  ASSERT_TRUE(reply.changed_rows.contains("emb"));
+  EXPECT_FALSE(reply.values.contains("emb"));
+  EXPECT_TRUE(reply.values.contains("b"));
+  const tensor::SparseGradient& rows = reply.changed_rows.at("emb");
+  ASSERT_EQ(rows.indices.numel(), 2);
+  EXPECT_EQ(rows.indices.data<int64_t>()[0], 3);
+  EXPECT_EQ(rows.indices.data<int64_t>()[1], 40);
+  Tensor patched = first.values.at("emb").Clone();
+  for (int64_t k = 0; k < 2; ++k) {
+    std::copy_n(rows.values.data<float>() + k * 8, 8,
+                patched.data<float>() + rows.indices.data<int64_t>()[k] * 8);
+  }
+  EXPECT_TRUE(BitEqual(patched, Client()->Pull({"emb"}, false).values.at("emb")));
+  // Pulled: the two rows with their indices and the dense bias (no longer the whole table), then
+  // the Pulls' whole values.
+  EXPECT_EQ(service_->CurrentStats().bytes_pulled,
+            (64 * 8 * 4 + 12) + (2 * (8 * 4 + 8) + 12) + 64 * 8 * 4);
+
+  // Held by a server of another incarnation: the whole value.
+  PsStepRequest stranger = StepOf(0, 1, {});
+  stranger.gradients["emb"].sparse = &g;
+  stranger.held["emb"] = HeldVersion{first.incarnation + 2, 1};
+  const PsValues whole = Client()->Step(stranger);
+  EXPECT_TRUE(whole.values.contains("emb"));
+  EXPECT_FALSE(whole.changed_rows.contains("emb"));
+}
+
 TEST_P(PsServiceTest, AdamStateThroughPullAndInitResumesExactly) {
   const Tensor p0 = Random({4, 2}, 15);
   std::vector<Tensor> grads;

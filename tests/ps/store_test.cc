@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "runtime/optim/optimizer.h"
+#include "runtime/optim/optimizer_options.h"
 #include "runtime/tensor/sparse_gradient.h"
 #include "tests/ps/test_util.h"
 
@@ -168,6 +170,124 @@ TEST(PsStore, SparseGradientsEqualTheDenseApplication) {
       for (int k = 0; k < 4; ++k)
         EXPECT_EQ(Value(store, "sparse").data<float>()[2 * 4 + k], table.data<float>()[2 * 4 + k]);
     }
+  }
+}
+
+// A worker's copy of `table` at some version, brought up to date by a reply: the rows it carries
+// written over the held copy (what the worker's ParameterServerPart does).
+Tensor Apply(const Tensor& held, const PsSnapshot& reply) {
+  if (!reply.changed) return reply.value->Clone();
+  Tensor out = held.Clone();
+  const int64_t row = out.numel() / out.dim(0);
+  for (int64_t k = 0; k < reply.changed->indices.numel(); ++k) {
+    const int64_t r = reply.changed->indices.data<int64_t>()[k];
+    std::copy_n(reply.changed->values.data<float>() + k * row, row, out.data<float>() + r * row);
+  }
+  return out;
+}
+
+std::vector<int64_t> Rows(const PsSnapshot& reply) {
+  const Tensor& indices = reply.changed->indices;
+  return {indices.data<int64_t>(), indices.data<int64_t>() + indices.numel()};
+}
+
+PsPush SparsePush(int64_t step, const std::vector<int64_t>& rows, uint64_t seed) {
+  PsPush push{0, 0, 1, step, 0.01, {}};
+  const tensor::SparseGradient g =
+      Sparse(rows, Random({static_cast<int64_t>(rows.size()), 4}, seed), {12, 4});
+  push.gradients["table"].sparse = tensor::SparseGradient{g.indices.Clone(), g.values.Clone(), {}};
+  return push;
+}
+
+TEST(PsStore, RepliesToAHeldVersionCarryOnlyTheRowsChangedSince) {
+  const Tensor table = Random({12, 4}, 21);
+  PsStore store;
+  store.Init(SgdRequest({{"table", true, 0, true}}, {{"table", table}}, 1, 1));
+  const uint64_t incarnation = store.incarnation();
+  EXPECT_NE(incarnation, 0U);
+  const Tensor v0 = Value(store, "table");
+  store.Push(SparsePush(0, {1, 4}, 22));
+  const Tensor v1 = Value(store, "table");
+  store.Push(SparsePush(1, {2, 4}, 23));
+  const Tensor v2 = Value(store, "table");
+
+  const auto reply = [&](int64_t held) {
+    return store.WaitForVersion("table", 2, Soon(), {}, "test", HeldVersion{incarnation, held});
+  };
+  // Since version 1: the rows of step 1; since version 0: those of both steps.
+  const PsSnapshot since1 = reply(1);
+  ASSERT_TRUE(since1.changed.has_value());
+  EXPECT_EQ(since1.value, nullptr);
+  EXPECT_EQ(since1.version, 2);
+  EXPECT_EQ(Rows(since1), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(since1.ReplyBytes(), 2 * (4 * 4 + 8));
+  EXPECT_TRUE(BitEqual(Apply(v1, since1), v2));
+  const PsSnapshot since0 = reply(0);
+  ASSERT_TRUE(since0.changed.has_value());
+  EXPECT_EQ(Rows(since0), (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_TRUE(BitEqual(Apply(v0, since0), v2));
+  // Up to date: no rows at all.
+  ASSERT_TRUE(reply(2).changed.has_value());
+  EXPECT_EQ(reply(2).changed->indices.numel(), 0);
+
+  // The whole value: another incarnation (a restarted server), a version from the future, no
+  // held version.
+  EXPECT_FALSE(store.WaitForVersion("table", 2, Soon(), {}, "test", HeldVersion{incarnation + 2, 1})
+                   .changed.has_value());
+  EXPECT_FALSE(reply(3).changed.has_value());
+  const PsSnapshot whole = store.WaitForVersion("table", 2, Soon(), {}, "test");
+  EXPECT_FALSE(whole.changed.has_value());
+  EXPECT_TRUE(BitEqual(*whole.value, v2));
+  EXPECT_EQ(whole.ReplyBytes(), 12 * 4 * 4);
+
+  // So many rows that rows and indices outweigh the value (9 rows x 24 bytes > 192): the value.
+  store.Push(SparsePush(2, {0, 1, 3, 5, 6, 7, 8, 9, 10}, 24));
+  EXPECT_FALSE(reply(2).changed.has_value());
+  // A dense gradient moves every row: nothing held before it can be patched.
+  PsPush dense = Dense(0, 0, 1, 3, {{"table", Random({12, 4}, 25)}});
+  store.Push(std::move(dense));
+  const Tensor v4 = Value(store, "table");
+  EXPECT_FALSE(store.WaitForVersion("table", 4, Soon(), {}, "test", HeldVersion{incarnation, 3})
+                   .changed.has_value());
+  store.Push(SparsePush(4, {11}, 26));
+  const PsSnapshot after =
+      store.WaitForVersion("table", 5, Soon(), {}, "test", HeldVersion{incarnation, 4});
+  ASSERT_TRUE(after.changed.has_value());
+  EXPECT_EQ(Rows(after), (std::vector<int64_t>{11}));
+  EXPECT_TRUE(BitEqual(Apply(v4, after), Value(store, "table")));
+}
+
+TEST(PsStore, OptimizersThatMoveAbsentRowsAlwaysReplyWithTheWholeValue) {
+  // Momentum and Adam move rows a gradient lacks (PyTorch's densified update); lazy_sparse Adam
+  // and momentum-free SGD do not.
+  struct Case {
+    std::string name;
+    std::map<std::string, std::string> options;
+    bool rows_only;
+  };
+  const std::vector<Case> optimizers = {{"sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}, false},
+                                        {"sgd", {{"lr", "0.01"}, {"weight_decay", "0.1"}}, false},
+                                        {"adam", {{"lr", "0.01"}}, false},
+                                        {"adam", {{"lr", "0.01"}, {"lazy_sparse", "true"}}, true},
+                                        {"adagrad", {{"lr", "0.01"}}, true}};
+  for (const auto& [name, options, expected] : optimizers) {
+    PsInitRequest request =
+        SgdRequest({{"table", true, 0, true}}, {{"table", Random({12, 4}, 27)}}, 1, 1);
+    request.optimizer = name;
+    request.optimizer_options = options;
+    PsStore store;
+    store.Init(std::move(request));
+    const Tensor v0 = Value(store, "table");
+    store.Push(SparsePush(0, {3}, 28));
+    store.Push(SparsePush(1, {5}, 29));
+    const PsSnapshot reply =
+        store.WaitForVersion("table", 2, Soon(), {}, "test", HeldVersion{store.incarnation(), 0});
+    const bool rows_only =
+        optim::SparseUpdatesChangeOnlyPresentRows(optim::ParseOptimizerOptions(name, options));
+    EXPECT_EQ(rows_only, expected) << name << " " << options.size();
+    EXPECT_EQ(reply.changed.has_value(), expected) << name << " " << options.size();
+    // Either way the worker ends with the server's value, bit for bit.
+    EXPECT_TRUE(BitEqual(Apply(v0, reply), Value(store, "table"))) << name;
   }
 }
 

@@ -111,13 +111,28 @@ TEST(CostModelTest, CompressorsChangeWireBytesAndAddTheirCompute) {
   EXPECT_GT(fp16.total_seconds, powersgd.total_seconds);
 }
 
-TEST(CostModelTest, SparseTablesPushTouchedRowsAndPullWholeValues) {
+TEST(CostModelTest, SparseTablesPushTouchedRowsAndPullWholeValuesOrChangedRows) {
   const std::vector<graph::Variable> table = {FloatVariable("t", {100000, 64}, true)};
   StepProfile profile = Profile({{"t", 0.0}});
   profile.sparse_rows = {{"t", 32}};
   const StepPrediction p = Predict(table, Nodes(1), "PS", {}, profile);
-  // Each worker pushes 32 rows of 256 B with their int64 indices and pulls the whole table.
+  // Each worker pushes 32 rows of 256 B with their int64 indices and pulls the whole table: by
+  // default (an optimizer not known to leave absent rows alone) every row moves each step.
   EXPECT_EQ(p.link_bytes.at("worker-0"), 32 * (256 + 8) + 25'600'000);
+
+  // With plain SGD the server sends only the rows the step changed: both workers' 32 rows.
+  CompileRequest request;
+  request.builder = "PS";
+  const CompileResult compiled = Compile(table, Nodes(1), request);
+  const StepPrediction rows =
+      PredictStep(compiled.strategy, table, Nodes(1), profile, {}, OptimizerTraits{true});
+  EXPECT_EQ(rows.link_bytes.at("worker-0"), 32 * (256 + 8) + 2 * 32 * (256 + 8));
+  EXPECT_LT(rows.total_seconds, p.total_seconds / 10);
+  // Rows never cost more than the whole value: a step that touches every row pulls the table.
+  profile.sparse_rows = {{"t", 99'000}};
+  const StepPrediction most =
+      PredictStep(compiled.strategy, table, Nodes(1), profile, {}, OptimizerTraits{true});
+  EXPECT_EQ(most.link_bytes.at("worker-0"), 99'000 * (256 + 8) + 25'600'000);
 }
 
 TEST(CostModelTest, ARowSparseGradientIsAllGatheredAsIndicesAndRowsWithTheirCounts) {

@@ -74,6 +74,43 @@ tensor::SparseGradient Rows(std::vector<int64_t> indices, int64_t width, tensor:
   return g;
 }
 
+TEST(ShardTest, ChangedRowsGoIntoTheirShardOfTheVariable) {
+  // Rows 0 and 2 of the shard [4, 8) of an [8, 2] variable: variable rows 4 and 6.
+  Tensor whole = Tensor::Zeros(DType::kFloat32, {8, 2});
+  WriteRows(whole, Rows({0, 2}, 2, {4, 2}), ShardRange{0, 4, 4}, "test");
+  EXPECT_THAT(Values(whole),
+              ::testing::ElementsAre(0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 3, 0, 0));
+  // The whole variable, and no rows at all.
+  WriteRows(whole, Rows({7}, 2, {8, 2}), ShardRange::Whole({8, 2}), "test");
+  EXPECT_EQ(Values(whole)[14], 0);
+  EXPECT_EQ(Values(whole)[15], 1);
+  WriteRows(whole, Rows({}, 2, {8, 2}), ShardRange::Whole({8, 2}), "test");
+  EXPECT_EQ(Values(whole)[15], 1);
+}
+
+TEST(ShardTest, ChangedRowsThatDoNotFitAreRejectedNamingThePeer) {
+  Tensor whole = Tensor::Zeros(DType::kFloat32, {8, 2});
+  const Tensor before = whole.Clone();
+  const auto error = [&](const tensor::SparseGradient& rows, const ShardRange& range) {
+    try {
+      WriteRows(whole, rows, range, "parameter server ps-0: rows of 'emb'");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error(Rows({4}, 2, {4, 2}), ShardRange{0, 4, 4}),
+              ::testing::HasSubstr("ps-0: rows of 'emb': row 4 is outside the shard's 4 rows"));
+  EXPECT_THAT(error(Rows({-1}, 2, {4, 2}), ShardRange{0, 4, 4}),
+              ::testing::HasSubstr("row -1 is outside"));
+  EXPECT_THAT(error(Rows({1}, 3, {8, 3}), ShardRange::Whole({8, 2})),
+              ::testing::HasSubstr("expected float32 rows of shape [1, 2]"));
+  EXPECT_THAT(error(Rows({1}, 1, {8, 1}), ShardRange{1, 0, 1}),
+              ::testing::HasSubstr("only shards along axis 0 take rows"));
+  EXPECT_EQ(Values(whole), Values(before));
+}
+
 TEST(ShardTest, SparseRowsGoToTheirShardRebased) {
   const tensor::SparseGradient g = Rows({0, 2, 5, 6}, 2, {8, 2});
   const tensor::SparseGradient first = SliceSparse(g, ShardRange{0, 0, 4});
