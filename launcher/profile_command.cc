@@ -19,6 +19,7 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/job_writer.h"
+#include "runtime/optim/optimizer.h"
 #include "runtime/strategy/calibration.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/cost_model.h"
@@ -110,6 +111,9 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
                        : profile.loopback_gbps > 0 ? profile.loopback_gbps
                                                    : 10;
   links.latency_seconds = 0;
+  // The parameter-server run pulls what the job's optimizer makes it pull: rows or tables.
+  const strategy::OptimizerTraits optimizer{
+      optim::SparseUpdatesChangeOnlyPresentRows(job.training.optimizer)};
   // The three runs, compiled once; their steps from the prediction with the costs alone.
   struct Run {
     std::string label;
@@ -122,12 +126,13 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
   const auto predict = [&](const Run& run, const strategy::StepProfile* with = nullptr) {
     const strategy::StepProfile& costs = with != nullptr ? *with : profile;
     strategy::CalibrationRun result;
-    result.predicted = strategy::PredictStep(run.strategy, variables, run.resources, costs, links);
+    result.predicted =
+        strategy::PredictStep(run.strategy, variables, run.resources, costs, links, optimizer);
     strategy::NetworkAssumptions unlimited = links;
     unlimited.default_gbps = kUnlimitedGbps;
     result.wire_seconds =
         result.predicted.total_seconds -
-        strategy::PredictStep(run.strategy, variables, run.resources, costs, unlimited)
+        strategy::PredictStep(run.strategy, variables, run.resources, costs, unlimited, optimizer)
             .total_seconds;
     result.measured_seconds = run.measured.empty() ? 0 : Median(run.measured);
     return result;
@@ -201,7 +206,7 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
   const strategy::CalibrationRun apart = predict(apart_run);
   report(apart_run, apart);
   strategy::CalibrateCollectives(fused, apart, profile);
-  // The PS run is predicted with the collectives' calibration: the step's overhead.
+  // The PS run pays none of all-reduce's overhead: its residual is its round's cost.
   const strategy::CalibrationRun ps = predict(ps_run);
   report(ps_run, ps);
   strategy::CalibrateRound(ps, profile);
@@ -240,11 +245,11 @@ int RunProfile(const ProfileCommandOptions& options) {
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
   std::cout << fmt::format(
                    "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
-                   "{:.3f} ms beyond their bytes, a step {:.3f} ms beyond those, a link carrying "
+                   "{:.3f} ms beyond their bytes, an all-reduce step {:.3f} ms beyond those, a link carrying "
                    "data both ways reaches {:.0f}% of its payload rate, and a collective beside "
                    "backward {:.0f}% of its speed; wrote {}",
                    profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
-                   profile.step_overhead_seconds * 1e3, profile.duplex_efficiency * 100,
+                   profile.all_reduce_overhead_seconds * 1e3, profile.duplex_efficiency * 100,
                    profile.overlap_efficiency * 100, output)
             << std::endl;
   return 0;

@@ -28,7 +28,7 @@ void CalibrateCollectives(const CalibrationRun& fused, const CalibrationRun& apa
     rest -= fused.wire_seconds * (1 / slower - 1);
   }
   // The predictions held the overhead known so far; the rest is beyond it.
-  profile.step_overhead_seconds += std::max(0.0, rest);
+  profile.all_reduce_overhead_seconds += std::max(0.0, rest);
 }
 
 void CalibrateOverlap(const std::function<OverlapRuns(const StepProfile&)>& predict,

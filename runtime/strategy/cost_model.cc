@@ -96,10 +96,13 @@ class Predictor {
     // overlapping model said 17.7.)
     prediction.compute_seconds =
         backward_end + worker_update + server_update_seconds_ + compress_seconds_;
-    // The job's own cost of a step exists only where workers synchronize.
-    const double overhead = Workers() > 1 ? profile_.step_overhead_seconds : 0;
-    prediction.total_seconds = std::max({backward_end, all_reduce_end, ps_end}) +
-                               compress_seconds_ + worker_update + overhead;
+    // All-reduce's own cost of a step exists only where workers synchronize by it; the
+    // parameter servers' is their round, inside ps_end.
+    const double overhead =
+        Workers() > 1 && !groups_.empty() ? profile_.all_reduce_overhead_seconds : 0;
+    prediction.total_seconds =
+        std::max(std::max(backward_end, all_reduce_end) + overhead, ps_end) + compress_seconds_ +
+        worker_update;
     // The servers' update sits inside ps_end; it is compute all the same.
     prediction.communication_seconds =
         std::max(0.0, prediction.total_seconds - prediction.compute_seconds);

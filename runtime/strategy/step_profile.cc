@@ -126,7 +126,7 @@ std::string StepProfileToJson(const StepProfile& profile) {
               {"parameterServerRoundSeconds", profile.ps_round_seconds},
               {"compressSecondsPerElement", profile.compress_seconds_per_element},
               {"loopbackGbps", profile.loopback_gbps},
-              {"stepOverheadSeconds", profile.step_overhead_seconds},
+              {"allReduceOverheadSeconds", profile.all_reduce_overhead_seconds},
               {"duplexEfficiency", profile.duplex_efficiency},
               {"overlapEfficiency", profile.overlap_efficiency}};
   return out.dump(2) + "\n";
@@ -163,8 +163,12 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
   profile.sparse_rows = RequireMap(in, "sparseRowsPerReplica", source, 1e18);
   profile.compress_seconds_per_element = RequireMap(in, "compressSecondsPerElement", source, 1.0);
   if (in.contains("loopbackGbps")) profile.loopback_gbps = RequireTime(in, "loopbackGbps", source);
-  if (in.contains("stepOverheadSeconds")) {
-    profile.step_overhead_seconds = RequireTime(in, "stepOverheadSeconds", source);
+  // Profiles written before it applied to all-reduce alone called it stepOverheadSeconds.
+  for (const char* key : {"allReduceOverheadSeconds", "stepOverheadSeconds"}) {
+    if (in.contains(key)) {
+      profile.all_reduce_overhead_seconds = RequireTime(in, key, source);
+      break;
+    }
   }
   if (in.contains("duplexEfficiency")) {
     profile.duplex_efficiency = RequireShare(in, "duplexEfficiency", source);

@@ -39,10 +39,13 @@ struct StepProfile {
   // What a large all-reduce between two ranks moved per second over this machine's loopback,
   // in Gbit/s (0: not measured): `autodist profile` predicts its calibration runs with it.
   double loopback_gbps = 0;
-  // What a step of a job with several workers costs beyond its compute, collectives and rounds,
-  // the same for every strategy (the launch of the step's synchronization, the other worker's
-  // threads on shared cores): `autodist profile`'s calibration measures it, 0 without.
-  double step_overhead_seconds = 0;
+  // What a step that all-reduces costs in a job of several workers beyond its compute and
+  // collectives (the synchronizer's launch, gathering and scattering sparse rows, the other
+  // worker's threads on shared cores): `autodist profile`'s calibration measures it on its
+  // all-reduce runs, 0 without. A parameter-server step's own cost is ps_round_seconds,
+  // measured on its parameter-server run: the two paths have little in common, and a sparse
+  // table's gathers made this several times a PS step (performance.md, "Auto").
+  double all_reduce_overhead_seconds = 0;
   // The share of a link's payload rate (cost_model.h) reached while the link carries data both
   // ways at once, in a job on the calibration network, in (0, 1]: the acknowledgements of what
   // a node receives share its sending direction, and a collective's phases wait on each other.

@@ -36,7 +36,7 @@ TEST(CalibrationTest, MoreCollectivesOfTheSameBytesGiveTheCollectivesCostTheRest
   // 0.3 ms more than alone, and the step 0.6 ms.
   CalibrateCollectives(Measured(3.0, 2.1, 1), Measured(4.9, 2.5, 6), profile);
   EXPECT_NEAR(profile.collective_seconds, 0.4e-3, kTolerance);
-  EXPECT_NEAR(profile.step_overhead_seconds, 0.6e-3, kTolerance);
+  EXPECT_NEAR(profile.all_reduce_overhead_seconds, 0.6e-3, kTolerance);
   EXPECT_NEAR(profile.ps_round_seconds, 0.2e-3, kTolerance);  // untouched
 }
 
@@ -44,7 +44,7 @@ TEST(CalibrationTest, OneVariableLeavesTheWholeResidualToItsCollective) {
   StepProfile profile = Isolated();
   CalibrateCollectives(Measured(3.0, 2.0, 1), Measured(3.1, 2.0, 1), profile);
   EXPECT_NEAR(profile.collective_seconds, 1.1e-3, kTolerance);
-  EXPECT_EQ(profile.step_overhead_seconds, 0);
+  EXPECT_EQ(profile.all_reduce_overhead_seconds, 0);
 }
 
 TEST(CalibrationTest, NoCostFallsBelowWhatWasMeasuredAlone) {
@@ -52,7 +52,7 @@ TEST(CalibrationTest, NoCostFallsBelowWhatWasMeasuredAlone) {
   // More collectives measured faster (noise), and a run faster than predicted.
   CalibrateCollectives(Measured(2.0, 2.5, 1), Measured(1.9, 2.6, 6), profile);
   EXPECT_NEAR(profile.collective_seconds, 0.1e-3, kTolerance);
-  EXPECT_EQ(profile.step_overhead_seconds, 0);
+  EXPECT_EQ(profile.all_reduce_overhead_seconds, 0);
   CalibrateRound(Measured(4.0, 5.0, 0, 1), profile);
   EXPECT_NEAR(profile.ps_round_seconds, 0.2e-3, kTolerance);
 }
@@ -111,7 +111,7 @@ TEST(CalibrationTest, WhatRemainsSlowsTheWireThenBecomesTheStepsOverhead) {
   CalibrateCollectives(Measured(12.1, 10.0, 1, 0, 8.0), Measured(12.7, 10.1, 6, 0, 8.0), profile);
   EXPECT_NEAR(profile.collective_seconds, 0.2e-3, kTolerance);
   EXPECT_NEAR(profile.duplex_efficiency, 0.8, kTolerance);
-  EXPECT_NEAR(profile.step_overhead_seconds, 0, kTolerance);
+  EXPECT_NEAR(profile.all_reduce_overhead_seconds, 0, kTolerance);
   // A wire of 1 ms cannot take 5 ms more: the efficiency stops at 50% (1 ms more) and the other
   // 4 ms are the step's.
   StepProfile floor = Isolated();
@@ -121,7 +121,7 @@ TEST(CalibrationTest, WhatRemainsSlowsTheWireThenBecomesTheStepsOverhead) {
   CalibrateCollectives(Measured(7.0, 2.0, 1, 0, 1.0), Measured(7.5, 2.0, 6, 0, 1.0), floor_apart);
   EXPECT_NEAR(floor_apart.collective_seconds, 0.2e-3, kTolerance);
   EXPECT_NEAR(floor_apart.duplex_efficiency, kMinimumDuplexEfficiency, kTolerance);
-  EXPECT_NEAR(floor_apart.step_overhead_seconds, 4.9e-3 - 1e-3, kTolerance);
+  EXPECT_NEAR(floor_apart.all_reduce_overhead_seconds, 4.9e-3 - 1e-3, kTolerance);
 }
 
 TEST(CalibrationTest, ARunWhoseWireIsLittleOfItsStepLeavesTheEfficiencyAlone) {
@@ -129,7 +129,7 @@ TEST(CalibrationTest, ARunWhoseWireIsLittleOfItsStepLeavesTheEfficiencyAlone) {
   // 0.5 ms of wire in a 2 ms step: the 4.9 ms left (a sparse table's gathers, say) are the step's.
   CalibrateCollectives(Measured(7.0, 2.0, 1, 0, 0.5), Measured(7.5, 2.0, 6, 0, 0.5), profile);
   EXPECT_EQ(profile.duplex_efficiency, 1);
-  EXPECT_NEAR(profile.step_overhead_seconds, 4.9e-3, kTolerance);
+  EXPECT_NEAR(profile.all_reduce_overhead_seconds, 4.9e-3, kTolerance);
 }
 
 }  // namespace

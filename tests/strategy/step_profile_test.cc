@@ -33,12 +33,21 @@ StepProfile Measured() {
   profile.loopback_gbps = 25.5;
   profile.duplex_efficiency = 0.75;
   profile.overlap_efficiency = 0.5;
+  profile.all_reduce_overhead_seconds = 0.004;
   return profile;
 }
 
 TEST(StepProfileTest, JsonReadsBackAsWritten) {
   const StepProfile profile = Measured();
   EXPECT_EQ(StepProfileFromJson(StepProfileToJson(profile), "p.json"), profile);
+}
+
+TEST(StepProfileTest, AnEarlierProfilesStepOverheadIsAllReducesOverhead) {
+  // Written before parameter-server steps stopped paying it, under another name.
+  std::string text = StepProfileToJson(Measured());
+  const std::string key = "\"allReduceOverheadSeconds\"";
+  text.replace(text.find(key), key.size(), "\"stepOverheadSeconds\"");
+  EXPECT_EQ(StepProfileFromJson(text, "p.json").all_reduce_overhead_seconds, 0.004);
 }
 
 TEST(StepProfileTest, EveryBadFieldIsNamed) {
