@@ -263,8 +263,10 @@ TEST_F(InformerTest, TransformsListedAndWatchedObjectsBeforeCachingThem) {
     ++calls;
     return KeepOnlyKeep(object);
   };
-  Informer informer(*client_, r::kConfigMaps, options);
+  // Declared before the informer, so that it outlives the informer's threads, which may still
+  // call it (a resync) until the informer is destroyed.
   ShapeRecorder shapes;
+  Informer informer(*client_, r::kConfigMaps, options);
   informer.AddHandler(shapes.Handler());
   informer.AddHandler(recorder_.Handler());
   informer.Start();
@@ -297,8 +299,10 @@ TEST_F(InformerTest, TransformsWhatARelistBrings) {
   client_->Create(r::kConfigMaps, "default", WithData("a", {{"drop", "x"}}));
   InformerOptions options = Fast();
   options.transform = KeepOnlyKeep;
-  Informer informer(*client_, r::kConfigMaps, options);
+  // Declared before the informer, so that it outlives the informer's threads, which may still
+  // call it (a resync) until the informer is destroyed.
   ShapeRecorder shapes;
+  Informer informer(*client_, r::kConfigMaps, options);
   informer.AddHandler(shapes.Handler());
   informer.AddHandler(recorder_.Handler());
   ASSERT_NO_FATAL_FAILURE(StartWatching(informer));
