@@ -136,6 +136,18 @@ void AllReducePart::Apply(const ShardPlan& shard, const Gradient& mean,
       CopyInto(replicas[r]->variable(variable.name), whole);
     return;
   }
+  if (shard.range.axis == 0) {
+    // A shard along the first axis is contiguous rows of the variable: updated where it lies,
+    // not copied out and back (for a 25.6 MB table in 8 shards that was 2 x 25.6 MB of copies a
+    // step, for a sparse update of a few hundred rows).
+    Tensor parameter = whole.RowsView(shard.range.offset, shard.range.extent);
+    apply(parameter);
+    for (size_t r = 1; r < replicas.size(); ++r) {
+      Tensor& other = replicas[r]->variable(variable.name);
+      if (!other.SharesStorageWith(whole)) WriteShard(other, shard, parameter, "all-reduce");
+    }
+    return;
+  }
   Tensor parameter = Slice(whole, shard.range);
   apply(parameter);
   for (Session* replica : replicas) {

@@ -73,6 +73,18 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return view;
 }
 
+Tensor Tensor::RowsView(int64_t first, int64_t count) const {
+  AD_CHECK(!shape_.empty() && first >= 0 && count >= 0 && first <= shape_[0] - count, kInternal,
+           "cannot view rows [{}, {}) of a tensor of shape {}", first, first + count,
+           ShapeToString(shape_));
+  const size_t row_bytes = shape_[0] == 0 ? 0 : nbytes() / static_cast<size_t>(shape_[0]);
+  Tensor view = *this;
+  view.shape_[0] = count;
+  view.numel_ = NumElements(view.shape_);
+  view.offset_ += static_cast<size_t>(first) * row_bytes;
+  return view;
+}
+
 Tensor Tensor::Clone() const {
   if (!defined()) return {};
   Tensor copy(dtype_, shape_, device_);

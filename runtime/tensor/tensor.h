@@ -85,6 +85,10 @@ class Tensor {
 
   // The same data with another shape of equal element count.
   Tensor Reshaped(Shape shape) const;
+  // Rows [first, first + count) along the first axis, which are contiguous in row-major order:
+  // a view sharing this tensor's storage, so that writes through it land in this tensor.
+  // Throws Internal when the rows are not within the tensor or it has no first axis.
+  Tensor RowsView(int64_t first, int64_t count) const;
   // A deep copy, on the same device.
   Tensor Clone() const;
   // A copy on `device` (this tensor itself when it is there already).

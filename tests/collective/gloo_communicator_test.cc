@@ -291,7 +291,7 @@ TEST(GlooCommunicatorTest, BytesSentFollowTheAlgorithm) {
     std::vector<float> gathered(4 * 1000);
     comm.AllGather(data.data(), 1000, ElementType::kFloat32, gathered.data(), "gather");
     EXPECT_EQ(comm.bytes_sent(), 2 * 3 * (int64_t{1} << 18) / 4 + 3 * 4000);
-    // Both are symmetric: what goes out around the ring comes in.
+    // Both are symmetric: every rank's block goes to, and comes from, each of the others.
     EXPECT_EQ(comm.bytes_received(), comm.bytes_sent());
     // AllGatherV: every rank's block but this rank's own comes in; rank r sends r + 1 floats.
     const int64_t before_sent = comm.bytes_sent();
@@ -300,8 +300,8 @@ TEST(GlooCommunicatorTest, BytesSentFollowTheAlgorithm) {
     comm.AllGatherV(data.data(), static_cast<size_t>(comm.rank() + 1), ElementType::kFloat32,
                     varied, "gatherv");
     EXPECT_EQ(comm.bytes_received() - before_received, 4 * (1 + 2 + 3 + 4 - (comm.rank() + 1)));
-    EXPECT_EQ(comm.bytes_sent() - before_sent,
-              4 * (1 + 2 + 3 + 4 - ((comm.rank() + 1) % 4 + 1)));  // all but the right neighbour's
+    // Each rank sends its own block straight to each of the 3 others.
+    EXPECT_EQ(comm.bytes_sent() - before_sent, 3 * 4 * (comm.rank() + 1));
     // Broadcast: the root receives nothing, every other rank the bytes once.
     const int64_t received_before_broadcast = comm.bytes_received();
     comm.Broadcast(data.data(), 400, /*root=*/2, "broadcast");

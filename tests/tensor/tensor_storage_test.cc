@@ -90,6 +90,27 @@ TEST(TensorStorageTest, PrefaultedMapsEveryPage) {
 }
 
 // The binaries configure the pool at startup; once it exists, only the same options are accepted.
+TEST(TensorStorageTest, ARowsViewSharesTheRowsStorage) {
+  Tensor table(DType::kFloat32, {5, 3});
+  for (int64_t i = 0; i < 15; ++i) table.data<float>()[i] = static_cast<float>(i);
+  Tensor rows = table.RowsView(1, 2);
+  EXPECT_EQ(rows.shape(), (Shape{2, 3}));
+  EXPECT_EQ(rows.numel(), 6);
+  EXPECT_TRUE(rows.SharesStorageWith(table));
+  EXPECT_EQ(rows.data<float>()[0], 3.0F);
+  EXPECT_EQ(rows.data<float>()[5], 8.0F);
+  rows.data<float>()[5] = -1;  // lands in row 2 of the table
+  EXPECT_EQ(table.data<float>()[8], -1.0F);
+  // A view of a view, an empty view at the end, and a copy that no longer shares.
+  EXPECT_EQ(rows.RowsView(1, 1).data<float>()[0], 6.0F);
+  EXPECT_EQ(table.RowsView(5, 0).numel(), 0);
+  EXPECT_EQ(rows.Clone().data<float>()[5], -1.0F);
+  EXPECT_FALSE(rows.Clone().SharesStorageWith(table));
+  EXPECT_THROW(table.RowsView(4, 2), Error);
+  EXPECT_THROW(table.RowsView(-1, 1), Error);
+  EXPECT_THROW(Tensor::Scalar(1.0F).RowsView(0, 1), Error);
+}
+
 TEST(TensorPoolOptionsTest, ConfiguredBeforeTheFirstTensorOnly) {
   const PoolOptions current = TensorBufferPool().options();
   ConfigureTensorPool(current);  // the same options: nothing to change

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -21,6 +20,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -176,14 +176,8 @@ class GlooCommunicator final : public Communicator {
         std::memmove(out, in, bytes);
         return;
       }
-      gloo::AllgatherOptions options(context_);
-      options.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes);
-      options.setOutput(static_cast<char*>(out), bytes * static_cast<size_t>(size_));
-      options.setTag(gloo_detail::kDataTag);
-      gloo::allgather(options);
-      // Around the ring: every block but the right neighbour's own goes out, every block but
-      // this rank's own comes in.
-      Count(static_cast<int64_t>(bytes) * (size_ - 1), static_cast<int64_t>(bytes) * (size_ - 1));
+      GatherOnLinks(in, static_cast<std::byte*>(out),
+                    std::vector<size_t>(static_cast<size_t>(size_), bytes));
     });
   }
 
@@ -194,7 +188,7 @@ class GlooCommunicator final : public Communicator {
     std::vector<size_t> counts;
     Run(call, [&] {
       // Every call exchanges the counts, which is also its size check.
-      const std::vector<uint64_t> all = Exchange(call);
+      const std::vector<uint64_t> all = ExchangeOnLinks(call);
       counts.assign(all.begin(), all.end());
       const size_t element = ElementBytes(type);
       const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
@@ -202,14 +196,7 @@ class GlooCommunicator final : public Communicator {
       if (total == 0) return;
       std::vector<size_t> bytes(counts.size());
       for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * element;
-      gloo::AllgathervOptions options(context_);
-      options.setInput(const_cast<char*>(static_cast<const char*>(in)), count * element);
-      options.setOutput(reinterpret_cast<char*>(out.data()), bytes);
-      options.setTag(gloo_detail::kDataTag);
-      gloo::allgatherv(options);
-      const auto right = static_cast<size_t>((rank_ + 1) % size_);
-      Count(static_cast<int64_t>(total * element - bytes[right]),
-            static_cast<int64_t>(total * element - bytes[static_cast<size_t>(rank_)]));
+      GatherOnLinks(in, out.data(), bytes);
     });
     return counts;
   }
@@ -334,6 +321,52 @@ class GlooCommunicator final : public Communicator {
     return gloo_detail::CheckAgreement(call, rank_, records);
   }
 
+  // Every rank's `bytes[r]` bytes into `out`, one after another in rank order, this rank's from
+  // `in`: each rank sends its own part straight to every other, all at once over the links (one
+  // step, where Gloo's ring takes size - 1; and none of the delayed-ACK stalls of Gloo's pairs,
+  // whose send buffers are pinned to twice their largest message: a sparse table's rows waited
+  // on them). Counts what crossed.
+  void GatherOnLinks(const void* in, std::byte* out, const std::vector<size_t>& bytes) {
+    std::vector<size_t> offsets(bytes.size());
+    std::exclusive_scan(bytes.begin(), bytes.end(), offsets.begin(), size_t{0});
+    const auto mine = static_cast<size_t>(rank_);
+    if (bytes[mine] > 0) std::memmove(out + offsets[mine], in, bytes[mine]);
+    if (size_ == 1) return;
+    ran_exchanges_ = true;
+    std::vector<gloo_detail::PeerLinks::Send> sends;
+    std::vector<gloo_detail::PeerLinks::Receive> receives;
+    int64_t received = 0;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const auto p = static_cast<size_t>(peer);
+      sends.push_back({peer, {static_cast<const std::byte*>(in), bytes[mine]}});
+      receives.push_back({peer, {out + offsets[p], bytes[p]}});
+      received += static_cast<int64_t>(bytes[p]);
+    }
+    links_->ExchangeAll(sends, receives);
+    Count(static_cast<int64_t>(bytes[mine]) * (size_ - 1), received);
+  }
+
+  // Exchange's records over the links, for the collectives that run on them and check every call.
+  std::vector<uint64_t> ExchangeOnLinks(const CallSignature& call) {
+    const gloo_detail::SignatureRecord mine = gloo_detail::Encode(call);
+    std::vector<gloo_detail::SignatureRecord> records(static_cast<size_t>(size_));
+    records[static_cast<size_t>(rank_)] = mine;
+    if (size_ > 1) {
+      ran_exchanges_ = true;
+      std::vector<gloo_detail::PeerLinks::Send> sends;
+      std::vector<gloo_detail::PeerLinks::Receive> receives;
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_) continue;
+        sends.push_back({peer, std::as_bytes(std::span(mine))});
+        receives.push_back(
+            {peer, std::as_writable_bytes(std::span(records[static_cast<size_t>(peer)]))});
+      }
+      links_->ExchangeAll(sends, receives);
+    }
+    return gloo_detail::CheckAgreement(call, rank_, records);
+  }
+
   // Checks the call across ranks unless this tag was last verified with the same call. (When
   // only some ranks change a tag's sizes, those check while the others run the collective: no
   // data mixes, since the check has its own Gloo tag, and both sides time out.)
@@ -353,7 +386,7 @@ class GlooCommunicator final : public Communicator {
   const size_t ring_segment_bytes_;
   const size_t piece_bytes_;
   std::shared_ptr<gloo::Context> context_;         // Gloo's option-based collectives
-  std::unique_ptr<gloo_detail::PeerLinks> links_;  // the hypercube all-reduces' connections
+  std::unique_ptr<gloo_detail::PeerLinks> links_;  // our own collectives' connections
   gloo_detail::AllReducer all_reducer_;
   std::mutex mutex_;
   std::map<std::string, CallSignature> verified_;  // by tag: the last call checked
