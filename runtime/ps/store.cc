@@ -43,6 +43,11 @@ using tensor::DType;
 using tensor::Shape;
 using tensor::Tensor;
 
+// A reply of changed rows carries all their indices in its first piece, whose metadata both
+// transports cap at 64 MiB: at up to 10 bytes per index, 4M indices stay well under it. More
+// changed rows than that go as the whole value, in pieces.
+constexpr int64_t kMostChangedRowsPerReply = int64_t{1} << 22;
+
 // How often a waiter checks whether its caller went away; an update or Shutdown wakes it sooner.
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
@@ -96,8 +101,10 @@ std::optional<tensor::SparseGradient> ChangedRows(const HostedState& hosted, uin
   const Tensor& value = *hosted.value;
   const int64_t rows = hosted.shape[0];
   const int64_t row_bytes = rows == 0 ? 0 : static_cast<int64_t>(value.nbytes()) / rows;
-  // Rows and their indices must come to fewer bytes than the value to be worth sending.
-  const int64_t most = static_cast<int64_t>(value.nbytes()) / (row_bytes + 8);
+  // Rows and their indices must come to fewer bytes than the value to be worth sending, and the
+  // indices must fit in the one piece's metadata that carries them (under 64 MiB as varints).
+  const int64_t most =
+      std::min(static_cast<int64_t>(value.nbytes()) / (row_bytes + 8), kMostChangedRowsPerReply);
   std::vector<int64_t> changed;
   for (int64_t r = 0; r < rows; ++r) {
     if (hosted.row_changed[static_cast<size_t>(r)] <= held.version) continue;
@@ -251,6 +258,9 @@ void PsStore::Init(PsInitRequest request) {
          state_of.begin()->second.begin()->first, state_of.begin()->first);
   }
 
+  // Drawn before any state changes: random_device may throw.
+  std::random_device random;
+  const uint64_t incarnation = (static_cast<uint64_t>(random()) << 32U | random()) | 1U;  // not 0
   std::lock_guard lock(init_mutex_);
   AD_CHECK(!initialized(), kFailedPrecondition,
            "Init: the parameter server is already initialized; the chief sends Init once");
@@ -258,8 +268,7 @@ void PsStore::Init(PsInitRequest request) {
   num_workers_ = request.num_workers;
   total_replicas_ = request.total_replicas;
   start_step_ = request.start_step;
-  std::random_device random;
-  incarnation_ = (static_cast<uint64_t>(random()) << 32U | random()) | 1U;  // never 0
+  incarnation_ = incarnation;
   initialized_.store(true, std::memory_order_release);
   init_cv_.notify_all();
 }

@@ -50,7 +50,11 @@ class Predictor {
             const std::vector<graph::Variable>& variables, const ResourceSpec& resources,
             const StepProfile& profile, const NetworkAssumptions& network,
             const OptimizerTraits& optimizer)
-      : profile_(profile), network_(network), optimizer_(optimizer) {
+      : profile_(profile),
+        network_(network),
+        // Workers take rows in place only into variables they hold on the CPU.
+        rows_pulled_(optimizer.sparse_updates_change_only_present_rows &&
+                     resources.NumGpus() == 0) {
     for (const NodeSpec& node : resources.nodes()) {
       bandwidth_[node.address] =
           PayloadBytesPerSecond(node.network_bandwidth.value_or(network.default_gbps));
@@ -100,9 +104,8 @@ class Predictor {
     // parameter servers' is their round, inside ps_end.
     const double overhead =
         Workers() > 1 && !groups_.empty() ? profile_.all_reduce_overhead_seconds : 0;
-    prediction.total_seconds =
-        std::max(std::max(backward_end, all_reduce_end) + overhead, ps_end) + compress_seconds_ +
-        worker_update;
+    prediction.total_seconds = std::max(std::max(backward_end, all_reduce_end) + overhead, ps_end) +
+                               compress_seconds_ + worker_update;
     // The servers' update sits inside ps_end; it is compute all the same.
     prediction.communication_seconds =
         std::max(0.0, prediction.total_seconds - prediction.compute_seconds);
@@ -370,9 +373,11 @@ class Predictor {
   // rows the step's replicas touched with their indices, when those are fewer bytes (the server
   // sends whichever is smaller).
   double PullBytes(const Unit& unit) const {
-    if (!unit.variable->sparse || !optimizer_.sparse_updates_change_only_present_rows) {
-      return unit.bytes;
-    }
+    const std::vector<int64_t>& whole = unit.variable->shape;
+    // Only a table whole or cut along its rows takes rows (sync/ps_part.h).
+    const bool along_rows = unit.shape.size() == whole.size() && !whole.empty() &&
+                            std::equal(unit.shape.begin() + 1, unit.shape.end(), whole.begin() + 1);
+    if (!unit.variable->sparse || !rows_pulled_ || !along_rows) return unit.bytes;
     const double rows = SparseRowsOf(unit, total_replicas_);
     return std::min(unit.bytes, rows * (RowBytes(unit) + kIndexBytes));
   }
@@ -411,7 +416,7 @@ class Predictor {
 
   const StepProfile& profile_;
   const NetworkAssumptions& network_;
-  const OptimizerTraits& optimizer_;
+  bool rows_pulled_ = false;  // sparse tables' pulls are the changed rows (PullBytes)
   std::map<std::string, double> bandwidth_;  // node -> bytes per second
   double total_replicas_ = 0;
   std::vector<std::string> workers_;  // nodes with replicas, in replica order

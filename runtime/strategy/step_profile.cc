@@ -163,12 +163,14 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
   profile.sparse_rows = RequireMap(in, "sparseRowsPerReplica", source, 1e18);
   profile.compress_seconds_per_element = RequireMap(in, "compressSecondsPerElement", source, 1.0);
   if (in.contains("loopbackGbps")) profile.loopback_gbps = RequireTime(in, "loopbackGbps", source);
-  // Profiles written before it applied to all-reduce alone called it stepOverheadSeconds.
-  for (const char* key : {"allReduceOverheadSeconds", "stepOverheadSeconds"}) {
-    if (in.contains(key)) {
-      profile.all_reduce_overhead_seconds = RequireTime(in, key, source);
-      break;
-    }
+  if (in.contains("allReduceOverheadSeconds")) {
+    profile.all_reduce_overhead_seconds = RequireTime(in, "allReduceOverheadSeconds", source);
+  } else if (in.contains("stepOverheadSeconds")) {
+    // A profile written while every step paid it: its parameter-server round was calibrated
+    // beside it, so the round gets it too and a parameter-server step is predicted as before.
+    const double overhead = RequireTime(in, "stepOverheadSeconds", source);
+    profile.all_reduce_overhead_seconds = overhead;
+    profile.ps_round_seconds += overhead;
   }
   if (in.contains("duplexEfficiency")) {
     profile.duplex_efficiency = RequireShare(in, "duplexEfficiency", source);

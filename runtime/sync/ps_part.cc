@@ -233,10 +233,16 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
                  "{} returned rows of '{}' after step {}, but no version of it was held", peer,
                  shard->name, step);
         const std::string what = fmt::format("{}: rows of '{}'", peer, shard->name);
+        std::vector<const Tensor*> written;  // replicas sharing a proxy's value: written once
         for (int r = 0; r < local; ++r) {
           if (push.local_replica >= 0 && push.local_replica != r) continue;
-          WriteRows(replicas[static_cast<size_t>(r)]->variable(variable.name), rows->second,
-                    shard->range, what.c_str());
+          Tensor& target = replicas[static_cast<size_t>(r)]->variable(variable.name);
+          if (std::any_of(written.begin(), written.end(),
+                          [&](const Tensor* done) { return done->SharesStorageWith(target); })) {
+            continue;
+          }
+          WriteRows(target, rows->second, shard->range, what.c_str());
+          written.push_back(&target);
         }
         held->second = ps::HeldVersion{push.reply.incarnation, version->second};
         continue;

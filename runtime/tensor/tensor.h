@@ -87,7 +87,9 @@ class Tensor {
   Tensor Reshaped(Shape shape) const;
   // Rows [first, first + count) along the first axis, which are contiguous in row-major order:
   // a view sharing this tensor's storage, so that writes through it land in this tensor.
-  // Throws Internal when the rows are not within the tensor or it has no first axis.
+  // Throws Internal when the rows are not within the tensor or it has no first axis. The view's
+  // data keeps the element alignment only, not the 64 bytes of fresh storage: never hand it to
+  // code that needs that (direct I/O).
   Tensor RowsView(int64_t first, int64_t count) const;
   // A deep copy, on the same device.
   Tensor Clone() const;

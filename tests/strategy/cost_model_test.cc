@@ -133,6 +133,17 @@ TEST(CostModelTest, SparseTablesPushTouchedRowsAndPullWholeValuesOrChangedRows) 
   const StepPrediction most =
       PredictStep(compiled.strategy, table, Nodes(1), profile, {}, OptimizerTraits{true});
   EXPECT_EQ(most.link_bytes.at("worker-0"), 99'000 * (256 + 8) + 25'600'000);
+  // Workers on GPUs take no rows in place (sync/ps_part.h): whole tables again.
+  ReplicaCounts gpus;
+  gpus.workers = 2;
+  gpus.gpus_per_worker = 1;
+  gpus.parameter_servers = 1;
+  gpus.network_bandwidth = 1 / kTcpPayloadFraction;
+  const ResourceSpec gpu_nodes = ResourceSpec::FromReplicaCounts(gpus);
+  profile.sparse_rows = {{"t", 32}};
+  const StepPrediction on_gpus = PredictStep(Compile(table, gpu_nodes, request).strategy, table,
+                                             gpu_nodes, profile, {}, OptimizerTraits{true});
+  EXPECT_EQ(on_gpus.link_bytes.at("worker-0"), 32 * (256 + 8) + 25'600'000);
 }
 
 TEST(CostModelTest, ARowSparseGradientIsAllGatheredAsIndicesAndRowsWithTheirCounts) {
