@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <set>
 #include <utility>
@@ -32,6 +33,12 @@ struct HostedState {
   // every row changed, so that a worker holding version h can be sent the rows changed after h.
   std::vector<int64_t> row_changed;
   int64_t all_rows_changed = 0;
+  // The rows each recent update changed, by version, oldest first and without gaps up to
+  // `version`: a worker a few versions behind gets the union of a few short lists instead of a
+  // scan of row_changed. Holds at most as many rows in all as the tensor has; an update that
+  // changes every row empties it.
+  std::deque<std::pair<int64_t, std::vector<int64_t>>> recent;
+  size_t recent_rows = 0;
 };
 
 }  // namespace internal
@@ -83,8 +90,16 @@ void Update(HostedState& hosted, const PsGradient& gradient, double learning_rat
       for (int64_t i = 0; i < indices.numel(); ++i) {
         hosted.row_changed[static_cast<size_t>(row[i])] = hosted.version;
       }
+      hosted.recent.emplace_back(hosted.version, std::vector<int64_t>(row, row + indices.numel()));
+      hosted.recent_rows += static_cast<size_t>(indices.numel());
+      while (hosted.recent_rows > hosted.row_changed.size()) {
+        hosted.recent_rows -= hosted.recent.front().second.size();
+        hosted.recent.pop_front();
+      }
     } else {
       hosted.all_rows_changed = hosted.version;
+      hosted.recent.clear();
+      hosted.recent_rows = 0;
     }
   }
   hosted.cv.notify_all();
@@ -106,10 +121,23 @@ std::optional<tensor::SparseGradient> ChangedRows(const HostedState& hosted, uin
   const int64_t most =
       std::min(static_cast<int64_t>(value.nbytes()) / (row_bytes + 8), kMostChangedRowsPerReply);
   std::vector<int64_t> changed;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (hosted.row_changed[static_cast<size_t>(r)] <= held.version) continue;
-    if (static_cast<int64_t>(changed.size()) == most) return std::nullopt;
-    changed.push_back(r);
+  if (held.version == hosted.version) {
+    // Up to date: no rows.
+  } else if (!hosted.recent.empty() && hosted.recent.front().first <= held.version + 1) {
+    // Every version after the held one is in the log.
+    for (auto it = hosted.recent.rbegin(); it != hosted.recent.rend() && it->first > held.version;
+         ++it) {
+      changed.insert(changed.end(), it->second.begin(), it->second.end());
+    }
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    if (static_cast<int64_t>(changed.size()) > most) return std::nullopt;
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (hosted.row_changed[static_cast<size_t>(r)] <= held.version) continue;
+      if (static_cast<int64_t>(changed.size()) == most) return std::nullopt;
+      changed.push_back(r);
+    }
   }
   Shape row_shape = hosted.shape;
   row_shape[0] = static_cast<int64_t>(changed.size());

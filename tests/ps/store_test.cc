@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include "runtime/optim/optimizer.h"
@@ -255,6 +256,39 @@ TEST(PsStore, RepliesToAHeldVersionCarryOnlyTheRowsChangedSince) {
   ASSERT_TRUE(after.changed.has_value());
   EXPECT_EQ(Rows(after), (std::vector<int64_t>{11}));
   EXPECT_TRUE(BitEqual(Apply(v4, after), Value(store, "table")));
+}
+
+TEST(PsStore, ChangedRowsAreTheUnionOfEveryStepAfterTheHeldVersion) {
+  // Ten steps of 1-4 rows of a 12-row table: more rows in all than the table has, so the store's
+  // log of recent steps drops the oldest and a worker far behind is answered from the per-row
+  // versions instead. Either way: the union of the rows pushed after the held version, or the
+  // whole value once that union passes 8 rows (8 x (16 + 8) bytes reach the value's 192).
+  const std::vector<std::vector<int64_t>> steps = {{1},       {2, 5}, {0, 3, 9}, {5}, {7, 11},
+                                                   {1, 2, 3}, {4},    {8, 10},   {6}, {2, 11}};
+  PsStore store;
+  store.Init(SgdRequest({{"table", true, 0, true}}, {{"table", Random({12, 4}, 40)}}, 1, 1));
+  std::vector<Tensor> values = {Value(store, "table")};
+  for (size_t t = 0; t < steps.size(); ++t) {
+    store.Push(SparsePush(static_cast<int64_t>(t), steps[t], 41 + t));
+    values.push_back(Value(store, "table"));
+  }
+  const auto last = static_cast<int64_t>(steps.size());
+  for (int64_t held = 0; held <= last; ++held) {
+    std::set<int64_t> expected;
+    for (int64_t t = held; t < last; ++t) expected.insert(steps[t].begin(), steps[t].end());
+    const PsSnapshot reply = store.WaitForVersion("table", last, Soon(), {}, "test",
+                                                  HeldVersion{store.incarnation(), held});
+    EXPECT_EQ(reply.version, last);
+    if (expected.size() > 8) {
+      EXPECT_FALSE(reply.changed.has_value()) << "held " << held;
+    } else {
+      ASSERT_TRUE(reply.changed.has_value()) << "held " << held;
+      EXPECT_EQ(Rows(reply), std::vector<int64_t>(expected.begin(), expected.end()))
+          << "held " << held;
+    }
+    EXPECT_TRUE(BitEqual(Apply(values[static_cast<size_t>(held)], reply), values.back()))
+        << "held " << held;
+  }
 }
 
 TEST(PsStore, OptimizersThatMoveAbsentRowsAlwaysReplyWithTheWholeValue) {
