@@ -19,7 +19,6 @@
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
 #include "runtime/job/job_writer.h"
-#include "runtime/optim/optimizer.h"
 #include "runtime/strategy/calibration.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/cost_model.h"
@@ -115,8 +114,7 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
                                                    : 10;
   links.latency_seconds = 0;
   // The parameter-server run pulls what the job's optimizer makes it pull: rows or tables.
-  const strategy::OptimizerTraits optimizer{
-      optim::SparseUpdatesChangeOnlyPresentRows(job.training.optimizer)};
+  const strategy::OptimizerTraits optimizer = job::OptimizerTraitsOf(job);
   // The three runs, compiled once; their steps from the prediction with the costs alone.
   struct Run {
     std::string label;
@@ -248,7 +246,8 @@ int RunProfile(const ProfileCommandOptions& options) {
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
   std::cout << fmt::format(
                    "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
-                   "{:.3f} ms beyond their bytes, an all-reduce step {:.3f} ms beyond those, a link carrying "
+                   "{:.3f} ms beyond their bytes, an all-reduce step {:.3f} ms beyond those, a "
+                   "link carrying "
                    "data both ways reaches {:.0f}% of its payload rate, and a collective beside "
                    "backward {:.0f}% of its speed; wrote {}",
                    profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,

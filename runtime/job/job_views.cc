@@ -15,6 +15,11 @@ strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job) {
   return counts;
 }
 
+strategy::OptimizerTraits OptimizerTraitsOf(const JobSpec& job) {
+  return strategy::OptimizerTraits{
+      optim::SparseUpdatesChangeOnlyPresentRows(job.training.optimizer)};
+}
+
 strategy::CompileRequest ToCompileRequest(const JobSpec& job,
                                           std::optional<strategy::StepProfile> profile) {
   strategy::CompileRequest request;
@@ -23,8 +28,7 @@ strategy::CompileRequest ToCompileRequest(const JobSpec& job,
   request.colocation = job.strategy.colocation;
   request.allow_lossy_compression = job.strategy.allow_lossy_compression;
   request.batch_per_replica = job.data.batch_size_per_replica;
-  request.optimizer.sparse_updates_change_only_present_rows =
-      optim::SparseUpdatesChangeOnlyPresentRows(job.training.optimizer);
+  request.optimizer = OptimizerTraitsOf(job);
   request.profile = std::move(profile);
   return request;
 }

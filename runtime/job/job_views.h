@@ -14,6 +14,10 @@ namespace autodist::job {
 // spec.resources as the strategy compiler's replica counts (ResourceSpec::FromReplicaCounts).
 strategy::ReplicaCounts ToReplicaCounts(const JobSpec& job);
 
+// What the cost model needs of spec.training.optimizer (whether parameter servers send back
+// changed rows or whole tables).
+strategy::OptimizerTraits OptimizerTraitsOf(const JobSpec& job);
+
 // spec.strategy as a compile request: builder, options, colocation groups, and what Auto reads
 // (lossy compression allowed or not, the batch per replica, the step profile when there is one).
 strategy::CompileRequest ToCompileRequest(const JobSpec& job,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,6 +26,16 @@ using autodist::proto::TensorPiece;
 std::string SlotOwner(const std::string& key) {
   const size_t slash = key.rfind('/');
   return slash == std::string::npos ? std::string() : key.substr(0, slash);
+}
+
+// Writes each piece as a reply's value. `reply` is kept across the pieces of a tensor, so that
+// the emitter gets its buffer back (tensor_wire.cc, EmitBytes).
+rpc::PieceSink ReplySink(const std::function<bool(const StepReply&)>& write, StepReply& reply,
+                         const std::string& who) {
+  return [&write, &reply, &who](TensorPiece&& piece) {
+    *reply.mutable_value() = std::move(piece);
+    AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
+  };
 }
 
 PsInitRequest FromHeader(const autodist::proto::InitHeader& header) {
@@ -192,21 +203,15 @@ void ParameterServerService::SendValue(const ReplyWriter& write, const std::stri
     SendPieces(write, name, *snapshot.value, who);
     return;
   }
-  StepReply piece_reply;  // kept across pieces, as in SendPieces
-  rpc::EmitSparse(name, *snapshot.changed, 0, options_.piece_bytes, [&](TensorPiece&& piece) {
-    *piece_reply.mutable_value() = std::move(piece);
-    AD_CHECK(write(piece_reply), kUnavailable, "{}: the reply stream closed", who);
-  });
+  StepReply piece;
+  rpc::EmitSparse(name, *snapshot.changed, 0, options_.piece_bytes, ReplySink(write, piece, who));
   CountPulled(snapshot.ReplyBytes());
 }
 
 void ParameterServerService::SendPieces(const ReplyWriter& write, const std::string& name,
                                         const tensor::Tensor& value, const std::string& who) {
-  StepReply reply;  // kept across pieces so that EmitTensor gets its buffer back (EmitBytes)
-  rpc::EmitTensor(name, value, 0, options_.piece_bytes, [&](TensorPiece&& piece) {
-    *reply.mutable_value() = std::move(piece);
-    AD_CHECK(write(reply), kUnavailable, "{}: the reply stream closed", who);
-  });
+  StepReply reply;
+  rpc::EmitTensor(name, value, 0, options_.piece_bytes, ReplySink(write, reply, who));
   CountPulled(static_cast<int64_t>(value.nbytes()));
 }
 

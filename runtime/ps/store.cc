@@ -139,18 +139,10 @@ std::optional<tensor::SparseGradient> ChangedRows(const HostedState& hosted, uin
       changed.push_back(r);
     }
   }
-  Shape row_shape = hosted.shape;
-  row_shape[0] = static_cast<int64_t>(changed.size());
-  tensor::SparseGradient out{Tensor(DType::kInt64, {row_shape[0]}),
-                             Tensor(DType::kFloat32, row_shape), hosted.shape};
-  std::copy(changed.begin(), changed.end(), out.indices.data<int64_t>());
-  const auto* from = static_cast<const std::byte*>(value.raw());
-  auto* to = static_cast<std::byte*>(out.values.raw());
-  for (size_t k = 0; k < changed.size(); ++k) {
-    std::memcpy(to + static_cast<int64_t>(k) * row_bytes, from + changed[k] * row_bytes,
-                static_cast<size_t>(row_bytes));
-  }
-  return out;
+  Tensor values = tensor::GatherRows(value, changed);
+  return tensor::SparseGradient{
+      Tensor::FromVector<int64_t>({static_cast<int64_t>(changed.size())}, changed),
+      std::move(values), hosted.shape};
 }
 
 // What a waiter gets of `hosted` (locked): the rows changed since `held` when they will do,

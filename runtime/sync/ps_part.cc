@@ -225,7 +225,11 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
       const auto version = push.reply.versions.find(shard->name);
       AD_CHECK(version != push.reply.versions.end(), kFailedPrecondition,
                "{} returned no version for '{}' after step {}", peer, shard->name, step);
-      const auto held = held_.find({shard->name, push.local_replica});
+      std::vector<Tensor*> targets;  // the replicas' copies this reply is for
+      for (int r = 0; r < local; ++r) {
+        if (push.local_replica >= 0 && push.local_replica != r) continue;
+        targets.push_back(&replicas[static_cast<size_t>(r)]->variable(variable.name));
+      }
       if (const auto rows = push.reply.changed_rows.find(shard->name);
           rows != push.reply.changed_rows.end()) {
         // Only the rows changed since the version the request said the replicas hold.
@@ -234,40 +238,35 @@ void ParameterServerPart::Synchronize(int64_t step, double lr,
                  shard->name, step);
         const std::string what = fmt::format("{}: rows of '{}'", peer, shard->name);
         std::vector<const Tensor*> written;  // replicas sharing a proxy's value: written once
-        for (int r = 0; r < local; ++r) {
-          if (push.local_replica >= 0 && push.local_replica != r) continue;
-          Tensor& target = replicas[static_cast<size_t>(r)]->variable(variable.name);
+        for (Tensor* target : targets) {
           if (std::any_of(written.begin(), written.end(),
-                          [&](const Tensor* done) { return done->SharesStorageWith(target); })) {
+                          [&](const Tensor* done) { return done->SharesStorageWith(*target); })) {
             continue;
           }
-          WriteRows(target, rows->second, shard->range, what.c_str());
-          written.push_back(&target);
+          WriteRows(*target, rows->second, shard->range, what.c_str());
+          written.push_back(target);
         }
-        held->second = ps::HeldVersion{push.reply.incarnation, version->second};
-        continue;
+      } else {
+        const auto it = push.reply.values.find(shard->name);
+        AD_CHECK(it != push.reply.values.end(), kFailedPrecondition,
+                 "{} returned no value for '{}' after step {}", peer, shard->name, step);
+        for (Tensor* target : targets) {
+          if (variable.partitioned) {
+            WriteShard(*target, *shard, it->second, peer);
+          } else {
+            AD_CHECK(it->second.shape() == target->shape(), kFailedPrecondition,
+                     "{}: '{}' came back with shape {}, expected {}", peer, shard->name,
+                     tensor::ShapeToString(it->second.shape()),
+                     tensor::ShapeToString(target->shape()));
+            // Replicas only read variables (the servers apply the optimizer), so a proxy value
+            // can be shared by every replica without a copy.
+            *target = it->second;
+          }
+        }
       }
-      const auto it = push.reply.values.find(shard->name);
-      AD_CHECK(it != push.reply.values.end(), kFailedPrecondition,
-               "{} returned no value for '{}' after step {}", peer, shard->name, step);
       if (TakesRows(*shard, replicas)) {
         held_[{shard->name, push.local_replica}] =
             ps::HeldVersion{push.reply.incarnation, version->second};
-      }
-      for (int r = 0; r < local; ++r) {
-        if (push.local_replica >= 0 && push.local_replica != r) continue;
-        Tensor& target = replicas[static_cast<size_t>(r)]->variable(variable.name);
-        if (variable.partitioned) {
-          WriteShard(target, *shard, it->second, peer);
-        } else {
-          AD_CHECK(it->second.shape() == target.shape(), kFailedPrecondition,
-                   "{}: '{}' came back with shape {}, expected {}", peer, shard->name,
-                   tensor::ShapeToString(it->second.shape()),
-                   tensor::ShapeToString(target.shape()));
-          // Replicas only read variables (the servers apply the optimizer), so a proxy value
-          // can be shared by every replica without a copy.
-          target = it->second;
-        }
       }
     }
   }

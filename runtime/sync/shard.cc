@@ -142,18 +142,10 @@ tensor::SparseGradient SliceSparse(const tensor::SparseGradient& gradient,
   for (int64_t r = 0; r < rows; ++r) {
     if (indices[r] >= range.offset && indices[r] < range.offset + range.extent) kept.push_back(r);
   }
-  Shape value_shape = gradient.values.shape();
-  value_shape[0] = static_cast<int64_t>(kept.size());
-  out.values = Tensor(gradient.values.dtype(), value_shape);
+  out.values = tensor::GatherRows(gradient.values, kept);
   out.indices = Tensor(tensor::DType::kInt64, {static_cast<int64_t>(kept.size())});
-  const auto row_bytes = static_cast<size_t>(rows == 0 ? 0 : gradient.values.nbytes() / rows);
-  const auto* from = static_cast<const std::byte*>(gradient.values.raw());
-  auto* to = static_cast<std::byte*>(out.values.raw());
   auto* out_indices = out.indices.data<int64_t>();
-  for (size_t k = 0; k < kept.size(); ++k) {
-    out_indices[k] = indices[kept[k]] - range.offset;
-    std::memcpy(to + k * row_bytes, from + static_cast<size_t>(kept[k]) * row_bytes, row_bytes);
-  }
+  for (size_t k = 0; k < kept.size(); ++k) out_indices[k] = indices[kept[k]] - range.offset;
   return out;
 }
 

@@ -8,6 +8,21 @@
 
 namespace autodist::tensor {
 
+Tensor GatherRows(const Tensor& from, const std::vector<int64_t>& rows) {
+  AD_CHECK(from.rank() >= 1, kInternal, "cannot take rows of a scalar");
+  Shape shape = from.shape();
+  const size_t row_bytes = shape[0] == 0 ? 0 : from.nbytes() / static_cast<size_t>(shape[0]);
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out(from.dtype(), shape);
+  const auto* source = static_cast<const std::byte*>(from.raw());
+  auto* target = static_cast<std::byte*>(out.raw());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::memcpy(target + k * row_bytes, source + static_cast<size_t>(rows[k]) * row_bytes,
+                row_bytes);
+  }
+  return out;
+}
+
 SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& values,
                             const Shape& dense_shape) {
   const auto n = static_cast<int64_t>(indices.size());

@@ -27,6 +27,10 @@ SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& v
 SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts);
 SparseGradient MergeSparse(const std::vector<SparseGradient>& parts);
 
+// Copies of rows `rows` (in that order) of a [N, ...] CPU tensor of any dtype: the rows a
+// sparse gradient or a reply keeps. Each index must be within [0, N); the caller checked.
+Tensor GatherRows(const Tensor& from, const std::vector<int64_t>& rows);
+
 // The dense equivalent: zeros with the rows added in.
 Tensor Densify(const SparseGradient& gradient);
 

@@ -176,8 +176,9 @@ class GlooCommunicator final : public Communicator {
         std::memmove(out, in, bytes);
         return;
       }
-      GatherOnLinks(in, static_cast<std::byte*>(out),
-                    std::vector<size_t>(static_cast<size_t>(size_), bytes));
+      const gloo_detail::Traffic traffic = GatherOnLinks(
+          in, static_cast<std::byte*>(out), std::vector<size_t>(static_cast<size_t>(size_), bytes));
+      Count(traffic.sent, traffic.received);
     });
   }
 
@@ -188,7 +189,7 @@ class GlooCommunicator final : public Communicator {
     std::vector<size_t> counts;
     Run(call, [&] {
       // Every call exchanges the counts, which is also its size check.
-      const std::vector<uint64_t> all = ExchangeOnLinks(call);
+      const std::vector<uint64_t> all = Exchange(call, /*on_links=*/true);
       counts.assign(all.begin(), all.end());
       const size_t element = ElementBytes(type);
       const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
@@ -196,7 +197,8 @@ class GlooCommunicator final : public Communicator {
       if (total == 0) return;
       std::vector<size_t> bytes(counts.size());
       for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * element;
-      GatherOnLinks(in, out.data(), bytes);
+      const gloo_detail::Traffic traffic = GatherOnLinks(in, out.data(), bytes);
+      Count(traffic.sent, traffic.received);
     });
     return counts;
   }
@@ -305,11 +307,15 @@ class GlooCommunicator final : public Communicator {
   }
 
   // Every rank's record of its call, exchanged in a tiny allgather and checked against this
-  // rank's; returns every rank's count.
-  std::vector<uint64_t> Exchange(const CallSignature& call) {
+  // rank's; returns every rank's count. `on_links`: over the links, for the collectives that run
+  // on them and check every call; else Gloo's allgather under its own tag.
+  std::vector<uint64_t> Exchange(const CallSignature& call, bool on_links = false) {
     const gloo_detail::SignatureRecord mine = gloo_detail::Encode(call);
     std::vector<gloo_detail::SignatureRecord> records(static_cast<size_t>(size_));
-    if (size_ == 1) {
+    if (on_links) {
+      GatherOnLinks(mine.data(), reinterpret_cast<std::byte*>(records.front().data()),
+                    std::vector<size_t>(static_cast<size_t>(size_), mine.size()));
+    } else if (size_ == 1) {
       records[0] = mine;
     } else {
       gloo::AllgatherOptions options(context_);
@@ -325,13 +331,14 @@ class GlooCommunicator final : public Communicator {
   // `in`: each rank sends its own part straight to every other, all at once over the links (one
   // step, where Gloo's ring takes size - 1; and none of the delayed-ACK stalls of Gloo's pairs,
   // whose send buffers are pinned to twice their largest message: a sparse table's rows waited
-  // on them). Counts what crossed.
-  void GatherOnLinks(const void* in, std::byte* out, const std::vector<size_t>& bytes) {
+  // on them). Returns what crossed.
+  gloo_detail::Traffic GatherOnLinks(const void* in, std::byte* out,
+                                     const std::vector<size_t>& bytes) {
     std::vector<size_t> offsets(bytes.size());
     std::exclusive_scan(bytes.begin(), bytes.end(), offsets.begin(), size_t{0});
     const auto mine = static_cast<size_t>(rank_);
     if (bytes[mine] > 0) std::memmove(out + offsets[mine], in, bytes[mine]);
-    if (size_ == 1) return;
+    if (size_ == 1) return {};
     ran_exchanges_ = true;
     std::vector<gloo_detail::PeerLinks::Send> sends;
     std::vector<gloo_detail::PeerLinks::Receive> receives;
@@ -344,27 +351,7 @@ class GlooCommunicator final : public Communicator {
       received += static_cast<int64_t>(bytes[p]);
     }
     links_->ExchangeAll(sends, receives);
-    Count(static_cast<int64_t>(bytes[mine]) * (size_ - 1), received);
-  }
-
-  // Exchange's records over the links, for the collectives that run on them and check every call.
-  std::vector<uint64_t> ExchangeOnLinks(const CallSignature& call) {
-    const gloo_detail::SignatureRecord mine = gloo_detail::Encode(call);
-    std::vector<gloo_detail::SignatureRecord> records(static_cast<size_t>(size_));
-    records[static_cast<size_t>(rank_)] = mine;
-    if (size_ > 1) {
-      ran_exchanges_ = true;
-      std::vector<gloo_detail::PeerLinks::Send> sends;
-      std::vector<gloo_detail::PeerLinks::Receive> receives;
-      for (int peer = 0; peer < size_; ++peer) {
-        if (peer == rank_) continue;
-        sends.push_back({peer, std::as_bytes(std::span(mine))});
-        receives.push_back(
-            {peer, std::as_writable_bytes(std::span(records[static_cast<size_t>(peer)]))});
-      }
-      links_->ExchangeAll(sends, receives);
-    }
-    return gloo_detail::CheckAgreement(call, rank_, records);
+    return {static_cast<int64_t>(bytes[mine]) * (size_ - 1), received};
   }
 
   // Checks the call across ranks unless this tag was last verified with the same call. (When
