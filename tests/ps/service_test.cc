@@ -449,6 +449,15 @@ TEST_P(PsServiceTest, BadRequestsFailAndTheServerKeepsServing) {
   EXPECT_THAT(ErrorOf([&] { Client()->Step(sparse); }).what(),
               HasSubstr("gradient 'p' must set exactly one of dense and sparse"));
   EXPECT_EQ(ErrorOf([&] { Client()->Pull({"q"}, false); }).code(), ErrorCode::kNotFound);
+  // A held version below 0 names the tensor and the version.
+  const auto rows = Sparse({1}, Random({1, 2}, 38), {4, 2});
+  PsStepRequest held = StepOf(0, 0, {});
+  held.gradients["p"].sparse = &rows;
+  held.held["p"] = HeldVersion{Client()->Pull({}, false).incarnation, -3};
+  e = ErrorOf([&] { Client()->Step(held); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(e.what(), HasSubstr("worker 0 step 0: the header says it holds version -3 of 'p'; "
+                                  "versions are >= 0"));
 
   // Malformed streams, straight from a stub.
   auto stub = autodist::proto::ParameterServer::NewStub(rpc::MakeChannel(server_->endpoint()));
