@@ -106,7 +106,10 @@ double PulledBytes(const std::string& summary) {
 // With an optimizer that moves only the rows a sparse gradient has, a worker pulls of the
 // embedding's [1000, 64] table (250 KiB) only the rows changed since the version it holds, and
 // still ends with the one-process parameters. Whole pulls would come to at least 2 workers x
-// (1 + 5 steps) x 250 KiB = 3 MiB; the rows of a step are at most 2 x 8 samples' tokens.
+// (1 + 5 steps) x 250 KiB = 3 MiB; the rows of a step are at most 2 x 8 samples' tokens, about
+// 850 KiB in all with the first whole pulls. The 2 MiB bound leaves room for whatever else a run
+// may pull (a chief that pulls the checkpoint itself takes the table and, under Adam, its two
+// moments: 750 KiB) and still tells changed rows from whole tables.
 struct RowsCase {
   const char* name;
   const char* builder;
@@ -132,7 +135,7 @@ TEST_P(ChangedRowsParity, WorkersPullOnlyChangedRowsAndMatchOneProcess) {
   if (outcome.exit_code != 0) return;
   const double pulled = PulledBytes(outcome.out);
   EXPECT_GT(pulled, 2 * 250.0 * 1024) << outcome.out;  // the first whole pulls, at least
-  EXPECT_LT(pulled, 1.5 * 1024 * 1024) << outcome.out;
+  EXPECT_LT(pulled, 2.0 * 1024 * 1024) << outcome.out;
 }
 
 constexpr const char* kPlainSgd = "name: sgd\n      lr: 0.5";
