@@ -122,6 +122,31 @@ TEST(GlooFailureTest, DifferentCollectivesTypesOrRootsAreErrorsOnEveryRank) {
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }
 
+// kAuto is checked as the algorithm each rank resolves it to: here rank 1's thresholds send a
+// 4 KiB all-reduce to halving-doubling while rank 0 runs recursive doubling.
+TEST(GlooFailureTest, RanksWhoseAutoResolvesDifferentlyFailNamingBothAlgorithms) {
+  const auto errors = RunRanks(
+      2,
+      [](Communicator& comm) {
+        std::vector<float> data(1024, 1.0F);
+        try {
+          comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32,
+                            AllReduceAlgorithm::kAuto, "grads");
+          ADD_FAILURE() << "rank " << comm.rank() << ": no error";
+        } catch (const Error& error) {
+          EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
+          EXPECT_THAT(error.what(), HasSubstr("all-reduce algorithms differ across ranks"));
+          EXPECT_THAT(error.what(), HasSubstr("RecursiveDoubling"));
+          EXPECT_THAT(error.what(), HasSubstr("HalvingDoubling"));
+        }
+      },
+      {}, nullptr,
+      [](int rank, GlooOptions& options) {
+        options.auto_recursive_doubling_max_bytes = rank == 0 ? 65536 : 0;
+      });
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
 // Three ranks run `algorithm` once; then rank 2 stops taking part (its connections stay open, as
 // in a hung process) and the others' next call must fail within the timeout.
 void ExpectTheOthersFailWhenARankStops(AllReduceAlgorithm algorithm) {

@@ -20,14 +20,16 @@
 namespace autodist::collective::testing {
 
 using StoreForRank = std::function<std::shared_ptr<gloo::rendezvous::Store>(int rank)>;
+using AdjustForRank = std::function<void(int rank, GlooOptions& options)>;
 
 // Runs `body(communicator)` on `size` ranks, one thread each, rank r connecting through
-// `stores(r)` (one HashStore for all when not given). Returns each rank's error, nullopt where the
-// rank succeeded.
+// `stores(r)` (one HashStore for all when not given) with `base` options, changed by
+// `adjust(r, options)` where given. Returns each rank's error, nullopt where the rank succeeded.
 inline std::vector<std::optional<Error>> RunRanks(int size,
                                                   const std::function<void(Communicator&)>& body,
                                                   GlooOptions base = {},
-                                                  StoreForRank stores = nullptr) {
+                                                  StoreForRank stores = nullptr,
+                                                  const AdjustForRank& adjust = nullptr) {
   if (stores == nullptr) {
     auto shared = std::make_shared<gloo::rendezvous::HashStore>();
     stores = [shared](int) { return shared; };
@@ -42,6 +44,7 @@ inline std::vector<std::optional<Error>> RunRanks(int size,
         options.rank = rank;
         options.size = size;
         options.store = stores(rank);
+        if (adjust) adjust(rank, options);
         const std::unique_ptr<Communicator> communicator = MakeGlooCommunicator(options);
         body(*communicator);
       } catch (const Error& e) {

@@ -138,15 +138,18 @@ class GlooCommunicator final : public Communicator {
 
   void AllReduceSum(void* data, size_t count, ElementType type, AllReduceAlgorithm algorithm,
                     const std::string& tag) override {
-    const CallSignature call{Collective::kAllReduceSum, type, static_cast<int32_t>(algorithm),
-                             count, tag};
+    // The call check compares the algorithm each rank will run, kAuto resolved: ranks whose
+    // thresholds differ (options, or where they think the others sit) would otherwise run
+    // different exchanges against each other.
+    const AllReduceAlgorithm chosen = algorithm == AllReduceAlgorithm::kAuto
+                                          ? AutoAlgorithm(count * ElementBytes(type))
+                                          : algorithm;
+    const CallSignature call{Collective::kAllReduceSum, type, static_cast<int32_t>(chosen), count,
+                             tag};
     CheckBuffer(call, data != nullptr || count == 0, "data");
     Run(call, [&] {
       Verify(call);
       if (count == 0 || size_ == 1) return;
-      const size_t bytes = count * ElementBytes(type);
-      const AllReduceAlgorithm chosen =
-          algorithm == AllReduceAlgorithm::kAuto ? AutoAlgorithm(bytes) : algorithm;
       gloo_detail::Traffic traffic;
       if (chosen == AllReduceAlgorithm::kRing) {
         traffic = all_reducer_.Ring(data, count, type, ring_segment_bytes_);

@@ -23,7 +23,7 @@ const char* CollectiveName(Collective collective);
 struct CallSignature {
   Collective collective = Collective::kBarrier;
   ElementType type = ElementType::kFloat32;  // unused by Broadcast and Barrier
-  int32_t detail = 0;  // AllReduceSum: the AllReduceAlgorithm asked for; Broadcast: the root
+  int32_t detail = 0;  // AllReduceSum: the AllReduceAlgorithm run (kAuto resolved); Broadcast: root
   uint64_t count = 0;  // elements; Broadcast: bytes; AllGatherV: this rank's own count
   std::string tag;
 
