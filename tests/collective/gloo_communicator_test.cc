@@ -135,6 +135,33 @@ TEST_P(GlooRanksTest, AllReduceSumReusesATagAcrossCallsAndBuffers) {
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }
 
+// One tag, a different size each call: the object kept for the tag's remainder piece is rebuilt
+// for each new size (and whole pieces keep theirs), with the right sums every time.
+TEST_P(GlooRanksTest, AllReduceSumFollowsATagWhoseSizeChanges) {
+  const int size = GetParam();
+  GlooOptions options;
+  options.halving_doubling_piece_bytes = 4096;  // 1024 floats a piece
+  const auto errors = RunRanks(
+      size,
+      [&](Communicator& comm) {
+        for (AllReduceAlgorithm algorithm :
+             {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling,
+              AllReduceAlgorithm::kDirect}) {
+          for (const size_t count : {1000, 2500, 7, 2500, 1024, 3000}) {
+            std::vector<std::byte> data = Fill(ElementType::kFloat32, count,
+                                               [&](size_t i) { return Value(comm.rank(), i); });
+            comm.AllReduceSum(data.data(), count, ElementType::kFloat32, algorithm, "varying");
+            EXPECT_EQ(FirstMismatch(ElementType::kFloat32, data.data(), count,
+                                    [&](size_t i) { return Sum(size, i); }),
+                      "")
+                << count << " elements, algorithm " << static_cast<int>(algorithm);
+          }
+        }
+      },
+      options);
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
 TEST_P(GlooRanksTest, HalvingDoublingRunsInPiecesWithARemainder) {
   const int size = GetParam();
   GlooOptions options;

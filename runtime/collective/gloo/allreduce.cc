@@ -81,21 +81,23 @@ Traffic AllReducer::OnLinks(void* data, size_t count, ElementType type, const st
             : 1;
     const AllReduceAlgorithm fits =
         length >= minimum ? algorithm : AllReduceAlgorithm::kRecursiveDoubling;
-    std::unique_ptr<LinkAllReduce>& cached = cached_[Key(tag, fits, length, type)];
-    if (cached == nullptr) {
+    Cached& cached = cached_[Key(tag, fits, type, length == piece)];
+    if (cached.all_reduce == nullptr || cached.count != length) {
+      cached.all_reduce = nullptr;  // its scratch goes before the next one's comes
       if (fits == AllReduceAlgorithm::kDirect) {
-        cached = std::make_unique<DirectAllReduce>(links_, length, type);
+        cached.all_reduce = std::make_unique<DirectAllReduce>(links_, length, type);
       } else {
-        cached = std::make_unique<HypercubeAllReduce>(links_,
-                                                      fits == AllReduceAlgorithm::kHalvingDoubling
-                                                          ? HypercubeShape::kHalvingDoubling
-                                                          : HypercubeShape::kRecursiveDoubling,
-                                                      length, type);
+        cached.all_reduce = std::make_unique<HypercubeAllReduce>(
+            links_,
+            fits == AllReduceAlgorithm::kHalvingDoubling ? HypercubeShape::kHalvingDoubling
+                                                         : HypercubeShape::kRecursiveDoubling,
+            length, type);
       }
+      cached.count = length;
     }
-    cached->Run(bytes + offset * element);
-    traffic.sent += cached->bytes_sent();
-    traffic.received += cached->bytes_received();
+    cached.all_reduce->Run(bytes + offset * element);
+    traffic.sent += cached.all_reduce->bytes_sent();
+    traffic.received += cached.all_reduce->bytes_received();
   }
   return traffic;
 }

@@ -69,16 +69,24 @@ class AllReducer {
                  size_t piece_bytes);
 
  private:
-  using Key = std::tuple<std::string, AllReduceAlgorithm, size_t, ElementType>;
+  // (tag, algorithm, type, whether the piece is a whole one): a message's whole pieces share one
+  // object and its remainder has another.
+  using Key = std::tuple<std::string, AllReduceAlgorithm, ElementType, bool>;
+  struct Cached {
+    size_t count = 0;  // elements the object was built for
+    std::unique_ptr<LinkAllReduce> all_reduce;
+  };
 
-  // In pieces of `piece_bytes`. One object per (tag, algorithm, piece size, type), built on first
-  // use and kept with its scratch buffer (at most one piece).
+  // In pieces of `piece_bytes`. The objects are kept with their scratch buffers (at most one
+  // piece), so a tag's all-reduces of a steady size build nothing after the first; a remainder
+  // whose size changes is rebuilt, which keeps at most two objects per tag, algorithm and type
+  // whatever sizes a tag sees.
   Traffic OnLinks(void* data, size_t count, ElementType type, const std::string& tag,
                   AllReduceAlgorithm algorithm, size_t piece_bytes);
 
   std::shared_ptr<gloo::Context> collectives_;
   PeerLinks& links_;
-  std::map<Key, std::unique_ptr<LinkAllReduce>> cached_;
+  std::map<Key, Cached> cached_;
 };
 
 }  // namespace autodist::collective::gloo_detail
