@@ -148,8 +148,8 @@ TEST_P(GlooRanksTest, AllReduceSumFollowsATagWhoseSizeChanges) {
              {AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling,
               AllReduceAlgorithm::kDirect}) {
           for (const size_t count : {1000, 2500, 7, 2500, 1024, 3000}) {
-            std::vector<std::byte> data = Fill(ElementType::kFloat32, count,
-                                               [&](size_t i) { return Value(comm.rank(), i); });
+            std::vector<std::byte> data =
+                Fill(ElementType::kFloat32, count, [&](size_t i) { return Value(comm.rank(), i); });
             comm.AllReduceSum(data.data(), count, ElementType::kFloat32, algorithm, "varying");
             EXPECT_EQ(FirstMismatch(ElementType::kFloat32, data.data(), count,
                                     [&](size_t i) { return Sum(size, i); }),
