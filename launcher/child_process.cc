@@ -1,6 +1,7 @@
 #include "launcher/child_process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 
 #include "launcher/live_process_groups.h"
 #include "runtime/common/error.h"
+#include "runtime/common/posix_process.h"
 
 extern char** environ;  // NOLINT: POSIX declares it nowhere in a header
 
@@ -43,18 +45,6 @@ const char* StageName(SetupStage stage) {
       return "execve";
   }
   return "setup";
-}
-
-struct Pipe {
-  int read = -1;
-  int write = -1;
-};
-
-Pipe MakePipe(const std::string& name) {
-  std::array<int, 2> fds{};
-  AD_CHECK(pipe2(fds.data(), O_CLOEXEC) == 0, kUnavailable, "cannot start process '{}': pipe: {}",
-           name, std::strerror(errno));
-  return {fds[0], fds[1]};
 }
 
 // The launcher's environment with `overrides` replacing or adding variables, as "KEY=VALUE".
@@ -166,20 +156,10 @@ std::optional<SetupFailure> ReadSetupFailure(int status_fd) {
 
 }  // namespace
 
-void WaitForPid(pid_t pid, int* status) {
-  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
-  }
-}
-
 int ShellExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
-}
-
-void CloseIfOpen(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
 }
 
 SpawnedChild SpawnChild(const ProcessSpec& spec) {
@@ -190,11 +170,12 @@ SpawnedChild SpawnChild(const ProcessSpec& spec) {
   const std::vector<char*> envp = NullTerminated(env_strings);
   const std::string& path = spec.argv[0];
 
-  Pipe output = spec.share_output ? Pipe{} : MakePipe(spec.name);
+  Pipe output =
+      spec.share_output ? Pipe{} : MakePipe(fmt::format("cannot start process '{}'", spec.name));
   Pipe status;
   int stdin_fd = -1;
   try {
-    status = MakePipe(spec.name);
+    status = MakePipe(fmt::format("cannot start process '{}'", spec.name));
     stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     AD_CHECK(stdin_fd >= 0, kUnavailable, "cannot start process '{}': opening /dev/null: {}",
              spec.name, std::strerror(errno));

@@ -37,14 +37,8 @@ struct SpawnedChild {
 // Unavailable when pipes or fork fail.
 SpawnedChild SpawnChild(const ProcessSpec& spec);
 
-// waitpid, retried on EINTR.
-void WaitForPid(pid_t pid, int* status);
-
 // The exit code a shell gives a process that ended with wait status `status`: its own, or
 // 128 + the signal that killed it.
 int ShellExitCode(int status);
-
-// Closes `fd` unless it is -1, and sets it to -1.
-void CloseIfOpen(int& fd);
 
 }  // namespace autodist::launcher

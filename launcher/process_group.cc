@@ -15,6 +15,7 @@
 
 #include "launcher/live_process_groups.h"
 #include "runtime/common/error.h"
+#include "runtime/common/posix_process.h"
 
 namespace autodist::launcher {
 namespace {

@@ -14,6 +14,7 @@
 #include "launcher/runtime_executable.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/common/posix_process.h"
 #include "runtime/common/median.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/job/job_parser.h"
@@ -236,7 +237,7 @@ int RunProfile(const ProfileCommandOptions& options) {
   spec.share_output = true;
   const launcher::SpawnedChild child = launcher::SpawnChild(spec);
   int status = 0;
-  launcher::WaitForPid(child.pid, &status);
+  WaitForPid(child.pid, &status);
   const int code = launcher::ShellExitCode(status);
   // GPU workers cannot be run here: their profile keeps the costs measured alone.
   if (code != 0 || job.resources.gpus_per_worker > 0 || !options.calibrate) return code;

@@ -17,44 +17,10 @@
 #include <sstream>
 
 #include "runtime/common/error.h"
+#include "runtime/common/posix_process.h"
 
 namespace autodist::netemu {
 namespace {
-
-struct Pipe {
-  int read = -1;
-  int write = -1;
-};
-
-Pipe MakePipe(const std::string& what) {
-  std::array<int, 2> fds{};
-  AD_CHECK(pipe2(fds.data(), O_CLOEXEC) == 0, kUnavailable, "{}: pipe: {}", what,
-           std::strerror(errno));
-  return {fds[0], fds[1]};
-}
-
-void CloseIfOpen(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-void Reap(pid_t pid, int* status) {
-  while (::waitpid(pid, status, 0) < 0 && errno == EINTR) {
-  }
-}
-
-// Reads `fd` to its end.
-std::string ReadAll(int fd) {
-  std::string text;
-  std::array<char, 4096> buffer{};
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer.data(), static_cast<size_t>(n));
-  }
-  return text;
-}
 
 // The holder, between fork and its end: only async-signal-safe calls (the creator may have
 // other threads, whose locks the child would inherit held).
@@ -108,7 +74,7 @@ NetworkNamespace::NetworkNamespace(std::string name) : name_(std::move(name)) {
   if (!reported || error != 0) {
     CloseIfOpen(keep_alive.write);
     ::kill(pid, SIGKILL);
-    Reap(pid, nullptr);
+    WaitForPid(pid, nullptr);
     AD_CHECK(reported, kUnavailable, "{}: the holder process exited before reporting", what);
     Fail(ErrorCode::kFailedPrecondition,
          "cannot create a network namespace: unshare(CLONE_NEWNET): {} (an emulated network "
@@ -122,7 +88,7 @@ NetworkNamespace::NetworkNamespace(std::string name) : name_(std::move(name)) {
     const int open_error = errno;
     CloseIfOpen(keep_alive_);
     ::kill(pid, SIGKILL);
-    Reap(pid, nullptr);
+    WaitForPid(pid, nullptr);
     Fail(ErrorCode::kUnavailable, "{}: opening {}: {}", what, path(), std::strerror(open_error));
   }
 }
@@ -132,7 +98,7 @@ NetworkNamespace::~NetworkNamespace() {
   CloseIfOpen(keep_alive_);
   if (holder_ > 0) {
     ::kill(holder_, SIGKILL);
-    Reap(holder_, nullptr);
+    WaitForPid(holder_, nullptr);
   }
 }
 
@@ -181,10 +147,10 @@ void RunInNamespace(int fd, const std::vector<std::string>& argv) {
     CloseIfOpen(output.read);
     Fail(ErrorCode::kUnavailable, "{}: fork: {}", command, std::strerror(fork_error));
   }
-  const std::string printed = ReadAll(output.read);
+  const std::string printed = ReadToEnd(output.read);
   CloseIfOpen(output.read);
   int status = 0;
-  Reap(pid, &status);
+  WaitForPid(pid, &status);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   std::string reason = printed;
   while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
