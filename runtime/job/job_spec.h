@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/job/nccl_settings.h"
 #include "runtime/ops/precision.h"
 #include "runtime/optim/lr_schedule.h"
 #include "runtime/optim/optimizer_options.h"
@@ -144,6 +145,12 @@ struct ResourcesSpec {
   std::optional<double> network_bandwidth_gbps;
   std::string cpu;  // Kubernetes quantities; empty: no request
   std::string memory;
+  // The size limit of every pod's in-memory /dev/shm (NCCL's shared-memory transport between
+  // the GPUs of a pod), a Kubernetes quantity; empty: no limit of its own.
+  std::string shared_memory;
+  // NCCL's settings in the pods (unset: the operator's). `autodist run` does not set them: its
+  // processes inherit the caller's environment, NCCL_* included.
+  NcclSpec nccl;
 
   bool operator==(const ResourcesSpec&) const = default;
 };

@@ -195,6 +195,20 @@ void EmitResources(YAML::Emitter& out, const ResourcesSpec& resources) {
   if (!resources.memory.empty()) {
     out << YAML::Key << "memory" << YAML::Value << YAML::DoubleQuoted << resources.memory;
   }
+  if (!resources.shared_memory.empty()) {
+    out << YAML::Key << "sharedMemory" << YAML::Value << YAML::DoubleQuoted
+        << resources.shared_memory;
+  }
+  const NcclSpec& nccl = resources.nccl;
+  if (nccl != NcclSpec{}) {
+    out << YAML::Key << "nccl" << YAML::Value << YAML::BeginMap;
+    if (!nccl.socket_ifname.empty()) {
+      out << YAML::Key << "socketIfname" << YAML::Value << YAML::DoubleQuoted << nccl.socket_ifname;
+    }
+    if (!nccl.debug.empty()) out << YAML::Key << "debug" << YAML::Value << nccl.debug;
+    if (nccl.ib_disable) out << YAML::Key << "ibDisable" << YAML::Value << *nccl.ib_disable;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

@@ -1,10 +1,12 @@
 // metadata, spec.resources, spec.runPolicy and spec.template: what the cluster needs.
 #include <array>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "runtime/job/k8s_syntax.h"
+#include "runtime/job/nccl_settings.h"
 #include "runtime/job/parse_sections.h"
 #include "runtime/job/yaml_writer.h"
 
@@ -135,6 +137,27 @@ SchedulingPolicy ReadSchedulingPolicy(ParseContext& context, const YAML::Node& n
   return policy;
 }
 
+NcclSpec ReadNccl(ParseContext& context, const YAML::Node& node, const std::string& path) {
+  const MapReader map(context, node, path, {"socketIfname", "debug", "ibDisable"});
+  NcclSpec nccl;
+  if (const auto ifname = map.String("socketIfname")) {
+    if (!IsNcclSocketIfname(*ifname)) {
+      context.Fail(map.PathOf("socketIfname"), "expected {} (NCCL_SOCKET_IFNAME), got \"{}\"",
+                   kNcclSocketIfnameExpected, *ifname);
+    }
+    nccl.socket_ifname = *ifname;
+  }
+  if (const auto debug = map.String("debug")) {
+    if (!IsNcclDebugLevel(*debug)) {
+      context.Fail(map.PathOf("debug"), "expected {} (NCCL_DEBUG), got \"{}\"", kNcclDebugExpected,
+                   *debug);
+    }
+    nccl.debug = *debug;
+  }
+  nccl.ib_disable = map.Bool("ibDisable");
+  return nccl;
+}
+
 }  // namespace
 
 JobMetadata ReadMetadata(ParseContext& context, const YAML::Node& node, const std::string& path) {
@@ -176,7 +199,7 @@ ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
                             const std::string& path) {
   const MapReader map(context, node, path,
                       {"workers", "gpusPerWorker", "replicasPerWorker", "parameterServers",
-                       "networkBandwidthGbps", "cpu", "memory"});
+                       "networkBandwidthGbps", "cpu", "memory", "sharedMemory", "nccl"});
   ResourcesSpec resources;
   resources.workers = static_cast<int>(map.Int("workers", 1, kMaxInt32).value_or(1));
   resources.gpus_per_worker = static_cast<int>(map.Int("gpusPerWorker", 0, kMaxInt32).value_or(0));
@@ -204,6 +227,18 @@ ResourcesSpec ReadResources(ParseContext& context, const YAML::Node& node,
   if (const YAML::Node* memory = map.Find("memory")) {
     resources.memory =
         ReadQuantity(context, *memory, map.PathOf("memory"), R"("128Mi", "4Gi", "1e9" or "1G")");
+  }
+  if (const YAML::Node* shared = map.Find("sharedMemory")) {
+    resources.shared_memory =
+        ReadQuantity(context, *shared, map.PathOf("sharedMemory"), R"("1Gi" or "512Mi")");
+    // A zero-sized /dev/shm would fail NCCL at its first collective, long after the pods start.
+    if (std::strtod(resources.shared_memory.c_str(), nullptr) <= 0) {
+      context.Fail(map.PathOf("sharedMemory"), "expected a size above 0, got \"{}\"",
+                   resources.shared_memory);
+    }
+  }
+  if (const YAML::Node* nccl = map.Find("nccl")) {
+    resources.nccl = ReadNccl(context, *nccl, map.PathOf("nccl"));
   }
   return resources;
 }

@@ -61,6 +61,45 @@ TEST(JobAutoFieldsTest, ParseWriteBackAndReachTheCompileRequest) {
   EXPECT_EQ(plain.find("networkBandwidthGbps"), std::string::npos);
 }
 
+// The GPU pods' fields: /dev/shm's size and NCCL's settings parse, write back and become the
+// environment NCCL reads, the manifest's settings ahead of a fallback's (the operator's).
+TEST(JobAutoFieldsTest, SharedMemoryAndNcclSettingsRoundTripAndBecomeTheEnvironment) {
+  const JobSpec job = Minimal("    builder: AllReduce\n",
+                              "    workers: 2\n    gpusPerWorker: 1\n    sharedMemory: 2Gi\n"
+                              "    nccl: {socketIfname: \"^docker,lo\", ibDisable: false}\n");
+  EXPECT_EQ(job.resources.shared_memory, "2Gi");
+  EXPECT_EQ(job.resources.nccl.socket_ifname, "^docker,lo");
+  EXPECT_EQ(job.resources.nccl.debug, "");
+  EXPECT_EQ(job.resources.nccl.ib_disable, false);
+  EXPECT_EQ(ParseJob(JobToYaml(job), "again.yaml", "/jobs"), job) << JobToYaml(job);
+
+  using Environment = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(NcclEnvironment(job.resources.nccl),
+            (Environment{{"NCCL_SOCKET_IFNAME", "^docker,lo"}, {"NCCL_IB_DISABLE", "0"}}));
+  const NcclSpec fallback{"eth0", "WARN", true};
+  EXPECT_EQ(
+      NcclEnvironment(job.resources.nccl, fallback),
+      (Environment{
+          {"NCCL_SOCKET_IFNAME", "^docker,lo"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_DISABLE", "0"}}));
+  EXPECT_EQ(NcclEnvironment(NcclSpec{}), Environment{});
+
+  const std::string plain = JobToYaml(Minimal("    builder: AllReduce\n", "    workers: 1\n"));
+  EXPECT_EQ(plain.find("sharedMemory"), std::string::npos);
+  EXPECT_EQ(plain.find("nccl"), std::string::npos);
+}
+
+TEST(JobAutoFieldsTest, NcclSettingsAcceptWhatNcclReads) {
+  for (const char* good : {"eth0", "=eth0", "^docker,lo", "ens1f0.100", "eth0:1", "ib"}) {
+    EXPECT_TRUE(IsNcclSocketIfname(good)) << good;
+  }
+  for (const char* bad : {"", "^", "eth0,", ",eth0", "eth0,,lo", "eth 0", "eth0;lo", "^^eth0"}) {
+    EXPECT_FALSE(IsNcclSocketIfname(bad)) << bad;
+  }
+  for (const char* level : {"VERSION", "WARN", "INFO", "TRACE"})
+    EXPECT_TRUE(IsNcclDebugLevel(level));
+  for (const char* level : {"", "info", "DEBUG", "WARN "}) EXPECT_FALSE(IsNcclDebugLevel(level));
+}
+
 TEST(JobAutoFieldsTest, ALocalProfileIsReadAndCheckedAgainstTheJob) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("autodist-auto-fields-" + std::to_string(::getpid()));
