@@ -371,6 +371,11 @@ class JobRun {
                  std::to_string(threads),
                  "--heartbeat-timeout-ms",
                  std::to_string(options_.heartbeat_timeout.count())};
+    // The manifest's NCCL settings, as the operator gives its pods; those it leaves unset stay
+    // as the caller's environment has them.
+    for (const auto& [name, value] : job::NcclEnvironment(job_.resources.nccl)) {
+      spec.env[name] = value;
+    }
     if (network_) {
       const netemu::EmulatedHost& host = network_->Host(member.node);
       spec.argv.emplace_back("--listen");

@@ -102,6 +102,16 @@ void AddOperatorFlags(CLI::App& app, OperatorOptions& options) {
   app.add_option("--runtime-image-pull-policy", options.reconciler.runtime_image_pull_policy,
                  "Always, IfNotPresent or Never")
       ->check(CLI::IsMember({"Always", "IfNotPresent", "Never"}));
+  app.add_option("--runtime-gpu-image", options.reconciler.runtime_gpu_image,
+                 "Image of the autodist-runtime container in GPU workers' pods (built with CUDA)");
+  job::NcclSpec& nccl = options.reconciler.nccl;
+  app.add_option("--nccl-socket-ifname", nccl.socket_ifname,
+                 "NCCL_SOCKET_IFNAME of the runtime pods where the manifest sets none");
+  app.add_option("--nccl-debug", nccl.debug,
+                 "NCCL_DEBUG (VERSION, WARN, INFO or TRACE) where the manifest sets none");
+  app.add_option_function<bool>(
+      "--nccl-ib-disable", [&nccl](bool disable) { nccl.ib_disable = disable; },
+      "NCCL_IB_DISABLE where the manifest sets none (true: sockets only)");
   app.add_option_function<std::string>(
       "--gang-scheduling",
       [&options](const std::string& name) {

@@ -41,6 +41,15 @@ int RuntimeMetricsPort(const ReconcilerOptions& options) {
 
 void ValidateOptions(const ReconcilerOptions& options) {
   AD_CHECK(!options.runtime_image.empty(), kInvalidArgument, "runtime image: must not be empty");
+  AD_CHECK(!options.runtime_gpu_image.empty(), kInvalidArgument,
+           "--runtime-gpu-image: must not be empty");
+  AD_CHECK(job::IsNcclSocketIfname(options.nccl.socket_ifname), kInvalidArgument,
+           "--nccl-socket-ifname: expected {}, got '{}'", job::kNcclSocketIfnameExpected,
+           options.nccl.socket_ifname);
+  AD_CHECK(job::IsNcclDebugLevel(options.nccl.debug), kInvalidArgument,
+           "--nccl-debug: expected {}, got '{}'", job::kNcclDebugExpected, options.nccl.debug);
+  AD_CHECK(options.nccl.ib_disable.has_value(), kInvalidArgument,
+           "--nccl-ib-disable: expected true or false");
   const AddressPolicy& addresses = options.addresses;
   AD_CHECK(!addresses.host_template.empty(), kInvalidArgument,
            "address policy: the host template must not be empty");

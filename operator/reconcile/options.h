@@ -8,6 +8,8 @@
 #include <map>
 #include <string>
 
+#include "runtime/job/nccl_settings.h"
+
 namespace autodist::reconcile {
 
 // Where a member listens and how the others reach it.
@@ -73,6 +75,9 @@ struct JobTlsOptions {
 struct ReconcilerOptions {
   std::string runtime_image = "autodist/autodist-runtime:0.1.0";  // --runtime-image
   std::string runtime_image_pull_policy = "IfNotPresent";         // --runtime-image-pull-policy
+  // The image of GPU workers' pods (resources.gpusPerWorker > 0): the same binaries built with
+  // CUDA (docker/runtime-cuda.Dockerfile). Parameter servers and CPU jobs keep runtime_image.
+  std::string runtime_gpu_image = "autodist/autodist-runtime-cuda:0.1.0";  // --runtime-gpu-image
   AddressPolicy addresses = AddressPolicy::Cluster();
   GangScheduler gang_scheduler = GangScheduler::kNone;  // --gang-scheduling
   // The job's ConfigMap (manifest, Strategy, cluster spec) is mounted here in every pod.
@@ -86,8 +91,10 @@ struct ReconcilerOptions {
   // an emptyDir each (pod_volumes.h), /dev/shm's in memory. Empty: none.
   std::string tmp_mount_path = "/tmp";
   std::string shm_mount_path = "/dev/shm";
-  std::string nccl_socket_ifname = "eth0";
-  std::string nccl_debug = "WARN";
+  // NCCL's settings in every runtime pod where the manifest's spec.resources.nccl leaves them
+  // unset (--nccl-socket-ifname, --nccl-debug, --nccl-ib-disable). The defaults work on a plain
+  // TCP cluster: the pod's one interface, warnings only, no InfiniBand.
+  job::NcclSpec nccl{"eth0", "WARN", true};
   // Every runtime container serves Prometheus /metrics on this port (named "metrics" in the pod
   // spec); 0 turns it off. Pods that share a host (AddressPolicy::kPerMember) serve none: one
   // fixed port would collide.

@@ -15,10 +15,27 @@
 namespace autodist::reconcile {
 namespace {
 
-constexpr char kGpuResource[] = "nvidia.com/gpu";
+constexpr const char* kGpuResource = "nvidia.com/gpu";
 
-nlohmann::json Env(const char* name, const std::string& value) {
+nlohmann::json Env(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
+}
+
+// A worker of a job that asks for GPUs: its pod gets the devices, the CUDA image and the
+// toleration of GPU nodes' taint.
+bool IsGpuWorker(const job::JobSpec& job, const Member& member) {
+  return member.role == Role::kWorker && job.resources.gpus_per_worker > 0;
+}
+
+// Lets a GPU worker's pod onto nodes tainted nvidia.com/gpu (as GPU node pools commonly are, so
+// that only pods that use the devices land there), unless the template already tolerates it.
+void TolerateGpuNodes(nlohmann::json& pod_spec) {
+  nlohmann::json& tolerations = pod_spec["tolerations"];
+  if (!tolerations.is_array()) tolerations = nlohmann::json::array();
+  for (const nlohmann::json& toleration : tolerations) {
+    if (toleration.is_object() && toleration.value("key", "") == kGpuResource) return;
+  }
+  tolerations.push_back({{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
 }
 
 nlohmann::json Resources(const job::JobSpec& job, const Member& member) {
@@ -28,7 +45,7 @@ nlohmann::json Resources(const job::JobSpec& job, const Member& member) {
   if (!job.resources.memory.empty()) requests["memory"] = job.resources.memory;
   // GPUs are extended resources: the limit is what the device plugin allocates, and a request,
   // when given, must equal it. Parameter servers run no replica and get none.
-  if (member.role == Role::kWorker && job.resources.gpus_per_worker > 0) {
+  if (IsGpuWorker(job, member)) {
     const std::string gpus = std::to_string(job.resources.gpus_per_worker);
     requests[kGpuResource] = gpus;
     limits[kGpuResource] = gpus;
@@ -71,7 +88,7 @@ nlohmann::json VolumeMounts(const PodRequest& request) {
 }
 
 nlohmann::json TemplatePart(const nlohmann::json& pod_template, const char* part) {
-  if (!pod_template.is_object()) return nlohmann::json();
+  if (!pod_template.is_object()) return {};
   const auto found = pod_template.find(part);
   return found != pod_template.end() && found->is_object() ? *found : nlohmann::json();
 }
@@ -82,9 +99,20 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
   const Member& member = request.member;
   const ReconcilerOptions& options = request.options;
   const std::string manifest = options.config_mount_path + "/" + kManifestKey;
+  nlohmann::json env = nlohmann::json::array({
+      Env("AUTODIST_ROLE", RoleLabel(member.role)),
+      Env("AUTODIST_RANK", std::to_string(member.index)),
+      Env("AUTODIST_WORLD_SIZE", std::to_string(request.members.workers)),
+      Env("AUTODIST_NODE", member.node),
+      Env("AUTODIST_COORDINATOR", request.members.Coordinator()),
+  });
+  for (const auto& [name, value] : job::NcclEnvironment(request.job.resources.nccl, options.nccl)) {
+    env.push_back(Env(name, value));
+  }
   nlohmann::json container = {
       {"name", kRuntimeContainer},
-      {"image", options.runtime_image},
+      {"image",
+       IsGpuWorker(request.job, member) ? options.runtime_gpu_image : options.runtime_image},
       {"imagePullPolicy", options.runtime_image_pull_policy},
       {"command", nlohmann::json::array({"autodist-runtime"})},
       {"args",
@@ -92,15 +120,7 @@ nlohmann::json RuntimeContainer(const PodRequest& request) {
                               request.members.Coordinator(), "--listen",
                               fmt::format("{}:{}", options.addresses.listen_host, member.port),
                               "--advertise-host", member.host})},
-      {"env", nlohmann::json::array({
-                  Env("AUTODIST_ROLE", RoleLabel(member.role)),
-                  Env("AUTODIST_RANK", std::to_string(member.index)),
-                  Env("AUTODIST_WORLD_SIZE", std::to_string(request.members.workers)),
-                  Env("AUTODIST_NODE", member.node),
-                  Env("AUTODIST_COORDINATOR", request.members.Coordinator()),
-                  Env("NCCL_SOCKET_IFNAME", options.nccl_socket_ifname),
-                  Env("NCCL_DEBUG", options.nccl_debug),
-              })},
+      {"env", std::move(env)},
       {"ports", nlohmann::json::array(
                     {{{"name", kPortName}, {"containerPort", member.port}, {"protocol", "TCP"}}})},
       {"volumeMounts", VolumeMounts(request)},
@@ -167,6 +187,7 @@ nlohmann::json BuildPod(const PodRequest& request, std::vector<OutputDirectory>*
 
   nlohmann::json spec = InjectRuntime(TemplatePart(request.pod_template, "spec"),
                                       RuntimeContainer(request), Volumes(request));
+  if (IsGpuWorker(request.job, member)) TolerateGpuNodes(spec);
   // The operator restarts the whole gang; a kubelet restarting one container in place would
   // bring back a member the others no longer wait for.
   spec["restartPolicy"] = "Never";

@@ -33,9 +33,10 @@ nlohmann::json* FindContainer(nlohmann::json& pod_spec, const std::string& name)
 }
 
 void AddEmptyDir(nlohmann::json& pod_spec, nlohmann::json& container, const std::string& name,
-                 const std::string& path, bool in_memory) {
+                 const std::string& path, bool in_memory, const std::string& size_limit = "") {
   nlohmann::json empty_dir = nlohmann::json::object();
   if (in_memory) empty_dir["medium"] = "Memory";
+  if (!size_limit.empty()) empty_dir["sizeLimit"] = size_limit;
   pod_spec["volumes"].push_back({{"name", name}, {"emptyDir", std::move(empty_dir)}});
   container["volumeMounts"].push_back({{"name", name}, {"mountPath", path}});
 }
@@ -76,7 +77,8 @@ std::vector<OutputDirectory> AddWritableVolumes(nlohmann::json& pod_spec,
   }
   if (!options.shm_mount_path.empty() &&
       !Covered((*container)["volumeMounts"], options.shm_mount_path)) {
-    AddEmptyDir(pod_spec, *container, "autodist-shm", options.shm_mount_path, true);
+    AddEmptyDir(pod_spec, *container, "autodist-shm", options.shm_mount_path, true,
+                job.resources.shared_memory);
   }
   int index = 0;
   for (const OutputDirectory& directory : OutputDirectories(job)) {

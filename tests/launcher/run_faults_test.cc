@@ -24,16 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The pid of the member `node` of the job whose manifest is `manifest`, once it runs.
-pid_t WaitForMember(const std::string& manifest, const std::string& node) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    for (pid_t pid : ProcessesMentioning(manifest + " --node " + node + " ")) return pid;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return 0;
-}
-
 // Waits until `path` contains `text`.
 bool WaitForText(const std::string& path, const std::string& text) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);

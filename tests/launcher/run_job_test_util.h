@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "launcher/run_command.h"
@@ -37,9 +39,10 @@ struct JobParams {
   int batch = 8;  // per replica
   int steps = 5;
   std::string optimizer = "name: sgd\n      lr: 0.1\n      momentum: 0.9";
-  std::string extra_training;  // YAML lines under spec.training
-  std::string run_policy;      // YAML lines under spec.runPolicy
-  bool eval = false;           // evaluate on the training files at the end
+  std::string extra_training;   // YAML lines under spec.training
+  std::string run_policy;       // YAML lines under spec.runPolicy
+  std::string extra_resources;  // YAML lines under spec.resources
+  bool eval = false;            // evaluate on the training files at the end
 };
 
 // The graph inputs of a parity fixture and their files, as YAML lines under data.train.
@@ -86,6 +89,7 @@ inline std::string JobYaml(const JobParams& params, const std::string& checkpoin
       "    replicasPerWorker: {}\n"
       "    parameterServers: {}\n",
       params.workers, params.replicas_per_worker, params.parameter_servers);
+  yaml += params.extra_resources;
   if (!params.run_policy.empty()) yaml += "  runPolicy:\n" + params.run_policy;
   return yaml;
 }
@@ -144,6 +148,17 @@ inline std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   }
   closedir(proc);
   return found;
+}
+
+// The pid of the member `node` of the job whose manifest is `manifest`, once it runs; 0 when it
+// has not started within a minute.
+inline pid_t WaitForMember(const std::string& manifest, const std::string& node) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    for (pid_t pid : ProcessesMentioning(manifest + " --node " + node + " ")) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
 }
 
 // The variables of the latest checkpoint in `dir`, by name.

@@ -98,6 +98,22 @@ TEST(OperatorOptionsTest, BadValuesNameTheFlag) {
   EXPECT_THAT(ErrorOf({"--lease-duration=5s", "--renew-deadline=10s"}),
               HasSubstr("--renew-deadline (10000 ms) must be shorter than --lease-duration"));
   EXPECT_THAT(ErrorOf({"--gang-scheduling=kube-batch"}), HasSubstr("kube-batch"));
+  EXPECT_THAT(ErrorOf({"--nccl-socket-ifname=eth 0"}),
+              HasSubstr("--nccl-socket-ifname: expected interface name prefixes"));
+  EXPECT_THAT(ErrorOf({"--nccl-debug=LOUD"}),
+              HasSubstr("--nccl-debug: expected one of VERSION, WARN, INFO, TRACE, got 'LOUD'"));
+}
+
+// The chart's GPU image and NCCL values, and what the pods get without them.
+TEST(OperatorOptionsTest, GpuImageAndNcclFlags) {
+  const OperatorOptions defaults = Parse({});
+  EXPECT_EQ(defaults.reconciler.runtime_gpu_image, "autodist/autodist-runtime-cuda:0.1.0");
+  EXPECT_EQ(defaults.reconciler.nccl, (job::NcclSpec{"eth0", "WARN", true}));
+  const OperatorOptions options =
+      Parse({"--runtime-gpu-image=r/runtime-cuda:2", "--nccl-socket-ifname=^docker,lo",
+             "--nccl-debug=INFO", "--nccl-ib-disable=false"});
+  EXPECT_EQ(options.reconciler.runtime_gpu_image, "r/runtime-cuda:2");
+  EXPECT_EQ(options.reconciler.nccl, (job::NcclSpec{"^docker,lo", "INFO", false}));
 }
 
 }  // namespace

@@ -295,6 +295,63 @@ TEST_F(OperatorEndToEnd, PodsNoSchedulerServesAreReportedAfterTheSchedulingTimeo
   EXPECT_TRUE(ConditionOf(Job(name), "Failed").is_null());
 }
 
+// A GPU job's pods as the API server stores them (left unscheduled: no GPU runs here): workers
+// with the GPU image, the device request, the GPU taint's toleration, the manifest's /dev/shm
+// size and NCCL settings over the operator's; the parameter server on the CPU image.
+TEST_F(OperatorEndToEnd, GpuWorkerPodsCarryTheGpuImageTolerationSharedMemoryAndNccl) {
+  RestartOperatorWith([](OperatorOptions& options) {
+    options.reconciler.runtime_gpu_image = "autodist/autodist-runtime-cuda:e2e";
+    options.reconciler.nccl.socket_ifname = "lo";
+  });
+  const std::string name = "fmnist-gpu-pods";
+  JobManifest manifest;
+  manifest.name = name;
+  manifest.scheduler_name = "no-such-scheduler";  // the pods stay Pending, as rendered
+  manifest.resources = {"gpusPerWorker: 1", "sharedMemory: 1Gi",
+                        "nccl: {debug: INFO, ibDisable: false}"};
+  Apply(manifest.ToYaml());
+  ASSERT_TRUE(
+      WaitFor(name, "the job's three pods", seconds(60), [&] { return Pods(name).size() == 3; }));
+  for (const nlohmann::json& pod : Pods(name)) {
+    const std::string pod_name = pod["metadata"].value("name", "");
+    const bool worker = pod_name.find("-worker-") != std::string::npos;
+    const nlohmann::json& spec = pod["spec"];
+    const nlohmann::json* runtime = nullptr;
+    for (const nlohmann::json& container : spec["containers"]) {
+      if (container.value("name", "") == "autodist-runtime") runtime = &container;
+    }
+    ASSERT_NE(runtime, nullptr) << pod.dump(2);
+    EXPECT_EQ(runtime->value("image", ""),
+              worker ? "autodist/autodist-runtime-cuda:e2e" : "autodist/autodist-runtime:e2e")
+        << pod_name;
+    std::map<std::string, std::string> env;
+    for (const nlohmann::json& variable : (*runtime)["env"]) {
+      env[variable.value("name", "")] = variable.value("value", "");
+    }
+    EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "lo") << pod_name;
+    EXPECT_EQ(env["NCCL_DEBUG"], "INFO") << pod_name;
+    EXPECT_EQ(env["NCCL_IB_DISABLE"], "0") << pod_name;
+    bool shm_sized = false;
+    for (const nlohmann::json& volume : spec["volumes"]) {
+      if (volume.value("name", "") == "autodist-shm") {
+        shm_sized = volume["emptyDir"].value("sizeLimit", "") == "1Gi" &&
+                    volume["emptyDir"].value("medium", "") == "Memory";
+      }
+    }
+    EXPECT_TRUE(shm_sized) << pod.dump(2);
+    if (worker) {
+      EXPECT_EQ((*runtime)["resources"]["limits"].value("nvidia.com/gpu", ""), "1") << pod_name;
+      EXPECT_EQ(spec["tolerations"], nlohmann::json::parse(R"([
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])"))
+          << pod_name;
+    } else {
+      EXPECT_FALSE((*runtime).contains("resources")) << pod_name;
+      EXPECT_FALSE(spec.contains("tolerations")) << pod_name;
+    }
+  }
+  ASSERT_EQ(Kubectl("delete adj " + name).exit_code, 0);
+}
+
 TEST_F(OperatorEndToEnd, TheVolcanoPathRunsAGangEndToEnd) {
   server_->CreateFromFile(k8s::VolcanoPodGroupCrdPath());
   RestartOperatorWith([](OperatorOptions& options) {

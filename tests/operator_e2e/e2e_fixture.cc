@@ -90,8 +90,9 @@ std::string JobManifest::ToYaml() const {
        << "    builder: PS\n"
        << "  resources:\n"
        << "    workers: " << workers << "\n"
-       << "    parameterServers: " << parameter_servers << "\n"
-       << "  runPolicy:\n";
+       << "    parameterServers: " << parameter_servers << "\n";
+  for (const std::string& line : resources) yaml << "    " << line << "\n";
+  yaml << "  runPolicy:\n";
   if (!restart_policy.empty()) yaml << "    restartPolicy: " << restart_policy << "\n";
   if (backoff_limit.has_value()) yaml << "    backoffLimit: " << *backoff_limit << "\n";
   yaml << "    cleanPodPolicy: " << clean_pod_policy << "\n";

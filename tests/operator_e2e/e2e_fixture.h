@@ -60,6 +60,7 @@ struct JobManifest {
   std::string scheduler_name;  // "" = none: spec.template.spec.schedulerName
   // "key: value" lines under spec.runPolicy.schedulingPolicy (none: no such block).
   std::vector<std::string> scheduling_policy;
+  std::vector<std::string> resources;      // more "key: value" lines under spec.resources
   std::vector<std::string> template_spec;  // more "key: value" lines under spec.template.spec
   std::string data_dir;                    // "" = the dataset's default directory
 

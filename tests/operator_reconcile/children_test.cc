@@ -167,7 +167,8 @@ TEST(ChildrenTest, RuntimeArgsAndEnvOnACluster) {
                                 {"AUTODIST_NODE", "worker-1"},
                                 {"AUTODIST_COORDINATOR", "fmnist-worker-0.fmnist.ml.svc:29500"},
                                 {"NCCL_SOCKET_IFNAME", "eth0"},
-                                {"NCCL_DEBUG", "WARN"}}));
+                                {"NCCL_DEBUG", "WARN"},
+                                {"NCCL_IB_DISABLE", "1"}}));
   const auto ps_env = EnvOf(RuntimeOf(cluster.pod("fmnist-ps-0")));
   EXPECT_EQ(ps_env.at("AUTODIST_ROLE"), "ps");
   EXPECT_EQ(ps_env.at("AUTODIST_RANK"), "0");
@@ -321,6 +322,61 @@ TEST(ChildrenTest, GpuWorkersRequestGpusAndParameterServersDoNot) {
   EXPECT_EQ(RuntimeOf(cluster.pod("fmnist-ps-0"))["resources"],
             nlohmann::json::parse(R"({"requests": {"cpu": "4", "memory": "16Gi"}})"));
   EXPECT_EQ(cluster.status()["strategy"]["replicas"], 8);
+}
+
+// GPU workers' pods run the CUDA image, tolerate GPU nodes' taint and get the manifest's /dev/shm
+// size and NCCL settings (the operator's where the manifest has none); parameter servers keep
+// the CPU image and no toleration.
+TEST(ChildrenTest, GpuWorkersGetTheGpuImageTheTolerationSharedMemoryAndNcclSettings) {
+  ReconcilerOptions options = testing::TestOptions();
+  options.runtime_gpu_image = "registry.test/autodist-runtime-cuda:1.0";
+  options.nccl = job::NcclSpec{"ens", "INFO", true};
+  Cluster cluster(JobObject({{"strategy", {{"builder", "Parallax"}}},
+                             {"resources",
+                              {{"workers", 2},
+                               {"gpusPerWorker", 1},
+                               {"parameterServers", 1},
+                               {"sharedMemory", "2Gi"},
+                               {"nccl", {{"debug", "TRACE"}, {"ibDisable", false}}}}}}),
+                  options);
+  cluster.Reconcile(At(0));
+  const nlohmann::json& worker = cluster.pod("fmnist-worker-1");
+  const nlohmann::json& ps = cluster.pod("fmnist-ps-0");
+  EXPECT_EQ(RuntimeOf(worker)["image"], "registry.test/autodist-runtime-cuda:1.0");
+  EXPECT_EQ(RuntimeOf(ps)["image"], "registry.test/autodist-runtime:1.0");
+  EXPECT_EQ(worker["spec"]["tolerations"], nlohmann::json::parse(R"([
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
+  EXPECT_FALSE(ps["spec"].contains("tolerations"));
+  for (const nlohmann::json* pod : {&worker, &ps}) {
+    const auto env = EnvOf(RuntimeOf(*pod));
+    EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "ens");  // the operator's
+    EXPECT_EQ(env.at("NCCL_DEBUG"), "TRACE");        // the manifest's
+    EXPECT_EQ(env.at("NCCL_IB_DISABLE"), "0");
+    const nlohmann::json& volumes = (*pod)["spec"]["volumes"];
+    const auto shm = std::find_if(volumes.begin(), volumes.end(), [](const nlohmann::json& v) {
+      return v["name"] == "autodist-shm";
+    });
+    ASSERT_NE(shm, volumes.end());
+    EXPECT_EQ((*shm)["emptyDir"],
+              nlohmann::json::parse(R"({"medium": "Memory", "sizeLimit": "2Gi"})"));
+  }
+}
+
+// A template that tolerates the GPU taint its own way keeps its toleration, not a second one.
+TEST(ChildrenTest, ATemplatesOwnGpuTolerationIsKept) {
+  Cluster cluster(JobObject({{"resources", {{"workers", 1}, {"gpusPerWorker", 1}}},
+                             {"template",
+                              {{"spec",
+                                {{"tolerations",
+                                  {{{"key", "nvidia.com/gpu"},
+                                    {"operator", "Equal"},
+                                    {"value", "a100"},
+                                    {"effect", "NoSchedule"}},
+                                   {{"key", "spot"}, {"operator", "Exists"}}}}}}}}}));
+  cluster.Reconcile(At(0));
+  EXPECT_EQ(cluster.pod("fmnist-worker-0")["spec"]["tolerations"], nlohmann::json::parse(R"([
+    {"key": "nvidia.com/gpu", "operator": "Equal", "value": "a100", "effect": "NoSchedule"},
+    {"key": "spot", "operator": "Exists"}])"));
 }
 
 TEST(ChildrenTest, WithoutResourcesThereAreNoRequests) {
