@@ -3,7 +3,8 @@
 Deployment's security context and probes, RBAC rules equal to the least-privilege set (no
 wildcards), the CRD identical to crds/, the ServiceAccount wired to the Deployment and the
 bindings, per-namespace Roles when watchNamespaces is set, leader election on and off, gang
-scheduling, the per-job NetworkPolicy flags, and the values schema refusing bad values.
+scheduling, the per-job NetworkPolicy flags, the GPU workers' image and NCCL's settings, and the
+values schema refusing bad values.
 
     check_chart.py <repository root>
 
@@ -406,6 +407,45 @@ def check_job_tls(checker, helm):
                      ["--job-tls=false"])
 
 
+def check_gpu_and_nccl(checker, helm):
+    """The GPU workers' image (tag defaulting to appVersion like runtimeImage's) and NCCL's
+    settings reach the operator as flags, with the defaults and with values set; the CPU image
+    and the one pull policy are untouched by them."""
+    gpu_flags = ("--runtime-gpu-image=", "--nccl-")
+    for sets, expected in (
+            ([], ["--runtime-gpu-image=autodist/autodist-runtime-cuda:0.1.0",
+                  "--nccl-socket-ifname=eth0", "--nccl-debug=WARN", "--nccl-ib-disable=true"]),
+            (["runtimeGpuImage.tag=x", "nccl.debug=INFO", "nccl.ibDisable=false"],
+             ["--runtime-gpu-image=autodist/autodist-runtime-cuda:x",
+              "--nccl-socket-ifname=eth0", "--nccl-debug=INFO", "--nccl-ib-disable=false"]),
+            (["runtimeGpuImage.repository=registry.local/adj-cuda",
+              r"nccl.socketIfname=^lo\,docker0", "nccl.debug=TRACE"],
+             ["--runtime-gpu-image=registry.local/adj-cuda:0.1.0",
+              "--nccl-socket-ifname=^lo,docker0", "--nccl-debug=TRACE",
+              "--nccl-ib-disable=true"]),
+            # A trailing ':' stays part of the flag (YAML would read it as a key unquoted).
+            (["nccl.socketIfname=eth0:"],
+             ["--runtime-gpu-image=autodist/autodist-runtime-cuda:0.1.0",
+              "--nccl-socket-ifname=eth0:", "--nccl-debug=WARN", "--nccl-ib-disable=true"])):
+        objects = helm.template(*sets)
+        deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
+        if deployment is None:
+            continue
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        checker.check(all(isinstance(a, str) for a in args), f"non-string operator args: {args}")
+        checker.equal([a for a in args if isinstance(a, str) and a.startswith(gpu_flags)],
+                      expected, f"GPU image and NCCL flags with {sets or 'the defaults'}")
+        checker.check("--runtime-image=autodist/autodist-runtime:0.1.0" in args,
+                      f"the CPU runtime image changed with {sets}: {args}")
+    objects = helm.template("runtimeImage.pullPolicy=Always")
+    deployment = one(checker, objects, "Deployment", NAMESPACE, FULLNAME)
+    if deployment is not None:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        checker.equal([a for a in args if "pull-policy" in a],
+                      ["--runtime-image-pull-policy=Always"],
+                      "one pull policy for both runtime images")
+
+
 def check_other_values(checker, helm):
     objects = helm.template("serviceAccount.create=false", "serviceAccount.name=existing",
                             "metrics.service.enabled=false")
@@ -435,7 +475,15 @@ def check_other_values(checker, helm):
             (["networkPolicy.enabled=maybe"], "enabled"),
             (["jobTls.certificateLifetimeDays=0"], "certificateLifetimeDays"),
             (["runtimeMetrics.podMonitor.enabled=true", "runtimeMetrics.port=0"],
-             "runtimeMetrics.port")):
+             "runtimeMetrics.port"),
+            (["nccl.debug=LOUD"], "debug"),
+            (["nccl.socketIfname=eth 0"], "socketIfname"),
+            (["nccl.socketIfname=eth0^lo"], "socketIfname"),
+            (["nccl.socketIfname="], "socketIfname"),
+            (["nccl.ibDisable=maybe"], "ibDisable"),
+            (["nccl.blocking=1"], "blocking"),
+            (["runtimeGpuImage.repository="], "repository"),
+            (["runtimeGpuImage.pullPolicy=Always"], "pullPolicy")):
         args = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
         for value in sets:
             args += ["--set", value]
@@ -483,7 +531,7 @@ def main():
                       f"NOTES.txt did not render: {result.stderr.strip()[:300]}")
         for check in (check_defaults, check_watch_namespaces, check_no_leader_election,
                       check_gang_scheduling, check_runtime_metrics, check_network_policy,
-                      check_job_tls, check_other_values):
+                      check_job_tls, check_gpu_and_nccl, check_other_values):
             try:
                 check(checker, helm, crd) if check is check_defaults else check(checker, helm)
             except (RuntimeError, KeyError, TypeError, subprocess.TimeoutExpired) as error:

@@ -2,14 +2,25 @@
 """Static checks of docker/*.Dockerfile (no Docker engine runs where the tests run).
 
     check_docker.py static   <repository root>
-        multi-stage on Debian bookworm, a bookworm-slim final stage, a numeric non-root USER,
-        the build stage using scripts/setup.sh and CMake without tests and benchmarks, every
-        copied binary a target of the build (BRIEF §2 names), no -dev package in the image.
+        every image: multi-stage, a numeric non-root USER (65532) with no RUN after it, the build
+        stage using scripts/setup.sh and CMake without tests and benchmarks, every copied binary
+        a target of the build (BRIEF §2 names), no -dev package in the image, the exec-form
+        ENTRYPOINT, a .dockerignore keeping build trees out.
+        The CPU images (operator, runtime): every stage on Debian bookworm, the final one on
+        bookworm-slim.
+        The CUDA image (runtime-cuda): built on an nvidia/cuda devel image and finished on the
+        nvidia/cuda runtime image of the same CUDA release, Ubuntu release and cuDNN flavour
+        (the cudnn one when CMake links cuDNN); CMake with AUTODIST_CUDA=ON and
+        CMAKE_CUDA_ARCHITECTURES covering sm_90 (H100, H200); a runtime package list derived in
+        the build stage that refuses -dev packages; a header saying the image has not been built
+        here (nothing here can build it, so a reader must not take it as tried).
     check_docker.py packages <repository root> <directory of built binaries>
-        every runtime package exists in Debian bookworm (apt-cache policy), and the packages
-        are exactly those providing the shared libraries the built binaries link (readelf -d);
-        binaries not built yet are reported and skipped. Exit 77 (skip) when the apt package
-        index is empty (run apt-get update).
+        every runtime package of the CPU images exists in Debian bookworm (apt-cache policy), and
+        the packages are exactly those providing the shared libraries the built binaries link
+        (readelf -d); binaries not built yet are reported and skipped. Exit 77 (skip) when the
+        apt package index is empty (run apt-get update). The CUDA image is skipped: its base is
+        Ubuntu, not bookworm, and its build stage derives its package list from the libraries
+        it links.
 """
 
 import pathlib
@@ -20,11 +31,21 @@ import sys
 
 SKIP = 77
 IMAGES = {
-    "docker/operator.Dockerfile": {"binaries": ["autodist-operator"],
+    "docker/operator.Dockerfile": {"base": "debian", "binaries": ["autodist-operator"],
                                    "entrypoint": "/usr/local/bin/autodist-operator"},
-    "docker/runtime.Dockerfile": {"binaries": ["autodist-runtime", "autodist"],
+    "docker/runtime.Dockerfile": {"base": "debian", "binaries": ["autodist-runtime", "autodist"],
                                   "entrypoint": "/usr/local/bin/autodist-runtime"},
+    "docker/runtime-cuda.Dockerfile": {"base": "cuda",
+                                       "binaries": ["autodist-runtime", "autodist"],
+                                       "entrypoint": "/usr/local/bin/autodist-runtime"},
 }
+# nvidia/cuda:<CUDA release>-[cudnn-]<devel|runtime>-<OS release>, optionally pinned by digest.
+CUDA_IMAGE = re.compile(r"nvidia/cuda:(?P<cuda>\d+\.\d+\.\d+)-(?P<cudnn>cudnn-)?"
+                        r"(?P<flavour>devel|runtime)-(?P<os>ubuntu\d+\.\d+)"
+                        r"(@sha256:[0-9a-f]{64})?")
+# CMake that links cuDNN (then the images must be the -cudnn- ones).
+CMAKE_CUDNN = re.compile(r"(?i)CUDA::cudnn|CUDNN::|(find_library|find_package|pkg_check_modules)"
+                         r"\([^)]*cudnn")
 # In debian:bookworm-slim already (essential or required by apt/dpkg).
 SLIM_BASE = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
 # Installed on purpose without being linked: data the example jobs read.
@@ -98,7 +119,10 @@ def apt_packages(stage):
         if keyword != "RUN":
             continue
         for command in re.split(r"&&|;|\|\||\bthen\b|\bfi\b", args):
-            words = shlex.split(command)
+            try:
+                words = shlex.split(command)
+            except ValueError:  # a quote split above (a ; inside an awk program, say)
+                words = command.split()
             if "apt-get" in words and "install" in words:
                 after = words[words.index("install") + 1:]
                 packages += [w for w in after if not w.startswith("-")]
@@ -116,12 +140,102 @@ def cmake_targets(root):
 
 
 def copied_binaries(stage):
+    """Files copied from another stage into /usr/local/bin (other copies are data, such as the
+    CUDA image's package list)."""
     binaries = []
     for keyword, args in stage:
         if keyword == "COPY" and args.startswith("--from="):
-            sources = shlex.split(args)[1:-1]
-            binaries += [pathlib.PurePosixPath(s).name for s in sources]
+            words = shlex.split(args)
+            if not words[-1].startswith("/usr/local/bin"):
+                continue
+            binaries += [pathlib.PurePosixPath(s).name for s in words[1:-1]]
     return binaries
+
+
+def stage_image(stage):
+    """The image a stage starts FROM (flags such as --platform skipped)."""
+    return next(w for w in stage[0][1].split() if not w.startswith("--"))
+
+
+def expand_args(stage, text):
+    """text with the stage's ARG defaults substituted for $NAME and ${NAME}."""
+    defaults = {}
+    for keyword, args in stage:
+        if keyword == "ARG":
+            name, _, value = args.partition("=")
+            defaults[name.strip()] = value.strip().strip('"')
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: defaults.get(m.group(1), m.group(0)), text)
+
+
+def links_cudnn(root):
+    for path in list(root.rglob("CMakeLists.txt")) + list(root.glob("cmake/*.cmake")):
+        relative = path.relative_to(root)
+        if relative.parts[0].startswith("build") or relative.parts[0] == ".git":
+            continue
+        if CMAKE_CUDNN.search(path.read_text()):
+            return True
+    return False
+
+
+def check_debian_bases(checker, name, all_stages):
+    for stage in all_stages:
+        image = stage_image(stage)
+        checker.check(re.fullmatch(r"debian:bookworm(-slim)?(@sha256:[0-9a-f]{64})?", image),
+                      f"{name}: FROM {image} is not Debian bookworm")
+    checker.check(stage_image(all_stages[-1]).startswith("debian:bookworm-slim"),
+                  f"{name}: the final stage is not debian:bookworm-slim")
+
+
+def check_cuda_image(checker, root, name, text, all_stages):
+    """The rules of the CUDA image beyond those of every image."""
+    build, final = all_stages[0], all_stages[-1]
+    images = [stage_image(stage) for stage in all_stages]
+    matches = [CUDA_IMAGE.fullmatch(image) for image in images]
+    for image, match in zip(images, matches):
+        checker.check(match, f"{name}: FROM {image} is not an nvidia/cuda image")
+    first, last = matches[0], matches[-1]
+    if checker.check(first and first["flavour"] == "devel",
+                     f"{name}: the build stage is not on an nvidia/cuda devel image (nvcc): "
+                     f"{images[0]}"):
+        checker.check(int(first["cuda"].split(".")[0]) >= 13,
+                      f"{name}: CUDA {first['cuda']} is older than 13, the toolkit the CUDA "
+                      "backend is built and tested with")
+    if checker.check(last and last["flavour"] == "runtime",
+                     f"{name}: the final stage is not on an nvidia/cuda runtime image: "
+                     f"{images[-1]}") and first:
+        # The binaries load the CUDA libraries of the release they were compiled against.
+        for part in ("cuda", "os", "cudnn"):
+            checker.check(first[part] == last[part],
+                          f"{name}: the build stage ({images[0]}) and the final stage "
+                          f"({images[-1]}) differ in {part}")
+    if links_cudnn(root):
+        checker.check(last and last["cudnn"],
+                      f"{name}: CMake links cuDNN but {images[-1]} is not a -cudnn- image")
+    build_runs = expand_args(build, " ".join(args for keyword, args in build if keyword == "RUN"))
+    checker.check("-DAUTODIST_CUDA=ON" in build_runs,
+                  f"{name}: cmake is not given -DAUTODIST_CUDA=ON (AUTO would build a CPU binary "
+                  "where nvcc is missing)")
+    architectures = re.search(r"-DCMAKE_CUDA_ARCHITECTURES=\"?([^\"\s]+)", build_runs)
+    if checker.check(architectures, f"{name}: cmake is not given CMAKE_CUDA_ARCHITECTURES"):
+        entries = architectures.group(1).split(";")
+        checker.check(any(re.fullmatch(r"90(-real|-virtual)?|all|all-major", e) for e in entries),
+                      f"{name}: CMAKE_CUDA_ARCHITECTURES={architectures.group(1)} has no sm_90 "
+                      "(H100, H200)")
+    # The runtime packages come as a list the build stage derives ($variable words); that
+    # derivation must refuse -dev packages, since this file cannot name them one by one.
+    if any(p.startswith("$") for p in apt_packages(final)):
+        checker.check(any(k == "COPY" and a.startswith("--from=") and
+                          not a.split()[-1].startswith("/usr/local/bin") for k, a in final),
+                      f"{name}: the final stage installs a derived package list but copies none "
+                      "from the build stage")
+        checker.check("-dev$" in build_runs,
+                      f"{name}: the build stage's derived package list does not refuse -dev "
+                      "packages")
+    header = text.split("\nFROM", 1)[0]
+    checker.check(re.search(r"(?i)not (been )?built here", header),
+                  f"{name}: the header does not say that the image has not been built here")
+    checker.check("check_docker.py" in header,
+                  f"{name}: the header does not say what checks it (tests/deploy/check_docker.py)")
 
 
 def check_static(root):
@@ -133,17 +247,18 @@ def check_static(root):
         path = root / dockerfile
         if not checker.check(path.exists(), f"{dockerfile} is missing"):
             continue
-        parsed = instructions(path.read_text())
+        text = path.read_text()
+        parsed = instructions(text)
         all_stages = stages(parsed)
         name = dockerfile
         checker.check(len(all_stages) >= 2, f"{name}: not multi-stage")
-        for stage in all_stages:
-            image = stage[0][1].split()[0]
-            checker.check(re.fullmatch(r"debian:bookworm(-slim)?(@sha256:[0-9a-f]{64})?", image),
-                          f"{name}: FROM {image} is not Debian bookworm")
+        if not all_stages:
+            continue
+        if expected["base"] == "cuda":
+            check_cuda_image(checker, root, name, text, all_stages)
+        else:
+            check_debian_bases(checker, name, all_stages)
         build, final = all_stages[0], all_stages[-1]
-        checker.check(final[0][1].split()[0].startswith("debian:bookworm-slim"),
-                      f"{name}: the final stage is not debian:bookworm-slim")
         build_runs = " ".join(args for keyword, args in build if keyword == "RUN")
         checker.check("scripts/setup.sh" in build_runs,
                       f"{name}: the build stage does not install packages with scripts/setup.sh")
@@ -256,11 +371,15 @@ def check_packages(root, bin_dir):
         print("SKIPPED: the apt package index is empty; run `apt-get update` to check the "
               "images' Debian package names")
         return SKIP
+    debian_images = {d: e for d, e in IMAGES.items() if e["base"] == "debian"}
+    for dockerfile in sorted(set(IMAGES) - set(debian_images)):
+        print(f"note: {dockerfile}: skipped (not a Debian bookworm image; its build stage derives "
+              "its package list from the linked libraries)")
     listed_by_image = {dockerfile: apt_packages(stages(instructions(
-        (root / dockerfile).read_text()))[-1]) for dockerfile in IMAGES}
+        (root / dockerfile).read_text()))[-1]) for dockerfile in debian_images}
     known = known_packages(["libc6"] + [p for ps in listed_by_image.values() for p in ps])
     checker.check("libc6" in known, "apt-cache does not know libc6: is this Debian?")
-    for dockerfile, expected in IMAGES.items():
+    for dockerfile, expected in debian_images.items():
         listed = listed_by_image[dockerfile]
         for package in listed:
             checker.check(package in known,

@@ -49,6 +49,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.runtimeImage.repository (default .Chart.AppVersion .Values.runtimeImage.tag) }}
 {{- end }}
 
+{{- define "autodist-operator.runtimeGpuImage" -}}
+{{- printf "%s:%s" .Values.runtimeGpuImage.repository (default .Chart.AppVersion .Values.runtimeGpuImage.tag) }}
+{{- end }}
+
 {{- define "autodist-operator.leaseName" -}}
 {{- default (include "autodist-operator.fullname" .) .Values.leaderElection.leaseName }}
 {{- end }}
