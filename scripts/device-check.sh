@@ -100,6 +100,16 @@ run() {
   if [[ "$source" != "$root" && ! -e "$source" ]]; then
     mkdir -p "$(dirname "$source")" && ln -s "$root" "$source"
   fi
+  # NCCL is the machine's too: its CUDA's, or the one PyTorch's wheels bring, which the loader
+  # does not know of.
+  if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
+    local nccl
+    nccl=$(find / -xdev -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
+    if [[ -n "$nccl" ]]; then
+      export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "NCCL from $nccl" >>"$out/device.txt"
+    fi
+  fi
   local status=0 test
   for test in "$dir"/tests/*; do
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1

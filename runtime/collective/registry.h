@@ -28,6 +28,9 @@ struct CommunicatorOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::minutes(2)};
   // Limit on each collective: a peer that stops taking part fails the others within it.
   std::chrono::milliseconds timeout{60000};
+  // The GPU a device backend's rank runs on (NCCL); -1: the thread's current one. Host backends
+  // ignore it.
+  int device = -1;
 };
 
 using CommunicatorFactory =

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,13 @@ class RendezvousStore {
   virtual std::vector<std::string> Get(const std::vector<std::string>& keys,
                                        std::chrono::milliseconds wait) = 0;
 };
+
+// The token rank 0 makes with `make` (an NCCL unique id: random bytes every rank must use), set
+// under `key` and read back by every rank, rank 0 included, so that all return the same bytes.
+// Binary tokens travel base64-encoded. Throws the store's errors (kUnavailable when rank 0 has
+// not published within `wait`), and kInvalidArgument when the value under `key` is not base64.
+std::string ShareFromRankZero(RendezvousStore& store, const std::string& key, int rank,
+                              const std::function<std::string()>& make,
+                              std::chrono::milliseconds wait);
 
 }  // namespace autodist::collective

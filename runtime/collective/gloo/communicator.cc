@@ -28,7 +28,7 @@
 
 #include "runtime/collective/gloo/allreduce.h"
 #include "runtime/collective/gloo/peer_links.h"
-#include "runtime/collective/gloo/size_check.h"
+#include "runtime/collective/call_check.h"
 #include "runtime/collective/gloo/store_adapter.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
@@ -37,8 +37,8 @@
 namespace autodist::collective {
 namespace {
 
-using gloo_detail::CallSignature;
-using gloo_detail::Collective;
+using detail::CallSignature;
+using detail::Collective;
 
 // Longest the closing barrier waits (see ~GlooCommunicator).
 constexpr std::chrono::milliseconds kCloseTimeout{5000};
@@ -243,7 +243,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::string Describe(const CallSignature& call) const {
-    return gloo_detail::Describe(call, rank_, size_);
+    return detail::Describe(call, rank_, size_);
   }
 
   void CheckBuffer(const CallSignature& call, bool present, const char* which) const {
@@ -313,8 +313,8 @@ class GlooCommunicator final : public Communicator {
   // rank's; returns every rank's count. `on_links`: over the links, for the collectives that run
   // on them and check every call; else Gloo's allgather under its own tag.
   std::vector<uint64_t> Exchange(const CallSignature& call, bool on_links = false) {
-    const gloo_detail::SignatureRecord mine = gloo_detail::Encode(call);
-    std::vector<gloo_detail::SignatureRecord> records(static_cast<size_t>(size_));
+    const detail::SignatureRecord mine = detail::Encode(call);
+    std::vector<detail::SignatureRecord> records(static_cast<size_t>(size_));
     if (on_links) {
       GatherOnLinks(mine.data(), reinterpret_cast<std::byte*>(records.front().data()),
                     std::vector<size_t>(static_cast<size_t>(size_), mine.size()));
@@ -327,7 +327,7 @@ class GlooCommunicator final : public Communicator {
       options.setTag(gloo_detail::kCheckTag);
       gloo::allgather(options);
     }
-    return gloo_detail::CheckAgreement(call, rank_, records);
+    return detail::CheckAgreement(call, rank_, records);
   }
 
   // Every rank's `bytes[r]` bytes into `out`, one after another in rank order, this rank's from

@@ -1,4 +1,4 @@
-#include "runtime/collective/gloo/size_check.h"
+#include "runtime/collective/call_check.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "runtime/common/error.h"
 
-namespace autodist::collective::gloo_detail {
+namespace autodist::collective::detail {
 namespace {
 
 // Record layout: collective (1 byte), type (1), tag length clipped (2), detail (4), count (8),
@@ -187,4 +187,4 @@ std::vector<uint64_t> CheckAgreement(const CallSignature& mine, int rank,
   return counts;
 }
 
-}  // namespace autodist::collective::gloo_detail
+}  // namespace autodist::collective::detail

@@ -1,5 +1,5 @@
-// The check that every rank is about to run the same collective with the same sizes (internal to
-// the Gloo communicator). Before a collective whose tag, sizes or type have not been verified yet,
+// The check that every rank is about to run the same collective with the same sizes, shared by
+// the backends (Gloo's, NCCL's in gpu/). Before a collective whose tag, sizes or type have not been verified yet,
 // the ranks exchange a fixed-size record of the call in a tiny allgather; since every rank sees
 // every record, every rank reaches the same verdict, and a mismatch becomes the same error on
 // every rank instead of a hang or silently mixed data.
@@ -13,7 +13,7 @@
 
 #include "runtime/collective/communicator.h"
 
-namespace autodist::collective::gloo_detail {
+namespace autodist::collective::detail {
 
 enum class Collective : uint8_t { kAllReduceSum, kAllGather, kAllGatherV, kBroadcast, kBarrier };
 
@@ -46,4 +46,4 @@ std::string Describe(const CallSignature& call, int rank, int size);
 std::vector<uint64_t> CheckAgreement(const CallSignature& mine, int rank,
                                      const std::vector<SignatureRecord>& records);
 
-}  // namespace autodist::collective::gloo_detail
+}  // namespace autodist::collective::detail

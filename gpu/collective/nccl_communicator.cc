@@ -1,0 +1,348 @@
+#include "gpu/collective/nccl_communicator.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <utility>
+
+#include "gpu/device/cuda_error.h"
+#include "gpu/device/stream.h"
+#include "runtime/collective/rendezvous.h"
+#include "runtime/common/error.h"
+
+namespace autodist::gpu {
+namespace {
+
+using collective::AllReduceAlgorithm;
+using collective::ElementType;
+using collective::detail::CallSignature;
+using collective::detail::Collective;
+using collective::detail::kSignatureBytes;
+using collective::detail::SignatureRecord;
+using Clock = std::chrono::steady_clock;
+
+// Polls of a call in flight: yielding at first (a collective among idle peers takes tens of
+// microseconds), then sleeping, so that a rank waiting long for a slow peer does not hold a core.
+constexpr int kYieldingPolls = 2000;
+constexpr auto kPollSleep = std::chrono::microseconds(50);
+// How long a healthy communicator's destructor waits for ncclCommFinalize before aborting.
+constexpr auto kFinalizeWait = std::chrono::seconds(10);
+
+ncclDataType_t NcclType(ElementType type) {
+  switch (type) {
+    case ElementType::kFloat32:
+      return ncclFloat32;
+    case ElementType::kFloat16:
+      return ncclFloat16;
+    case ElementType::kInt64:
+      return ncclInt64;
+  }
+  Fail(ErrorCode::kInternal, "no NCCL type for element type {}", static_cast<int>(type));
+}
+
+// Result of an NCCL call made before there is a communicator (ncclGetUniqueId).
+void CheckPlain(ncclResult_t result, const char* what) {
+  AD_CHECK(result == ncclSuccess, kUnavailable, "{}: {}", what, ncclGetErrorString(result));
+}
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(const collective::CommunicatorOptions& options)
+    : rank_(options.rank), size_(options.size), timeout_(options.timeout) {
+  AD_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, kInvalidArgument,
+           "NCCL communicator: rank {} of {}: expected 0 <= rank < size", rank_, size_);
+  AD_CHECK(options.rendezvous != nullptr, kInvalidArgument,
+           "NCCL communicator for rank {}: no rendezvous store", rank_);
+  if (options.device >= 0) UseGpu(options.device);
+  CheckCuda(cudaGetDevice(&device_), "NCCL communicator: cudaGetDevice");
+  const std::string what =
+      fmt::format("NCCL communicator set-up (rank {} of {}, GPU {})", rank_, size_, device_);
+  const std::string token = collective::ShareFromRankZero(
+      *options.rendezvous, options.prefix + "/nccl-unique-id", rank_,
+      [] {
+        ncclUniqueId id;
+        CheckPlain(ncclGetUniqueId(&id), "ncclGetUniqueId");
+        return std::string(id.internal, sizeof(id.internal));
+      },
+      options.connect_timeout);
+  ncclUniqueId id;
+  AD_CHECK(token.size() == sizeof(id.internal), kInvalidArgument,
+           "{}: the shared unique id has {} bytes, expected {} (rank 0 runs another NCCL?)", what,
+           token.size(), sizeof(id.internal));
+  std::memcpy(id.internal, token.data(), token.size());
+  try {
+    CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), what);
+    CheckCuda(cudaMalloc(&records_, static_cast<size_t>(size_) * kSignatureBytes), what);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // every wait is ours to bound (the header says why)
+    const ncclResult_t started = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+    if (started != ncclSuccess && started != ncclInProgress) {
+      comm_ = nullptr;
+      Fail(ErrorCode::kUnavailable, "{}: ncclCommInitRankConfig: {}", what,
+           ncclGetErrorString(started));
+    }
+    Await(what, Until::kEnqueued, options.connect_timeout);
+  } catch (...) {
+    if (comm_ != nullptr && !aborted_) ncclCommAbort(comm_);
+    if (records_ != nullptr) cudaFree(records_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  cudaSetDevice(device_);
+  if (comm_ != nullptr && !aborted_) {
+    bool finalized = false;
+    if (!failure_ && !abort_requested_.load()) {
+      // Flush what was issued; a peer that never finalizes must not hold this process up.
+      ncclResult_t state = ncclCommFinalize(comm_);
+      const auto until = Clock::now() + kFinalizeWait;
+      while (state == ncclInProgress && Clock::now() < until) {
+        std::this_thread::sleep_for(kPollSleep);
+        if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
+      }
+      finalized = state == ncclSuccess && ncclCommDestroy(comm_) == ncclSuccess;
+    }
+    if (!finalized) ncclCommAbort(comm_);
+  }
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  if (records_ != nullptr) cudaFree(records_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void NcclCommunicator::Abort(const std::string& reason) {
+  {
+    const std::lock_guard lock(abort_mutex_);
+    if (abort_requested_.load()) return;
+    abort_reason_ = reason;
+  }
+  abort_requested_.store(true);
+}
+
+void NcclCommunicator::Break(const std::string& what, const std::string& why) {
+  if (comm_ != nullptr && !aborted_) {
+    // Ends the kernels still waiting for peers; the handle is gone afterwards.
+    ncclCommAbort(comm_);
+    aborted_ = true;
+  }
+  failure_ = fmt::format("{}: {}", what, why);
+  Fail(ErrorCode::kUnavailable, "{}: {}; the NCCL communicator was aborted", what, why);
+}
+
+void NcclCommunicator::Check(ncclResult_t result, const std::string& what) {
+  if (result == ncclSuccess || result == ncclInProgress) return;
+  Break(what, fmt::format("{} ({})", ncclGetErrorString(result),
+                          comm_ != nullptr ? ncclGetLastError(comm_) : ""));
+}
+
+void NcclCommunicator::Await(const std::string& what, Until until,
+                             std::chrono::milliseconds timeout) {
+  const auto start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    if (abort_requested_.load()) {
+      std::string reason;
+      {
+        const std::lock_guard lock(abort_mutex_);
+        reason = abort_reason_;
+      }
+      Break(what, "aborted: " + reason);
+    }
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t asked = ncclCommGetAsyncError(comm_, &state);
+    if (asked != ncclSuccess) {
+      Break(what, fmt::format("ncclCommGetAsyncError: {}", ncclGetErrorString(asked)));
+    }
+    if (state != ncclSuccess && state != ncclInProgress) {
+      Break(what, fmt::format("{} ({})", ncclGetErrorString(state), ncclGetLastError(comm_)));
+    }
+    if (state == ncclSuccess) {
+      if (until == Until::kEnqueued) return;
+      const cudaError_t drained = cudaStreamQuery(stream_);
+      if (drained == cudaSuccess) return;
+      if (drained != cudaErrorNotReady) {
+        Break(what, fmt::format("{}: {}", cudaGetErrorName(drained), cudaGetErrorString(drained)));
+      }
+    }
+    const auto waited = Clock::now() - start;
+    if (waited >= timeout) {
+      Break(what, fmt::format("did not finish within {:.1f} s (a peer died, hangs, or never made "
+                              "this call)",
+                              std::chrono::duration<double>(waited).count()));
+    }
+    if (polls < kYieldingPolls) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kPollSleep);
+    }
+  }
+}
+
+template <typename Body>
+void NcclCommunicator::Run(const CallSignature& call, Body&& body) {
+  const std::lock_guard lock(mutex_);
+  const std::string what = collective::detail::Describe(call, rank_, size_);
+  AD_CHECK(!failure_, kFailedPrecondition, "{}: the NCCL communicator failed earlier: {}", what,
+           failure_.value_or(""));
+  UseGpu(device_);
+  body(what);
+}
+
+std::vector<uint64_t> NcclCommunicator::Exchange(const CallSignature& call) {
+  const std::string what = collective::detail::Describe(call, rank_, size_) + " (call check)";
+  const SignatureRecord mine = collective::detail::Encode(call);
+  auto* records = static_cast<char*>(records_);
+  char* own = records + static_cast<size_t>(rank_) * kSignatureBytes;
+  CheckCuda(cudaMemcpyAsync(own, mine.data(), kSignatureBytes, cudaMemcpyHostToDevice, stream_),
+            what);
+  // In place: this rank's record already sits at its offset of the gathered records.
+  Check(ncclAllGather(own, records, kSignatureBytes, ncclUint8, comm_, stream_), what);
+  // NCCL may still be putting its kernel on the stream: the copy back must come after it.
+  Await(what, Until::kEnqueued, timeout_);
+  std::vector<SignatureRecord> all(static_cast<size_t>(size_));
+  CheckCuda(cudaMemcpyAsync(all.data(), records, all.size() * kSignatureBytes,
+                            cudaMemcpyDeviceToHost, stream_),
+            what);
+  Await(what, Until::kStreamDrained, timeout_);
+  return collective::detail::CheckAgreement(call, rank_, all);
+}
+
+void NcclCommunicator::Verify(const CallSignature& call) {
+  const auto it = verified_.find(call.tag);
+  if (it != verified_.end() && it->second == call) return;
+  verified_.erase(call.tag);
+  Exchange(call);
+  verified_.emplace(call.tag, call);
+}
+
+void* NcclCommunicator::Scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    if (scratch_ != nullptr) CheckCuda(cudaFree(scratch_), "NCCL communicator: freeing scratch");
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    CheckCuda(cudaMalloc(&scratch_, bytes),
+              fmt::format("NCCL communicator: {} bytes of scratch on GPU {}", bytes, device_));
+    scratch_bytes_ = bytes;
+  }
+  return scratch_;
+}
+
+void NcclCommunicator::Count(int64_t sent, int64_t received) {
+  bytes_sent_.fetch_add(sent);
+  bytes_received_.fetch_add(received);
+}
+
+void NcclCommunicator::AllReduceSum(void* data, size_t count, ElementType type,
+                                    AllReduceAlgorithm /*algorithm*/, const std::string& tag) {
+  // Every rank records NCCL's own choice (0), whatever it asked for.
+  const CallSignature call{Collective::kAllReduceSum, type, 0, count, tag};
+  AD_CHECK(data != nullptr || count == 0, kInvalidArgument,
+           "{}: data must not be null for {} elements",
+           collective::detail::Describe(call, rank_, size_), count);
+  Run(call, [&](const std::string& what) {
+    Verify(call);
+    if (count == 0) return;
+    Check(ncclAllReduce(data, data, count, NcclType(type), ncclSum, comm_, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+    // NCCL's ring: each rank sends and receives 2 (n-1)/n of the message.
+    const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
+    const int64_t moved = 2 * bytes * (size_ - 1) / size_;
+    Count(moved, moved);
+  });
+}
+
+void NcclCommunicator::AllGather(const void* in, size_t count, ElementType type, void* out,
+                                 const std::string& tag) {
+  const CallSignature call{Collective::kAllGather, type, 0, count, tag};
+  AD_CHECK((in != nullptr && out != nullptr) || count == 0, kInvalidArgument,
+           "{}: in and out must not be null for {} elements",
+           collective::detail::Describe(call, rank_, size_), count);
+  Run(call, [&](const std::string& what) {
+    Verify(call);
+    if (count == 0) return;
+    Check(ncclAllGather(in, out, count, NcclType(type), comm_, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+    const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
+    Count(bytes * (size_ - 1), bytes * (size_ - 1));
+  });
+}
+
+std::vector<size_t> NcclCommunicator::AllGatherV(const void* in, size_t count, ElementType type,
+                                                 std::vector<std::byte>& out,
+                                                 const std::string& tag) {
+  const CallSignature call{Collective::kAllGatherV, type, 0, count, tag};
+  AD_CHECK(in != nullptr || count == 0, kInvalidArgument, "{}: in must not be null for {} elements",
+           collective::detail::Describe(call, rank_, size_), count);
+  std::vector<size_t> counts;
+  Run(call, [&](const std::string& what) {
+    // The counts differ by design: every call exchanges them (the check hands them back).
+    const std::vector<uint64_t> all = Exchange(call);
+    counts.assign(all.begin(), all.end());
+    const size_t element = collective::ElementBytes(type);
+    const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0}) * element;
+    out.resize(total);
+    if (total == 0) return;
+    auto* gathered = static_cast<std::byte*>(Scratch(total));
+    // One broadcast per rank, from its part into its offset: NCCL has no all-gather of unequal
+    // parts; grouped, they run as one operation.
+    Check(ncclGroupStart(), what);
+    size_t offset = 0;
+    for (int r = 0; r < size_; ++r) {
+      const size_t bytes = counts[static_cast<size_t>(r)] * element;
+      if (bytes > 0) {
+        const void* from = r == rank_ ? in : gathered + offset;
+        Check(ncclBroadcast(from, gathered + offset, bytes, ncclUint8, r, comm_, stream_), what);
+      }
+      offset += bytes;
+    }
+    Check(ncclGroupEnd(), what);
+    Await(what, Until::kEnqueued, timeout_);
+    CheckCuda(cudaMemcpyAsync(out.data(), gathered, total, cudaMemcpyDeviceToHost, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+    const auto own = static_cast<int64_t>(count * element);
+    Count(own * (size_ - 1), static_cast<int64_t>(total) - own);
+  });
+  return counts;
+}
+
+void NcclCommunicator::Broadcast(void* data, size_t bytes, int root, const std::string& tag) {
+  const CallSignature call{Collective::kBroadcast, ElementType::kFloat32, root, bytes, tag};
+  const std::string described = collective::detail::Describe(call, rank_, size_);
+  AD_CHECK(root >= 0 && root < size_, kInvalidArgument, "{}: root {} is not a rank of {}",
+           described, root, size_);
+  AD_CHECK(data != nullptr || bytes == 0, kInvalidArgument,
+           "{}: data must not be null for {} bytes", described, bytes);
+  Run(call, [&](const std::string& what) {
+    Verify(call);
+    if (bytes == 0) return;
+    Check(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+    const auto moved = static_cast<int64_t>(bytes);
+    Count(rank_ == root ? moved : 0, rank_ == root ? 0 : moved);
+  });
+}
+
+void NcclCommunicator::Barrier(const std::string& tag) {
+  const CallSignature call{Collective::kBarrier, ElementType::kFloat32, 0, 0, tag};
+  Run(call, [&](const std::string& what) {
+    Verify(call);
+    // A one-element all-reduce: no rank leaves it before every rank has entered it.
+    void* flag = Scratch(sizeof(float));
+    Check(ncclAllReduce(flag, flag, 1, ncclFloat32, ncclSum, comm_, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+  });
+}
+
+namespace {
+
+const collective::CommunicatorRegistrar kRegistrar(
+    "nccl", [](const collective::CommunicatorOptions& options) {
+      return std::make_unique<NcclCommunicator>(options);
+    });
+
+}  // namespace
+
+}  // namespace autodist::gpu
