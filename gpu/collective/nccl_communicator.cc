@@ -270,6 +270,20 @@ void NcclCommunicator::AllGather(const void* in, size_t count, ElementType type,
   });
 }
 
+void NcclCommunicator::ReduceScatterSum(const void* in, void* out, size_t count, ElementType type,
+                                        const std::string& tag) {
+  const CallSignature call{Collective::kReduceScatterSum, type, 0, count, tag};
+  collective::detail::CheckReduceScatterBuffers(call, in, out, rank_, size_);
+  Run(call, [&](const std::string& what) {
+    Verify(call);
+    if (count == 0) return;
+    Check(ncclReduceScatter(in, out, count, NcclType(type), ncclSum, comm_, stream_), what);
+    Await(what, Until::kStreamDrained, timeout_);
+    const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
+    Count(bytes * (size_ - 1), bytes * (size_ - 1));
+  });
+}
+
 std::vector<size_t> NcclCommunicator::AllGatherV(const void* in, size_t count, ElementType type,
                                                  std::vector<std::byte>& out,
                                                  const std::string& tag) {

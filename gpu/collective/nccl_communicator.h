@@ -58,6 +58,9 @@ class NcclCommunicator final : public collective::Communicator {
   // `in` and `out` on this communicator's GPU.
   void AllGather(const void* in, size_t count, collective::ElementType type, void* out,
                  const std::string& tag) override;
+  // `in` and `out` on this communicator's GPU.
+  void ReduceScatterSum(const void* in, void* out, size_t count, collective::ElementType type,
+                        const std::string& tag) override;
   // `in` on this communicator's GPU; `out` in host memory, as the interface has it (the
   // elements are gathered on the GPU, then copied).
   std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -83,7 +84,7 @@ const char* AlgorithmName(int32_t algorithm) {
 
 bool HasElements(Collective collective) {
   return collective == Collective::kAllReduceSum || collective == Collective::kAllGather ||
-         collective == Collective::kAllGatherV;
+         collective == Collective::kAllGatherV || collective == Collective::kReduceScatterSum;
 }
 
 // "{what}: {property} differ across ranks: this rank has X; rank 0: Y, rank 2: Z".
@@ -121,8 +122,27 @@ const char* CollectiveName(Collective collective) {
       return "Broadcast";
     case Collective::kBarrier:
       return "Barrier";
+    case Collective::kReduceScatterSum:
+      return "ReduceScatterSum";
   }
   return "unknown collective";
+}
+
+void CheckReduceScatterBuffers(const CallSignature& call, const void* in, const void* out, int rank,
+                               int size) {
+  if (call.count == 0) return;
+  AD_CHECK(in != nullptr && out != nullptr, kInvalidArgument,
+           "{}: in and out must not be null for {} elements", Describe(call, rank, size),
+           call.count);
+  const size_t block = call.count * ElementBytes(call.type);
+  const auto* first = static_cast<const std::byte*>(in);
+  const auto* result = static_cast<const std::byte*>(out);
+  const std::byte* own = first + static_cast<size_t>(rank) * block;
+  const bool overlaps =
+      result < first + block * static_cast<size_t>(size) && first < result + block;
+  AD_CHECK(!overlaps || result == own, kInvalidArgument,
+           "{}: out overlaps in other than as this rank's own block (in + {} elements)",
+           Describe(call, rank, size), static_cast<size_t>(rank) * call.count);
 }
 
 SignatureRecord Encode(const CallSignature& call) {

@@ -42,6 +42,13 @@ class Communicator {
   virtual void AllGather(const void* in, size_t count, ElementType type, void* out,
                          const std::string& tag) = 0;
 
+  // Every rank contributes size() blocks of `count` elements at `in`; rank r ends with the
+  // element-wise sum over all ranks of block r in `out` (`count` elements). `out` may be `in`'s
+  // own block (in + rank * count elements, in place, as NCCL allows) but must not overlap the
+  // others.
+  virtual void ReduceScatterSum(const void* in, void* out, size_t count, ElementType type,
+                                const std::string& tag) = 0;
+
   // Every rank contributes its own number of elements; returns every rank's count, and `out`
   // holds their elements back to back in rank order (resized to fit).
   virtual std::vector<size_t> AllGatherV(const void* in, size_t count, ElementType type,

@@ -32,6 +32,12 @@ void TracedCommunicator::AllGather(const void* in, size_t count, collective::Ele
   inner_->AllGather(in, count, type, out, tag);
 }
 
+void TracedCommunicator::ReduceScatterSum(const void* in, void* out, size_t count,
+                                          collective::ElementType type, const std::string& tag) {
+  observe::Span span("collective", [&] { return Text("reduce-scatter", tag, Args(count, type)); });
+  inner_->ReduceScatterSum(in, out, count, type, tag);
+}
+
 std::vector<size_t> TracedCommunicator::AllGatherV(const void* in, size_t count,
                                                    collective::ElementType type,
                                                    std::vector<std::byte>& out,

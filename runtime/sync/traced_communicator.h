@@ -22,6 +22,8 @@ class TracedCommunicator final : public collective::Communicator {
                     collective::AllReduceAlgorithm algorithm, const std::string& tag) override;
   void AllGather(const void* in, size_t count, collective::ElementType type, void* out,
                  const std::string& tag) override;
+  void ReduceScatterSum(const void* in, void* out, size_t count, collective::ElementType type,
+                        const std::string& tag) override;
   std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,
                                  std::vector<std::byte>& out, const std::string& tag) override;
   void Broadcast(void* data, size_t bytes, int root, const std::string& tag) override;

@@ -162,6 +162,55 @@ TEST_P(GlooRanksTest, AllReduceSumFollowsATagWhoseSizeChanges) {
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }
 
+// Rank q's element j of a reduce-scatter's input, with blocks of `count`: block r of every rank
+// sums to Sum(size, ·) over the block's own indices, so each rank can check its block.
+TEST_P(GlooRanksTest, ReduceScatterSumGivesEachRankItsBlocksSumInPlaceOrNot) {
+  const int size = GetParam();
+  GlooOptions options;
+  options.halving_doubling_piece_bytes = 4096;  // pieces: 1024 floats, 512 halves, 512 int64
+  const auto errors = RunRanks(
+      size,
+      [&](Communicator& comm) {
+        for (const ElementType type :
+             {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt64}) {
+          for (const size_t count : {size_t{1}, size_t{1001}, size_t{3000}}) {
+            const auto value = [&](size_t j) { return Value(comm.rank(), j % count); };
+            std::vector<std::byte> in = Fill(type, count * static_cast<size_t>(size), value);
+            std::vector<std::byte> out(count * ElementBytes(type));
+            comm.ReduceScatterSum(in.data(), out.data(), count, type, "shards");
+            EXPECT_EQ(
+                FirstMismatch(type, out.data(), count, [&](size_t i) { return Sum(size, i); }), "")
+                << ElementTypeName(type) << ", " << count << " elements";
+            // In place: the result lands in this rank's own block of the input.
+            std::byte* own = in.data() + static_cast<size_t>(comm.rank()) * out.size();
+            comm.ReduceScatterSum(in.data(), own, count, type, "shards");
+            EXPECT_EQ(FirstMismatch(type, own, count, [&](size_t i) { return Sum(size, i); }), "")
+                << ElementTypeName(type) << ", " << count << " elements, in place";
+          }
+        }
+      },
+      options);
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
+TEST_P(GlooRanksTest, ReduceScatterSumRefusesAnOutThatOverlapsAnotherRanksBlock) {
+  const int size = GetParam();
+  const auto errors = RunRanks(size, [&](Communicator& comm) {
+    std::vector<float> in(4 * static_cast<size_t>(size), 1.0F);
+    // Rank 0's block for every rank: right only on rank 0.
+    float* out = comm.rank() == 0 ? in.data() + 4 : in.data();
+    try {
+      comm.ReduceScatterSum(in.data(), out, 4, ElementType::kFloat32, "shards");
+      ADD_FAILURE() << "rank " << comm.rank() << ": no error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+      EXPECT_THAT(error.what(),
+                  ::testing::HasSubstr("out overlaps in other than as this rank's own block"));
+    }
+  });
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
 TEST_P(GlooRanksTest, HalvingDoublingRunsInPiecesWithARemainder) {
   const int size = GetParam();
   GlooOptions options;

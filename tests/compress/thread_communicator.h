@@ -130,6 +130,22 @@ class ThreadCommunicator : public collective::Communicator {
     bytes_received_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
   }
 
+  void ReduceScatterSum(const void* in, void* out, size_t count, collective::ElementType type,
+                        const std::string& tag) override {
+    Publish(in, count, type, tag, 0, true);
+    const size_t bytes = count * TestElementBytes(type);
+    const auto block = [&](int r) {
+      return static_cast<const std::byte*>(world_->slot(r).data) +
+             bytes * static_cast<size_t>(rank_);
+    };
+    std::vector<std::byte> sum(block(0), block(0) + bytes);
+    for (int r = 1; r < size(); ++r) Add(sum.data(), block(r), count, type);
+    world_->Wait();  // everyone has read every slot (out may be this rank's block of in)
+    std::memcpy(out, sum.data(), bytes);
+    bytes_sent_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
+    bytes_received_ += static_cast<int64_t>(bytes * static_cast<size_t>(size() - 1));
+  }
+
   std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,
                                  std::vector<std::byte>& out, const std::string& tag) override {
     Publish(in, count, type, tag, 0, false);

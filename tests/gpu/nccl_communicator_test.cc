@@ -104,6 +104,13 @@ TEST(NcclCommunicatorTest, SetUpThroughTheRegistryAndEveryCollectiveOnOneRank) {
             std::vector<size_t>{0});
   EXPECT_TRUE(host.empty());
 
+  DeviceArray<float> scattered(std::vector<float>(values.size(), 0.0F));
+  comm->ReduceScatterSum(sum.get(), scattered.get(), values.size(), ElementType::kFloat32,
+                         "shards");
+  EXPECT_EQ(scattered.Read(), values);  // one rank: its one block
+  comm->ReduceScatterSum(sum.get(), sum.get(), values.size(), ElementType::kFloat32, "shards");
+  EXPECT_EQ(sum.Read(), values);  // in place
+
   DeviceArray<float> weights(values);
   comm->Broadcast(weights.get(), values.size() * sizeof(float), 0, "weights");
   EXPECT_EQ(weights.Read(), values);

@@ -26,10 +26,11 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/collective/call_check.h"
 #include "runtime/collective/gloo/allreduce.h"
 #include "runtime/collective/gloo/peer_links.h"
-#include "runtime/collective/call_check.h"
 #include "runtime/collective/gloo/store_adapter.h"
+#include "runtime/collective/gloo/sum.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
 #include "runtime/common/sigpipe.h"
@@ -181,6 +182,19 @@ class GlooCommunicator final : public Communicator {
       }
       const gloo_detail::Traffic traffic = GatherOnLinks(
           in, static_cast<std::byte*>(out), std::vector<size_t>(static_cast<size_t>(size_), bytes));
+      Count(traffic.sent, traffic.received);
+    });
+  }
+
+  void ReduceScatterSum(const void* in, void* out, size_t count, ElementType type,
+                        const std::string& tag) override {
+    const CallSignature call{Collective::kReduceScatterSum, type, 0, count, tag};
+    detail::CheckReduceScatterBuffers(call, in, out, rank_, size_);
+    Run(call, [&] {
+      Verify(call);
+      if (count == 0) return;
+      const gloo_detail::Traffic traffic = ScatterSumOnLinks(
+          static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count, type);
       Count(traffic.sent, traffic.received);
     });
   }
@@ -355,6 +369,48 @@ class GlooCommunicator final : public Communicator {
     }
     links_->ExchangeAll(sends, receives);
     return {static_cast<int64_t>(bytes[mine]) * (size_ - 1), received};
+  }
+
+  // A reduce-scatter in one exchange on the links: each peer gets its block of `in`, this rank
+  // gets its own block of each peer's, in pieces of piece_bytes_ (which bound the scratch). Each
+  // block is summed on its owner, its own part first, then the peers' in rank order, as the
+  // direct all-reduce sums its shares: every rank's result has the same bits whatever the
+  // timing. `out` is this rank's block of `in` or lies outside it (checked by the caller).
+  gloo_detail::Traffic ScatterSumOnLinks(const std::byte* in, std::byte* out, size_t count,
+                                         ElementType type) {
+    const size_t element = ElementBytes(type);
+    const auto mine = static_cast<size_t>(rank_);
+    std::memmove(out, in + mine * count * element, count * element);
+    if (size_ == 1) return {};
+    ran_exchanges_ = true;
+    const gloo_detail::SumFunction sum = gloo_detail::SumFor(type);
+    const size_t piece = std::max<size_t>(1, piece_bytes_ / element);
+    const size_t piece_bytes = std::min(piece, count) * element;
+    std::vector<std::byte> scratch(static_cast<size_t>(size_ - 1) * piece_bytes);
+    std::vector<gloo_detail::PeerLinks::Send> sends;
+    std::vector<gloo_detail::PeerLinks::Receive> receives;
+    gloo_detail::Traffic traffic;
+    for (size_t offset = 0; offset < count; offset += piece) {
+      const size_t length = std::min(piece, count - offset);
+      const size_t bytes = length * element;
+      sends.clear();
+      receives.clear();
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer == rank_) continue;
+        const auto p = static_cast<size_t>(peer);
+        const size_t slot = p < mine ? p : p - 1;
+        sends.push_back({peer, {in + (p * count + offset) * element, bytes}});
+        receives.push_back({peer, {scratch.data() + slot * piece_bytes, bytes}});
+      }
+      links_->ExchangeAll(sends, receives);
+      std::byte* at = out + offset * element;
+      for (size_t slot = 0; slot + 1 < static_cast<size_t>(size_); ++slot) {
+        sum(at, at, scratch.data() + slot * piece_bytes, length);
+      }
+      traffic.sent += static_cast<int64_t>(bytes) * (size_ - 1);
+      traffic.received += static_cast<int64_t>(bytes) * (size_ - 1);
+    }
+    return traffic;
   }
 
   // Checks the call across ranks unless this tag was last verified with the same call. (When
