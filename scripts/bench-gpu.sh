@@ -5,8 +5,9 @@
 #
 #   scripts/bench-gpu.sh BIN_DIR [OUT_DIR] [all|train]
 #
-# BIN_DIR holds fused_optimizer_bench, gemm_bench and train_step_bench; OUT_DIR (default: the
-# current directory) gets bench-gpu.jsonl, bench-train.txt and bench-gemm.jsonl (every run) and
+# BIN_DIR holds fused_optimizer_bench, half_compression_bench, gemm_bench and train_step_bench;
+# OUT_DIR (default: the current directory) gets bench-gpu.jsonl, bench-train.txt,
+# bench-half.jsonl and bench-gemm.jsonl (every run) and
 # bench-gpu.md (the tables). `train` runs the training-step pairs alone.
 set -euo pipefail
 
@@ -96,6 +97,20 @@ for optimizer in adam sgd; do
   echo "| fused $optimizer, 100M parameters (median of $runs) | $ours | $peer | $ratio | $device |" \
     >>"$out_dir/bench-gpu.md"
 done
+# float16 compression with error feedback against a device copy in the same run (target 80%).
+half_jsonl="$out_dir/bench-half.jsonl"
+: >"$half_jsonl"
+for ((i = 0; i < runs; i++)); do "$bin_dir/half_compression_bench" >>"$half_jsonl"; done
+python3 - "$half_jsonl" >>"$out_dir/bench-gpu.md" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print()
+print("| fp16 + error feedback, 100M elements | ours (GB/s) | device copy (GB/s) | ours / copy (median of runs) | device |")
+print("| --- | --- | --- | --- | --- |")
+print(f"| one pass, 14 bytes an element | {statistics.median(r['gb_per_s'] for r in rows):.1f} | "
+      f"{statistics.median(r['copy_gb_per_s'] for r in rows):.1f} | "
+      f"{statistics.median(r['of_copy'] for r in rows):.3f} | {rows[0]['device']} |")
+PY
 # Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"
 : >"$gemm_jsonl"

@@ -34,7 +34,7 @@ is_system_library() {
 pack() {
   local build=${1:-$root/build}
   "$root/scripts/setup.sh" device
-  local targets=(fused_optimizer_bench gemm_bench train_step_bench)
+  local targets=(fused_optimizer_bench half_compression_bench gemm_bench train_step_bench)
   local test
   for test in "$root"/tests/gpu/*_test.cc; do targets+=("gpu_$(basename "$test" .cc)"); done
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" autodist-runtime
@@ -42,8 +42,8 @@ pack() {
   local stage="$bundle_dir/autodist-gpu"
   rm -rf "$stage" "$bundle"
   mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
-  cp "$build/bin/fused_optimizer_bench" "$build/bin/gemm_bench" "$build/bin/train_step_bench" \
-    "$stage/bin/"
+  cp "$build/bin/fused_optimizer_bench" "$build/bin/half_compression_bench" \
+    "$build/bin/gemm_bench" "$build/bin/train_step_bench" "$stage/bin/"
   for test in "$root"/tests/gpu/*_test.cc; do cp "$build/tests/gpu_$(basename "$test" .cc)" "$stage/tests/"; done
   local binary library name
   for binary in "$stage"/bin/* "$stage"/tests/*; do
