@@ -74,16 +74,20 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Mul", {{7, 17}}},
       {"Neg", {{6, 17}}},
       {"ReduceMean", {{1, 17}}},
+      {"ReduceSum", {{1, 17}}},
       {"Relu", {{6, 17}}},
       {"Reshape", {{5, 17}}},
+      {"Shape", {{1, 17}}},
       {"Sigmoid", {{6, 17}}},
       {"Softmax", {{1, 17}}},
       {"SoftmaxCrossEntropyLoss", {{12, 17}}},
       {"Split", {{2, 17}}},
       {"Sqrt", {{6, 17}}},
+      {"Squeeze", {{1, 17}}},
       {"Sub", {{7, 17}}},
       {"Tanh", {{6, 17}}},
       {"Transpose", {{1, 17}}},
+      {"Unsqueeze", {{1, 17}}},
   };
   return backend == Backend::kCuda ? *cuda : *cpu;
 }

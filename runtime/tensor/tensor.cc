@@ -144,6 +144,8 @@ double Tensor::GetAsDouble(int64_t index) const {
 std::vector<int64_t> Tensor::ToInt64Vector(const std::string& what) const {
   AD_CHECK(dtype_ == DType::kInt64 || dtype_ == DType::kInt32, kInvalidArgument,
            "{}: expected an int64 tensor, got {}", what, DTypeName(dtype_));
+  // Small integer inputs (axes, shapes) of kernels on a device: read through a host copy.
+  if (!device_.is_cpu()) return To(Device::Cpu()).ToInt64Vector(what);
   std::vector<int64_t> out(static_cast<size_t>(numel_));
   for (int64_t i = 0; i < numel_; ++i) {
     out[static_cast<size_t>(i)] = dtype_ == DType::kInt64 ? data<int64_t>()[i] : data<int32_t>()[i];

@@ -389,6 +389,52 @@ std::vector<ParityCase> Cases() {
       {OpCase{"Flatten", {RandomTensor({2, 3, 4}, seed++)}, {ops::testing::AttrInt("axis", 2)}},
        0.0F});
   cases.push_back({OpCase{"Identity", {RandomTensor({3, 5}, seed++)}}, 0.0F});
+  {
+    using ops::testing::AttrInt;
+    using ops::testing::AttrInts;
+    // Squeeze and Unsqueeze: opset 13's axes input (on the device, read back), opset 11's
+    // attribute, and Squeeze of every size-1 axis.
+    cases.push_back(
+        {OpCase{"Squeeze",
+                {RandomTensor({3, 1, 4, 1}, seed++), Tensor::FromVector<int64_t>({1}, {-1})}},
+         0.0F});
+    OpCase squeeze_attribute{"Squeeze", {RandomTensor({1, 5, 1}, seed++)}, {AttrInts("axes", {0})}};
+    squeeze_attribute.opset = 11;
+    cases.push_back({squeeze_attribute, 0.0F});
+    cases.push_back({OpCase{"Squeeze", {RandomTensor({1, 5, 1}, seed++)}}, 0.0F});
+    cases.push_back(
+        {OpCase{"Unsqueeze",
+                {RandomTensor({3, 4}, seed++), Tensor::FromVector<int64_t>({2}, {0, -1})}},
+         0.0F});
+    OpCase unsqueeze_attribute{"Unsqueeze", {RandomTensor({5}, seed++)}, {AttrInts("axes", {1})}};
+    unsqueeze_attribute.opset = 11;
+    cases.push_back({unsqueeze_attribute, 0.0F});
+    // Shape: the whole shape, and opset 15's [start, end) with a negative start.
+    cases.push_back({OpCase{"Shape", {RandomTensor({2, 3, 4}, seed++)}}, 0.0F});
+    cases.push_back({OpCase{"Shape",
+                            {RandomTensor({2, 3, 4, 5}, seed++)},
+                            {AttrInt("start", -3), AttrInt("end", 3)}},
+                     0.0F});
+    // ReduceSum: opset 13's axes input (kept dims and not), its noop_with_empty_axes, every
+    // axis, and opset 11's attribute. Sums in double on both.
+    cases.push_back(
+        {OpCase{"ReduceSum",
+                {RandomTensor({64, 28, 64}, seed++), Tensor::FromVector<int64_t>({1}, {1})},
+                {AttrInt("keepdims", 0)}},
+         1e-6F});
+    cases.push_back(
+        {OpCase{"ReduceSum",
+                {RandomTensor({3, 4, 5}, seed++), Tensor::FromVector<int64_t>({2}, {0, -1})}},
+         1e-6F});
+    cases.push_back({OpCase{"ReduceSum",
+                            {RandomTensor({3, 4}, seed++), Tensor::FromVector<int64_t>({0}, {})},
+                            {AttrInt("noop_with_empty_axes", 1)}},
+                     0.0F});
+    cases.push_back({OpCase{"ReduceSum", {RandomTensor({2, 3}, seed++)}}, 1e-6F});
+    OpCase sum_attribute{"ReduceSum", {RandomTensor({4, 5, 6}, seed++)}, {AttrInts("axes", {2})}};
+    sum_attribute.opset = 11;
+    cases.push_back({sum_attribute, 1e-6F});
+  }
   return cases;
 }
 
@@ -420,6 +466,18 @@ void ExpectSame(const Tensor& cpu, const Tensor& cuda, float tolerance, const st
       ++reported;
     }
   }
+}
+
+// Whether the op takes a gradient for any of the case's inputs (Constant and Shape take none:
+// their cases run forward only).
+bool HasGradients(OpRunner& runner, const OpCase& op) {
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (op.inputs[i].defined() && op.inputs[i].dtype() == tensor::DType::kFloat32 &&
+        runner.kernel().IsDifferentiable(i)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string Describe(const OpCase& op) {
@@ -460,7 +518,7 @@ TEST_F(OpParityTest, EveryCaseRunsOnTheCpu) {
     OpRunner cpu(c.op);
     const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
     EXPECT_FALSE(outputs.empty());
-    if (c.op.inputs.empty()) continue;  // Constant
+    if (!HasGradients(cpu, c.op)) continue;  // Constant, Shape
     std::vector<Tensor> grads;
     for (size_t o = 0; o < outputs.size(); ++o) {
       grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
@@ -477,8 +535,8 @@ TEST_F(OpParityTest, ForwardAndBackwardMatchTheCpu) {
     OpRunner cpu(c.op);
     OpRunner cuda(c.op, tensor::DeviceKind::kCuda);
     const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
-    if (c.op.inputs.empty()) {  // Constant: nothing to differentiate
-      const std::vector<Tensor> actual = cuda.Forward({});
+    if (!HasGradients(cpu, c.op)) {  // Constant, Shape: nothing to differentiate
+      const std::vector<Tensor> actual = cuda.Forward(To(c.op.inputs, Device::Cuda(0)));
       ASSERT_EQ(outputs.size(), actual.size()) << what;
       for (size_t o = 0; o < outputs.size(); ++o) {
         ExpectSame(outputs[o], actual[o], c.tolerance, what + ": output " + std::to_string(o));

@@ -1,5 +1,6 @@
 // Shape: the input's dimensions as a 1-D int64 tensor; from opset 15 only dims [start, end)
-// (negative values count from the end, both clamped to [0, rank]). Not differentiable.
+// (negative values count from the end, both clamped to [0, rank]). Not differentiable. On a GPU
+// the output goes to the session's device, where the node's consumers read their inputs.
 #include <algorithm>
 
 #include "runtime/ops/registry.h"
@@ -13,7 +14,8 @@ class ShapeKernel final : public OpKernel {
       : OpKernel(node),
         start_(node.GetInt("start", 0)),
         has_end_(node.HasAttribute("end")),
-        end_(node.GetInt("end", 0)) {}
+        end_(node.GetInt("end", 0)),
+        device_(node.device()) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Shape& shape = ctx.input(0).shape();
@@ -25,7 +27,8 @@ class ShapeKernel final : public OpKernel {
     const int64_t end = std::max(start, has_end_ ? clamp(end_) : rank);
     ctx.set_output(
         0, Tensor::FromVector<int64_t>(
-               {end - start}, std::vector<int64_t>(shape.begin() + start, shape.begin() + end)));
+               {end - start}, std::vector<int64_t>(shape.begin() + start, shape.begin() + end))
+               .To(device_));
   }
 
   bool IsDifferentiable(size_t /*input*/) const override { return false; }
@@ -36,10 +39,12 @@ class ShapeKernel final : public OpKernel {
   int64_t start_;
   bool has_end_;
   int64_t end_;
+  tensor::Device device_;
 };
 
 // Opsets 1..14 have no start/end attributes; their defaults give the whole shape.
 AUTODIST_REGISTER_KERNEL(Shape, 1, 17, ShapeKernel);
+AUTODIST_REGISTER_DEVICE_KERNEL(Shape, 1, 17, ShapeKernel, kCuda);
 
 }  // namespace
 }  // namespace autodist::ops

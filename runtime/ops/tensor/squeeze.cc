@@ -111,6 +111,10 @@ class UnsqueezeKernel final : public AxesViewKernel {
 // constructor picks by opset.
 AUTODIST_REGISTER_KERNEL(Squeeze, 1, 17, SqueezeKernel);
 AUTODIST_REGISTER_KERNEL(Unsqueeze, 1, 17, UnsqueezeKernel);
+// Views work on any device's tensors (an axes input on the device is read through a host copy,
+// Tensor::ToInt64Vector): the same kernels serve the CUDA backend.
+AUTODIST_REGISTER_DEVICE_KERNEL(Squeeze, 1, 17, SqueezeKernel, kCuda);
+AUTODIST_REGISTER_DEVICE_KERNEL(Unsqueeze, 1, 17, UnsqueezeKernel, kCuda);
 
 }  // namespace
 }  // namespace autodist::ops
