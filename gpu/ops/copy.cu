@@ -1,7 +1,9 @@
 // Copies that move data between layouts on CUDA, for elements of 4 and 8 bytes, on 32-bit
-// indices where they fit: Transpose's (each output element reads the input through the input's
-// strides along the output's axes; runtime/ops/tensor/permutation.h lays them out) and Split's
-// (a range along one axis of an [outer, axis, inner] view, into or out of another).
+// indices where they fit: Transpose's and Slice's (each output element reads the input through
+// the input's strides along the output's axes; runtime/ops/tensor/permutation.h and
+// slice_plan.h lay them out), Slice's gradient (the same positions written instead of read), and
+// Split's (a range along one axis of an [outer, axis, inner] view, into or out of another).
+#include "gpu/device/cuda_error.h"
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -21,6 +23,35 @@ __global__ void StridedCopyKernel(const Element* in, Element* out, StridedCopyPl
       at += static_cast<int64_t>(coordinate) * plan.in_strides[axis];
     }
     out[e] = in[at];
+  }
+}
+
+// The reverse: in[e] goes to out[Σ coordinate_i * in_strides[i]] (positions that never repeat:
+// a slice's).
+template <typename Element, typename Index>
+__global__ void StridedScatterKernel(const Element* in, Element* out, StridedCopyPlan plan) {
+  const auto n = static_cast<Index>(plan.n);
+  for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
+    Index rest = e;
+    int64_t at = 0;
+    for (int axis = plan.rank - 1; axis >= 0; --axis) {
+      const auto dim = static_cast<Index>(plan.dims[axis]);
+      const Index coordinate = rest % dim;
+      rest /= dim;
+      at += static_cast<int64_t>(coordinate) * plan.in_strides[axis];
+    }
+    out[at] = in[e];
+  }
+}
+
+template <typename Element>
+void LaunchScatter(const void* in, void* out, const StridedCopyPlan& plan, cudaStream_t stream) {
+  if (FitsUint32(plan.n)) {
+    StridedScatterKernel<Element, uint32_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
+        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
+  } else {
+    StridedScatterKernel<Element, int64_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
+        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
   }
 }
 
@@ -90,6 +121,18 @@ void LaunchStridedCopy(const void* in, void* out, size_t element_size, const Str
   } else {
     Launch<uint32_t>(in, out, plan, stream);
   }
+  CheckCuda(cudaGetLastError(), "launching a strided copy");
+}
+
+void LaunchStridedScatter(const void* in, void* out, size_t element_size,
+                          const StridedCopyPlan& plan, cudaStream_t stream) {
+  if (plan.n == 0) return;
+  if (element_size == 8) {
+    LaunchScatter<uint64_t>(in, out, plan, stream);
+  } else {
+    LaunchScatter<uint32_t>(in, out, plan, stream);
+  }
+  CheckCuda(cudaGetLastError(), "launching a strided scatter");
 }
 
 }  // namespace autodist::gpu::detail

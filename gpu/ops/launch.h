@@ -246,6 +246,10 @@ struct StridedCopyPlan {
 };
 void LaunchStridedCopy(const void* in, void* out, size_t element_size, const StridedCopyPlan& plan,
                        cudaStream_t stream);
+// The reverse (Slice's gradient): in[e], e a row-major index over `dims`, goes to
+// out[Σ coordinate_i * in_strides[i]]; the positions must not repeat.
+void LaunchStridedScatter(const void* in, void* out, size_t element_size,
+                          const StridedCopyPlan& plan, cudaStream_t stream);
 
 // Split's copy: dst[o, dst_offset + j, i] = src[o, src_offset + j, i] for j < count, both viewed
 // as [outer, axis, inner] with their own axis lengths. Elements of 4 or 8 bytes.

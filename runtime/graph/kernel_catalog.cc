@@ -79,6 +79,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Reshape", {{5, 17}}},
       {"Shape", {{1, 17}}},
       {"Sigmoid", {{6, 17}}},
+      {"Slice", {{10, 17}}},
       {"Softmax", {{1, 17}}},
       {"SoftmaxCrossEntropyLoss", {{12, 17}}},
       {"Split", {{2, 17}}},

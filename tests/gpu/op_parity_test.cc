@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -434,6 +435,28 @@ std::vector<ParityCase> Cases() {
     OpCase sum_attribute{"ReduceSum", {RandomTensor({4, 5, 6}, seed++)}, {AttrInts("axes", {2})}};
     sum_attribute.opset = 11;
     cases.push_back({sum_attribute, 1e-6F});
+    // Slice: a middle range with axes, negative steps and starts past the end (clamped), every
+    // axis without axes or steps, an empty result, and the whole input (no copy).
+    const auto ints = [](std::vector<int64_t> values) {
+      const auto n = static_cast<int64_t>(values.size());
+      return Tensor::FromVector<int64_t>({n}, std::move(values));
+    };
+    cases.push_back({OpCase{"Slice",
+                            {RandomTensor({4, 28, 64}, seed++), ints({1, 16}), ints({3, 48}),
+                             ints({0, 2}), ints({1, 2})}},
+                     0.0F});
+    cases.push_back({OpCase{"Slice",
+                            {RandomTensor({5, 6, 7}, seed++), ints({100, -2}), ints({-100, 0}),
+                             ints({0, -1}), ints({-2, -3})}},
+                     0.0F});
+    cases.push_back(
+        {OpCase{"Slice", {RandomTensor({6, 5}, seed++), ints({1, 1}), ints({-1, 4})}}, 0.0F});
+    cases.push_back(
+        {OpCase{"Slice", {RandomTensor({3, 4}, seed++), ints({2}), ints({2}), ints({1})}}, 0.0F});
+    cases.push_back({OpCase{"Slice",
+                            {RandomTensor({3, 4}, seed++), ints({0}),
+                             ints({std::numeric_limits<int64_t>::max()}), ints({0})}},
+                     0.0F});
   }
   return cases;
 }
