@@ -56,6 +56,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Add", {{7, 17}}},
       {"AveragePool", {{7, 17}}},
       {"BatchNormalization", {{9, 17}}},
+      {"Cast", {{6, 17}}},
       {"Concat", {{4, 17}}},
       {"Constant", {{1, 17}}},
       {"Conv", {{1, 17}}},

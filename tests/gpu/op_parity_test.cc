@@ -457,6 +457,26 @@ std::vector<ParityCase> Cases() {
                             {RandomTensor({3, 4}, seed++), ints({0}),
                              ints({std::numeric_limits<int64_t>::max()}), ints({0})}},
                      0.0F});
+    // Cast: float to integers (truncated toward zero, negative values included), integers to
+    // float, and float to float (the input itself, its gradient passed back).
+    const auto onnx_type = [](tensor::DType dtype) {
+      return AttrInt("to", static_cast<int64_t>(dtype));
+    };
+    cases.push_back({OpCase{"Cast",
+                            {RandomTensor({7, 13}, seed++, -100.0F, 100.0F)},
+                            {onnx_type(tensor::DType::kInt64)}},
+                     0.0F});
+    cases.push_back({OpCase{"Cast",
+                            {RandomTensor({70001}, seed++, -1000.0F, 1000.0F)},
+                            {onnx_type(tensor::DType::kInt32)}},
+                     0.0F});
+    cases.push_back({OpCase{"Cast",
+                            {Tensor::FromVector<int64_t>({5}, {-3, 0, 7, int64_t{1} << 40, 12})},
+                            {onnx_type(tensor::DType::kFloat32)}},
+                     0.0F});
+    cases.push_back(
+        {OpCase{"Cast", {RandomTensor({3, 4}, seed++)}, {onnx_type(tensor::DType::kFloat32)}},
+         0.0F});
   }
   return cases;
 }
