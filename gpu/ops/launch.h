@@ -61,6 +61,12 @@ void LaunchMapUnary(const float* a, float* out, int64_t n, cudaStream_t stream);
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream);
 
+// LeakyRelu: y = x * (x > 0 ? 1 : alpha); its gradient dx = dy * (v > 0 ? 1 : alpha), v the
+// output (alpha >= 0) or the input.
+void LaunchLeakyRelu(const float* x, float* y, int64_t n, float alpha, cudaStream_t stream);
+void LaunchLeakyReluGrad(const float* dy, const float* v, float* dx, int64_t n, float alpha,
+                         cudaStream_t stream);
+
 // data[i] /= divisor for i in [0, n).
 void LaunchDivide(float* data, int64_t n, float divisor, cudaStream_t stream);
 // data[i] *= factor for i in [0, n).

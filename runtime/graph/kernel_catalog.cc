@@ -68,6 +68,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"GlobalAveragePool", {{1, 17}}},
       {"Identity", {{1, 17}}},
       {"LayerNormalization", {{17, 17}}},
+      {"LeakyRelu", {{6, 17}}},
       {"Log", {{6, 17}}},
       {"LogSoftmax", {{1, 17}}},
       {"MatMul", {{1, 17}}},

@@ -477,6 +477,16 @@ std::vector<ParityCase> Cases() {
     cases.push_back(
         {OpCase{"Cast", {RandomTensor({3, 4}, seed++)}, {onnx_type(tensor::DType::kFloat32)}},
          0.0F});
+    // LeakyRelu: the default alpha, another, and a negative one (whose gradient reads the input).
+    cases.push_back({OpCase{"LeakyRelu", {RandomTensor({7, 13}, seed++, -3.0F, 3.0F)}}, 0.0F});
+    cases.push_back({OpCase{"LeakyRelu",
+                            {RandomTensor({70001}, seed++, -3.0F, 3.0F)},
+                            {ops::testing::AttrFloat("alpha", 0.2F)}},
+                     0.0F});
+    cases.push_back({OpCase{"LeakyRelu",
+                            {RandomTensor({3, 4, 5}, seed++, -3.0F, 3.0F)},
+                            {ops::testing::AttrFloat("alpha", -0.5F)}},
+                     0.0F});
   }
   return cases;
 }
