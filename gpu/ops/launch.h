@@ -61,6 +61,26 @@ void LaunchMapUnary(const float* a, float* out, int64_t n, cudaStream_t stream);
 
 void LaunchSumToShape(const float* in, float* out, const SumPlan& plan, cudaStream_t stream);
 
+// Gather over the [outer, dim, inner] view of the data: dst[o, j, k] = src[o, idx[j], k] for
+// j < n, idx on the device and in [0, dim). Elements of 4 or 8 bytes.
+void LaunchGatherRows(const void* src, void* dst, const int64_t* idx, int64_t outer, int64_t n,
+                      int64_t dim, int64_t inner, size_t element_size, cudaStream_t stream);
+
+// Gather's gradient: for each of the `unique` rows named, dx[o, rows[u], k] = the sum over
+// p in [starts[u], starts[u + 1]) of dy[o, positions[p], k], in that order from zero; the
+// other rows of dx are left as they are (zeroed by the caller). The arrays on the device.
+struct GatherGradPlan {
+  const int64_t* rows = nullptr;       // [unique]
+  const int64_t* starts = nullptr;     // [unique + 1]
+  const int64_t* positions = nullptr;  // [n], grouped by row, ascending within a row
+  int64_t unique = 0;
+  int64_t outer = 0;
+  int64_t n = 0;
+  int64_t dim = 0;
+  int64_t inner = 0;
+};
+void LaunchGatherGrad(const float* dy, float* dx, const GatherGradPlan& plan, cudaStream_t stream);
+
 // LeakyRelu: y = x * (x > 0 ? 1 : alpha); its gradient dx = dy * (v > 0 ? 1 : alpha), v the
 // output (alpha >= 0) or the input.
 void LaunchLeakyRelu(const float* x, float* y, int64_t n, float alpha, cudaStream_t stream);

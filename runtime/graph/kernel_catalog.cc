@@ -64,6 +64,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Erf", {{9, 17}}},
       {"Exp", {{6, 17}}},
       {"Flatten", {{1, 17}}},
+      {"Gather", {{1, 17}}},
       {"Gemm", {{11, 17}}},
       {"GlobalAveragePool", {{1, 17}}},
       {"Identity", {{1, 17}}},

@@ -487,6 +487,22 @@ std::vector<ParityCase> Cases() {
                             {RandomTensor({3, 4, 5}, seed++, -3.0F, 3.0F)},
                             {ops::testing::AttrFloat("alpha", -0.5F)}},
                      0.0F});
+    // Gather: an embedding lookup (axis 0, 2-D indices with repeats and a negative one: the
+    // CPU's gradient is row-sparse, densified here), a middle axis, the last axis with scalar
+    // indices, and int64 data (shapes).
+    cases.push_back({OpCase{"Gather",
+                            {RandomTensor({50, 16}, seed++),
+                             Tensor::FromVector<int64_t>({2, 4}, {3, 7, 3, -1, 0, 3, 49, 7})}},
+                     0.0F});
+    cases.push_back(
+        {OpCase{
+             "Gather", {RandomTensor({3, 5, 4}, seed++), ints({4, 0, 4, 2})}, {AttrInt("axis", 1)}},
+         0.0F});
+    cases.push_back({OpCase{"Gather",
+                            {RandomTensor({3, 5}, seed++), Tensor::FromVector<int64_t>({}, {-2})},
+                            {AttrInt("axis", -1)}},
+                     0.0F});
+    cases.push_back({OpCase{"Gather", {ints({2, 28, 4, 16}), ints({0, 2})}}, 0.0F});
   }
   return cases;
 }
@@ -648,13 +664,11 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
 
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(
-        OpCase{"Gather", {RandomTensor({4, 2}, 1), Tensor::FromVector<int64_t>({1}, {0})}},
-        tensor::DeviceKind::kCuda);
-    FAIL() << "Gather has no CUDA kernel yet, but one was made";
+    OpRunner cuda(OpCase{"Dropout", {RandomTensor({4, 2}, 1)}}, tensor::DeviceKind::kCuda);
+    FAIL() << "Dropout has no CUDA kernel yet, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Gather' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Dropout' on cuda"));
   }
 }
 
