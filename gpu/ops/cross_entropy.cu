@@ -108,7 +108,27 @@ __global__ void CrossEntropyGradKernel(const float* lp, CrossEntropyShape s, con
   }
 }
 
+// NegativeLogLikelihoodLoss's gradient with respect to its log-probabilities: -w * scale at each
+// row's target, the rest left as it is (zeroed by the caller).
+__global__ void NllGradKernel(CrossEntropyShape s, const float* dl, bool per_row,
+                              const float* divisor, float* g) {
+  for (int64_t row = First(); row < s.n * s.d; row += Stride()) {
+    const int64_t t = s.labels[row];
+    if (Ignored(s, t)) continue;
+    const float w = s.weights != nullptr ? s.weights[t] : 1.0F;
+    const float scale = per_row ? dl[row] : dl[0] / divisor[0];
+    g[RowBase(s, row) + t * s.d] = -w * scale;
+  }
+}
+
 }  // namespace
+
+void LaunchNllGrad(const CrossEntropyShape& shape, const float* dl, bool per_row,
+                   const float* divisor, float* g, cudaStream_t stream) {
+  if (shape.n * shape.d == 0) return;
+  NllGradKernel<<<Blocks(shape.n * shape.d), kThreads, 0, stream>>>(shape, dl, per_row, divisor, g);
+  CheckCuda(cudaGetLastError(), "launching a negative log-likelihood gradient kernel");
+}
 
 void LaunchLogSoftmax(const float* x, float* lp, const CrossEntropyShape& shape,
                       cudaStream_t stream) {

@@ -112,6 +112,10 @@ void LaunchLogSoftmax(const float* x, float* lp, const CrossEntropyShape& shape,
 // CPU keeps it); `mean` divides the sum by it.
 void LaunchNll(const float* lp, const CrossEntropyShape& shape, bool reduce, bool mean, float* out,
                float* weight_sum, cudaStream_t stream);
+// NegativeLogLikelihoodLoss's input gradient (the input being log-probabilities): at each
+// row's target -w * scale, scale dl[row] (per_row) or dl[0] / divisor[0]; the rest untouched.
+void LaunchNllGrad(const CrossEntropyShape& shape, const float* dl, bool per_row,
+                   const float* divisor, float* g, cudaStream_t stream);
 // g = d loss / d x from the loss gradient dl (one per row when `per_row`, else a scalar divided
 // by divisor[0], null for none) and the log_prob output's gradient dlp (null for none).
 void LaunchCrossEntropyGrad(const float* lp, const CrossEntropyShape& shape, const float* dl,

@@ -76,6 +76,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"MaxPool", {{1, 17}}},
       {"Mul", {{7, 17}}},
       {"Neg", {{6, 17}}},
+      {"NegativeLogLikelihoodLoss", {{12, 17}}},
       {"ReduceMean", {{1, 17}}},
       {"ReduceSum", {{1, 17}}},
       {"Relu", {{6, 17}}},

@@ -132,6 +132,36 @@ std::vector<ParityCase> Cases() {
                             /*num_outputs=*/2},
                      1e-5F});
   }
+  // NegativeLogLikelihoodLoss: each reduction, weights, ignore_index with more axes, int32
+  // targets. Log-probabilities as inputs; the reductions sum in double on both.
+  for (const std::string reduction : {"mean", "sum", "none"}) {
+    cases.push_back({OpCase{"NegativeLogLikelihoodLoss",
+                            {RandomTensor({64, 10}, seed++, -5.0F, 0.0F), labels({64}, 10)},
+                            {ops::testing::AttrString("reduction", reduction)}},
+                     1e-5F});
+  }
+  cases.push_back({OpCase{"NegativeLogLikelihoodLoss",
+                          {RandomTensor({16, 7}, seed++, -5.0F, 0.0F), labels({16}, 7),
+                           RandomTensor({7}, seed++, 0.1F, 2.0F)}},
+                   1e-5F});
+  {
+    Tensor with_ignored = labels({4, 3}, 5);
+    with_ignored.data<int64_t>()[1] = 2;
+    with_ignored.data<int64_t>()[5] = 2;
+    cases.push_back({OpCase{"NegativeLogLikelihoodLoss",
+                            {RandomTensor({4, 5, 3}, seed++, -5.0F, 0.0F), with_ignored},
+                            {ops::testing::AttrInt("ignore_index", 2)}},
+                     1e-5F});
+    const Tensor targets = labels({8}, 6);
+    std::vector<int32_t> narrow;
+    for (int64_t i = 0; i < targets.numel(); ++i) {
+      narrow.push_back(static_cast<int32_t>(targets.data<int64_t>()[i]));
+    }
+    cases.push_back({OpCase{"NegativeLogLikelihoodLoss",
+                            {RandomTensor({8, 6}, seed++, -5.0F, 0.0F),
+                             Tensor::FromVector<int32_t>({8}, narrow)}},
+                     1e-5F});
+  }
   // Conv: the CNN's layers, strides, dilations, asymmetric and automatic padding, groups, 1x1,
   // with and without a bias. The products sum in another order on the GPU (dW over the whole
   // batch's positions).
