@@ -23,16 +23,7 @@ struct OperandShapes final : ops::KernelState {
   Shape b;
 };
 
-// `values` of `shape` summed to `target`, on the same device; `values` itself when the shapes
-// are equal.
-Tensor SumToShape(const std::string& node, const Tensor& values, const Shape& target,
-                  cudaStream_t stream) {
-  if (values.shape() == target) return values;
-  Tensor out(DType::kFloat32, target, values.device());
-  detail::LaunchSumToShape(values.device_data<float>(), out.device_data<float>(),
-                           detail::PlanSumToShape(values.shape(), target, node), stream);
-  return out;
-}
+using detail::SumToShape;
 
 template <typename Fn>
 Tensor Broadcast(const std::string& node, const Tensor& a, const Tensor& b, const Shape& shape,

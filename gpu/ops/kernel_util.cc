@@ -1,6 +1,7 @@
 #include "gpu/ops/kernel_util.h"
 
 #include "gpu/memory/cuda_tensor_memory.h"
+#include "gpu/ops/launch.h"
 #include "runtime/common/error.h"
 
 namespace autodist::gpu::detail {
@@ -14,6 +15,15 @@ cudaStream_t StreamOf(const std::string& node, const tensor::Tensor& tensor) {
 void RequireFloat32(const std::string& node, const tensor::Tensor& tensor, const char* what) {
   AD_CHECK(tensor.dtype() == tensor::DType::kFloat32, kInvalidArgument,
            "{}: {} must be float32 on cuda, got {}", node, what, tensor::DTypeName(tensor.dtype()));
+}
+
+tensor::Tensor SumToShape(const std::string& node, const tensor::Tensor& values,
+                          const tensor::Shape& target, cudaStream_t stream) {
+  if (values.shape() == target) return values;
+  tensor::Tensor out(tensor::DType::kFloat32, target, values.device());
+  LaunchSumToShape(values.device_data<float>(), out.device_data<float>(),
+                   PlanSumToShape(values.shape(), target, node), stream);
+  return out;
 }
 
 }  // namespace autodist::gpu::detail

@@ -16,4 +16,9 @@ cudaStream_t StreamOf(const std::string& node, const tensor::Tensor& tensor);
 // Throws InvalidArgument naming the node unless `tensor` is float32 (what the CUDA kernels take).
 void RequireFloat32(const std::string& node, const tensor::Tensor& tensor, const char* what);
 
+// Float32 `values` summed over the axes along which `target` was broadcast to them (a broadcast
+// operand's gradient), on the same device and stream; `values` itself when the shapes are equal.
+tensor::Tensor SumToShape(const std::string& node, const tensor::Tensor& values,
+                          const tensor::Shape& target, cudaStream_t stream);
+
 }  // namespace autodist::gpu::detail

@@ -81,6 +81,15 @@ struct GatherGradPlan {
 };
 void LaunchGatherGrad(const float* dy, float* dx, const GatherGradPlan& plan, cudaStream_t stream);
 
+// Pow's passes (pow.cu): the value x^e, or the factor of the base's or the exponent's gradient,
+// times g when g is not null. LaunchPowScalar: a one-element exponent `e` over x of n elements,
+// in the CPU's exact forms; LaunchPowBroadcast: x and e broadcast to the output as `plan` says.
+enum class PowTerm { kValue, kBaseFactor, kExponentFactor };
+void LaunchPowScalar(const float* x, float e, const float* g, float* out, int64_t n, PowTerm term,
+                     cudaStream_t stream);
+void LaunchPowBroadcast(const float* x, const float* e, const float* g, float* out,
+                        const BroadcastPlan& plan, PowTerm term, cudaStream_t stream);
+
 // LeakyRelu: y = x * (x > 0 ? 1 : alpha); its gradient dx = dy * (v > 0 ? 1 : alpha), v the
 // output (alpha >= 0) or the input.
 void LaunchLeakyRelu(const float* x, float* y, int64_t n, float alpha, cudaStream_t stream);

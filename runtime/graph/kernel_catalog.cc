@@ -77,6 +77,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Mul", {{7, 17}}},
       {"Neg", {{6, 17}}},
       {"NegativeLogLikelihoodLoss", {{12, 17}}},
+      {"Pow", {{7, 17}}},
       {"ReduceMean", {{1, 17}}},
       {"ReduceSum", {{1, 17}}},
       {"Relu", {{6, 17}}},

@@ -517,6 +517,23 @@ std::vector<ParityCase> Cases() {
                             {RandomTensor({3, 4, 5}, seed++, -3.0F, 3.0F)},
                             {ops::testing::AttrFloat("alpha", -0.5F)}},
                      0.0F});
+    // Pow: the one-element exponents with the CPU's exact forms (2, 0.5, -1, 0) and a general
+    // one, an integer exponent, and broadcast tensors (base and exponent gradients summed back).
+    // powf and logf are the GPU's: a few units in the last place from the CPU's.
+    for (const float e : {2.0F, 0.5F, -1.0F, 0.0F, 1.7F}) {
+      cases.push_back(
+          {OpCase{"Pow",
+                  {RandomTensor({7, 13}, seed++, 0.2F, 3.0F), Tensor::FromVector<float>({}, {e})}},
+           1e-5F});
+    }
+    cases.push_back(
+        {OpCase{"Pow",
+                {RandomTensor({4, 5}, seed++, 0.2F, 3.0F), Tensor::FromVector<int64_t>({}, {3})}},
+         1e-5F});
+    cases.push_back({OpCase{"Pow",
+                            {RandomTensor({4, 1, 5}, seed++, 0.2F, 3.0F),
+                             RandomTensor({3, 1}, seed++, -2.0F, 2.0F)}},
+                     1e-5F});
     // Gather: an embedding lookup (axis 0, 2-D indices with repeats and a negative one: the
     // CPU's gradient is row-sparse, densified here), a middle axis, the last axis with scalar
     // indices, and int64 data (shapes).
