@@ -90,6 +90,13 @@ void LaunchPowScalar(const float* x, float e, const float* g, float* out, int64_
 void LaunchPowBroadcast(const float* x, const float* e, const float* g, float* out,
                         const BroadcastPlan& plan, PowTerm term, cudaStream_t stream);
 
+// Dropout with the CPU's mask of (seed, index): mask[i] = kept, y[i] = kept ? x[i] * scale : 0;
+// and its gradient dx[i] = mask[i] ? dy[i] * scale : 0.
+void LaunchDropout(const float* x, float* y, bool* mask, int64_t n, uint64_t seed,
+                   uint64_t threshold, float scale, cudaStream_t stream);
+void LaunchDropoutGrad(const float* dy, const bool* mask, float* dx, int64_t n, float scale,
+                       cudaStream_t stream);
+
 // LeakyRelu: y = x * (x > 0 ? 1 : alpha); its gradient dx = dy * (v > 0 ? 1 : alpha), v the
 // output (alpha >= 0) or the input.
 void LaunchLeakyRelu(const float* x, float* y, int64_t n, float alpha, cudaStream_t stream);

@@ -61,6 +61,7 @@ const KernelTable& KernelCatalog(Backend backend) {
       {"Constant", {{1, 17}}},
       {"Conv", {{1, 17}}},
       {"Div", {{7, 17}}},
+      {"Dropout", {{10, 17}}},
       {"Erf", {{9, 17}}},
       {"Exp", {{6, 17}}},
       {"Flatten", {{1, 17}}},

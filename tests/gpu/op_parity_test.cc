@@ -517,6 +517,21 @@ std::vector<ParityCase> Cases() {
                             {RandomTensor({3, 4, 5}, seed++, -3.0F, 3.0F)},
                             {ops::testing::AttrFloat("alpha", -0.5F)}},
                      0.0F});
+    // Dropout: the same engine state on both backends (OpRunner seeds it alike), so the same
+    // mask; opset 12's ratio input with the mask output, opset 10's attribute, not training.
+    cases.push_back(
+        {OpCase{"Dropout",
+                {RandomTensor({64, 100}, seed++), Tensor::FromVector<float>({}, {0.3F})},
+                {},
+                /*num_outputs=*/2},
+         0.0F});
+    OpCase dropout_attribute{
+        "Dropout", {RandomTensor({70001}, seed++)}, {ops::testing::AttrFloat("ratio", 0.5F)}};
+    dropout_attribute.opset = 10;
+    cases.push_back({dropout_attribute, 0.0F});
+    OpCase dropout_eval{"Dropout", {RandomTensor({3, 4}, seed++)}, {}, /*num_outputs=*/2};
+    dropout_eval.training = false;
+    cases.push_back({dropout_eval, 0.0F});
     // Pow: the one-element exponents with the CPU's exact forms (2, 0.5, -1, 0) and a general
     // one, an integer exponent, and broadcast tensors (base and exponent gradients summed back).
     // powf and logf are the GPU's: a few units in the last place from the CPU's.
@@ -567,6 +582,11 @@ void ExpectSame(const Tensor& cpu, const Tensor& cuda, float tolerance, const st
   const Tensor back = cuda.To(Device::Cpu());
   ASSERT_EQ(cpu.shape(), back.shape()) << what;
   ASSERT_EQ(cpu.dtype(), back.dtype()) << what;
+  if (cpu.dtype() == tensor::DType::kBool) {  // masks: exact
+    EXPECT_TRUE(std::equal(cpu.data<bool>(), cpu.data<bool>() + cpu.numel(), back.data<bool>()))
+        << what;
+    return;
+  }
   if (cpu.dtype() != tensor::DType::kFloat32) {  // indices: exact
     EXPECT_EQ(cpu.ToInt64Vector(what), back.ToInt64Vector(what)) << what;
     return;
@@ -709,13 +729,26 @@ TEST_F(OpParityTest, ALabelOutsideTheClassesIsTheCpusErrorOnCudaToo) {
   }
 }
 
+// Every op of the CPU engine has a CUDA kernel now: an op neither has is still named as such.
 TEST_F(OpParityTest, AnOpWithoutACudaKernelIsNamedAsSuch) {
   try {
-    OpRunner cuda(OpCase{"Dropout", {RandomTensor({4, 2}, 1)}}, tensor::DeviceKind::kCuda);
-    FAIL() << "Dropout has no CUDA kernel yet, but one was made";
+    OpRunner cuda(OpCase{"LSTM", {RandomTensor({4, 2}, 1)}}, tensor::DeviceKind::kCuda);
+    FAIL() << "LSTM has no CUDA kernel, but one was made";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'Dropout' on cuda"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("unsupported op type 'LSTM' on cuda"));
+  }
+}
+
+// The CPU engine's ops and the CUDA backend's are the same set. Needs no GPU.
+TEST_F(OpParityTest, EveryCpuOpHasACudaKernel) {
+  const std::vector<std::string> cpu =
+      ops::KernelRegistry::Global().OpTypes(tensor::DeviceKind::kCpu);
+  const std::vector<std::string> cuda =
+      ops::KernelRegistry::Global().OpTypes(tensor::DeviceKind::kCuda);
+  for (const std::string& op : cpu) {
+    EXPECT_TRUE(std::find(cuda.begin(), cuda.end(), op) != cuda.end())
+        << op << " has a CPU kernel but no CUDA kernel";
   }
 }
 

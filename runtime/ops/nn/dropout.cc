@@ -7,13 +7,16 @@
 // Training: each element is kept with probability 1 - ratio and output = data * mask /
 // (1 - ratio), as PyTorch does; ratio 1 drops everything. Otherwise output = data (shared) and
 // the mask is all true. The `seed` attribute is ignored: the mask is a pure function of one
-// draw from the session's random engine and the element index (counter-based, so it does not
-// depend on the thread count), reproducible from the engine's state. Backward applies the same
-// mask and scale, kept from forward.
+// draw from the session's random engine and the element index (dropout_mask.h, counter-based,
+// so it depends on neither the thread count nor the device), reproducible from the engine's
+// state; dropout_draw.h decides, shared with the CUDA kernel. Backward applies the same mask and
+// scale, kept from forward.
 #include <algorithm>
 #include <cstdint>
 
 #include "runtime/common/error.h"
+#include "runtime/ops/nn/dropout_draw.h"
+#include "runtime/ops/nn/dropout_mask.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
 
@@ -25,49 +28,28 @@ struct DropoutState final : KernelState {
   float scale = 1.0F;
 };
 
-// SplitMix64's finalizer: a well-mixed 64-bit value of (seed, index).
-inline uint64_t Mix(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 class DropoutKernel final : public OpKernel {
  public:
   explicit DropoutKernel(const NodeInfo& node)
       : OpKernel(node),
         ratio_from_attribute_(node.opset() < 12),
         attribute_ratio_(node.GetFloat("ratio", 0.5F)) {
-    if (ratio_from_attribute_) CheckRatio(attribute_ratio_, node.Describe());
+    if (ratio_from_attribute_) CheckDropoutRatio(attribute_ratio_, node.Describe());
   }
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     AD_CHECK(x.dtype() == DType::kFloat32, kInvalidArgument, "{}: data must be float32, got {}",
              ctx.Describe(), tensor::DTypeName(x.dtype()));
-    const float ratio = Ratio(ctx);
-    bool training = ctx.training();
-    if (!ratio_from_attribute_ && ctx.has_input(2)) {
-      const Tensor& mode = ctx.input(2);
-      AD_CHECK(mode.numel() == 1, kInvalidArgument,
-               "{}: training_mode must be a scalar, got shape {}", ctx.Describe(),
-               tensor::ShapeToString(mode.shape()));
-      training = training && mode.GetAsDouble(0) != 0.0;
-    }
+    const DropoutDraw draw = DrawDropout(ctx, ratio_from_attribute_, attribute_ratio_);
     auto state = std::make_unique<DropoutState>();
-    if (!training || ratio == 0.0F) {
+    if (!draw.drops) {
       ctx.set_output(0, x);
       if (ctx.num_outputs() > 1) ctx.set_output(1, AllTrue(x.shape()));
       ctx.save_state(std::move(state));
       return;
     }
-    // One draw per call keeps the engine's sequence independent of the tensor size.
-    const uint64_t seed = ctx.rng()();
-    // Keep iff a uniform 24-bit draw u / 2^24 < 1 - ratio.
-    const auto threshold =
-        static_cast<uint64_t>(static_cast<double>(1.0F - ratio) * static_cast<double>(1 << 24));
-    state->scale = ratio < 1.0F ? 1.0F / (1.0F - ratio) : 0.0F;
+    state->scale = draw.scale;
     state->mask = Tensor(DType::kBool, x.shape());
     Tensor y(DType::kFloat32, x.shape());
     const float* in = x.data<float>();
@@ -76,7 +58,7 @@ class DropoutKernel final : public OpKernel {
     const float scale = state->scale;
     ParallelFor(x.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const bool keep = (Mix(seed, static_cast<uint64_t>(i)) >> 40) < threshold;
+        const bool keep = DropoutKeeps(draw.seed, static_cast<uint64_t>(i), draw.threshold);
         mask[i] = keep;
         out[i] = keep ? in[i] * scale : 0.0F;
       }
@@ -110,24 +92,6 @@ class DropoutKernel final : public OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  static void CheckRatio(float ratio, const std::string& what) {
-    AD_CHECK(ratio >= 0.0F && ratio <= 1.0F, kInvalidArgument,
-             "{}: ratio must be in [0, 1], got {}", what, ratio);
-  }
-
-  float Ratio(const ForwardContext& ctx) const {
-    if (ratio_from_attribute_ || !ctx.has_input(1))
-      return ratio_from_attribute_ ? attribute_ratio_ : 0.5F;
-    const Tensor& ratio = ctx.input(1);
-    AD_CHECK(ratio.numel() == 1 &&
-                 (ratio.dtype() == DType::kFloat32 || ratio.dtype() == DType::kFloat64),
-             kInvalidArgument, "{}: ratio must be a float scalar, got {} {}", ctx.Describe(),
-             tensor::DTypeName(ratio.dtype()), tensor::ShapeToString(ratio.shape()));
-    const auto value = static_cast<float>(ratio.GetAsDouble(0));
-    CheckRatio(value, ctx.Describe());
-    return value;
-  }
-
   static Tensor AllTrue(const Shape& shape) {
     Tensor mask(DType::kBool, shape);
     std::fill(mask.data<bool>(), mask.data<bool>() + mask.numel(), true);
