@@ -10,6 +10,7 @@
 
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/stream.h"
+#include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/collective/rendezvous.h"
 #include "runtime/common/error.h"
 
@@ -43,6 +44,22 @@ ncclDataType_t NcclType(ElementType type) {
   Fail(ErrorCode::kInternal, "no NCCL type for element type {}", static_cast<int>(type));
 }
 
+// Makes GPU `device` current for a call and gives the thread its previous one back after it: a
+// thread that drives another GPU between collectives keeps it.
+class CurrentGpu {
+ public:
+  explicit CurrentGpu(int device) {
+    CheckCuda(cudaGetDevice(&previous_), "NCCL communicator: cudaGetDevice");
+    if (previous_ != device) UseGpu(device);
+  }
+  ~CurrentGpu() { cudaSetDevice(previous_); }
+  CurrentGpu(const CurrentGpu&) = delete;
+  CurrentGpu& operator=(const CurrentGpu&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // Result of an NCCL call made before there is a communicator (ncclGetUniqueId).
 void CheckPlain(ncclResult_t result, const char* what) {
   AD_CHECK(result == ncclSuccess, kUnavailable, "{}: {}", what, ncclGetErrorString(result));
@@ -56,8 +73,12 @@ NcclCommunicator::NcclCommunicator(const collective::CommunicatorOptions& option
            "NCCL communicator: rank {} of {}: expected 0 <= rank < size", rank_, size_);
   AD_CHECK(options.rendezvous != nullptr, kInvalidArgument,
            "NCCL communicator for rank {}: no rendezvous store", rank_);
-  if (options.device >= 0) UseGpu(options.device);
-  CheckCuda(cudaGetDevice(&device_), "NCCL communicator: cudaGetDevice");
+  if (options.device >= 0) {
+    device_ = options.device;
+  } else {
+    CheckCuda(cudaGetDevice(&device_), "NCCL communicator: cudaGetDevice");
+  }
+  const CurrentGpu current(device_);
   const std::string what =
       fmt::format("NCCL communicator set-up (rank {} of {}, GPU {})", rank_, size_, device_);
   const std::string token = collective::ShareFromRankZero(
@@ -75,6 +96,7 @@ NcclCommunicator::NcclCommunicator(const collective::CommunicatorOptions& option
   std::memcpy(id.internal, token.data(), token.size());
   try {
     CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), what);
+    CheckCuda(cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming), what);
     CheckCuda(cudaMalloc(&records_, static_cast<size_t>(size_) * kSignatureBytes), what);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every wait is ours to bound (the header says why)
@@ -88,12 +110,15 @@ NcclCommunicator::NcclCommunicator(const collective::CommunicatorOptions& option
   } catch (...) {
     if (comm_ != nullptr && !aborted_) ncclCommAbort(comm_);
     if (records_ != nullptr) cudaFree(records_);
+    if (ordered_ != nullptr) cudaEventDestroy(ordered_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     throw;
   }
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  int previous = 0;
+  const bool known = cudaGetDevice(&previous) == cudaSuccess;
   cudaSetDevice(device_);
   if (comm_ != nullptr && !aborted_) {
     bool finalized = false;
@@ -105,13 +130,21 @@ NcclCommunicator::~NcclCommunicator() {
         std::this_thread::sleep_for(kPollSleep);
         if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) break;
       }
-      finalized = state == ncclSuccess && ncclCommDestroy(comm_) == ncclSuccess;
+      finalized = state == ncclSuccess;
     }
-    if (!finalized) ncclCommAbort(comm_);
+    // Destroy frees the handle whatever it returns: one or the other, never both.
+    if (finalized) {
+      ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
+    }
   }
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (records_ != nullptr) cudaFree(records_);
+  if (ordered_ != nullptr) cudaEventDestroy(ordered_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (known) cudaSetDevice(previous);
 }
 
 void NcclCommunicator::Abort(const std::string& reason) {
@@ -187,8 +220,26 @@ void NcclCommunicator::Run(const CallSignature& call, Body&& body) {
   const std::string what = collective::detail::Describe(call, rank_, size_);
   AD_CHECK(!failure_, kFailedPrecondition, "{}: the NCCL communicator failed earlier: {}", what,
            failure_.value_or(""));
-  UseGpu(device_);
+  if (abort_requested_.load()) {
+    std::string reason;
+    {
+      const std::lock_guard abort_lock(abort_mutex_);
+      reason = abort_reason_;
+    }
+    Break(what, "aborted: " + reason);
+  }
+  const CurrentGpu current(device_);
+  // The caller's buffers were written on the GPU's tensor stream (cuda_tensor_memory.h): this
+  // communicator's stream starts after what is queued there now.
+  CheckStream(cudaEventRecord(ordered_, TensorStream(device_)), what);
+  CheckStream(cudaStreamWaitEvent(stream_, ordered_, 0), what);
   body(what);
+}
+
+void NcclCommunicator::CheckStream(cudaError_t status, const std::string& what) {
+  if (status != cudaSuccess) {
+    Break(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
+  }
 }
 
 std::vector<uint64_t> NcclCommunicator::Exchange(const CallSignature& call) {
@@ -196,35 +247,36 @@ std::vector<uint64_t> NcclCommunicator::Exchange(const CallSignature& call) {
   const SignatureRecord mine = collective::detail::Encode(call);
   auto* records = static_cast<char*>(records_);
   char* own = records + static_cast<size_t>(rank_) * kSignatureBytes;
-  CheckCuda(cudaMemcpyAsync(own, mine.data(), kSignatureBytes, cudaMemcpyHostToDevice, stream_),
-            what);
+  CheckStream(cudaMemcpyAsync(own, mine.data(), kSignatureBytes, cudaMemcpyHostToDevice, stream_),
+              what);
   // In place: this rank's record already sits at its offset of the gathered records.
   Check(ncclAllGather(own, records, kSignatureBytes, ncclUint8, comm_, stream_), what);
-  // NCCL may still be putting its kernel on the stream: the copy back must come after it.
-  Await(what, Until::kEnqueued, timeout_);
+  // Drained before the copy back: a copy into pageable memory waits for everything queued
+  // before it, which must not be a collective that a dead peer never finishes.
+  Await(what, Until::kStreamDrained, timeout_);
   std::vector<SignatureRecord> all(static_cast<size_t>(size_));
-  CheckCuda(cudaMemcpyAsync(all.data(), records, all.size() * kSignatureBytes,
-                            cudaMemcpyDeviceToHost, stream_),
-            what);
+  CheckStream(cudaMemcpyAsync(all.data(), records, all.size() * kSignatureBytes,
+                              cudaMemcpyDeviceToHost, stream_),
+              what);
   Await(what, Until::kStreamDrained, timeout_);
   return collective::detail::CheckAgreement(call, rank_, all);
 }
 
 void NcclCommunicator::Verify(const CallSignature& call) {
-  const auto it = verified_.find(call.tag);
-  if (it != verified_.end() && it->second == call) return;
-  verified_.erase(call.tag);
+  // Every call, unlike Gloo's check of a tag's first call and changes: NCCL has no tags, so if
+  // only some ranks checked (those whose sizes changed), their check would meet the others'
+  // collective and mix with it.
   Exchange(call);
-  verified_.emplace(call.tag, call);
 }
 
-void* NcclCommunicator::Scratch(size_t bytes) {
+void* NcclCommunicator::Scratch(size_t bytes, const std::string& what) {
   if (bytes > scratch_bytes_) {
-    if (scratch_ != nullptr) CheckCuda(cudaFree(scratch_), "NCCL communicator: freeing scratch");
+    // Stream-ordered: cudaFree and cudaMalloc would wait for the whole GPU, other ranks' NCCL
+    // kernels included, which NCCL warns can deadlock.
+    if (scratch_ != nullptr) CheckStream(cudaFreeAsync(scratch_, stream_), what);
     scratch_ = nullptr;
     scratch_bytes_ = 0;
-    CheckCuda(cudaMalloc(&scratch_, bytes),
-              fmt::format("NCCL communicator: {} bytes of scratch on GPU {}", bytes, device_));
+    CheckStream(cudaMallocAsync(&scratch_, bytes, stream_), what);
     scratch_bytes_ = bytes;
   }
   return scratch_;
@@ -260,6 +312,17 @@ void NcclCommunicator::AllGather(const void* in, size_t count, ElementType type,
   AD_CHECK((in != nullptr && out != nullptr) || count == 0, kInvalidArgument,
            "{}: in and out must not be null for {} elements",
            collective::detail::Describe(call, rank_, size_), count);
+  if (count > 0) {
+    // NCCL's in-place form only: `in` at this rank's part of `out`, or clear of `out`.
+    const size_t part = count * collective::ElementBytes(type);
+    const auto* first = static_cast<const std::byte*>(out);
+    const auto* source = static_cast<const std::byte*>(in);
+    const bool overlaps =
+        source < first + part * static_cast<size_t>(size_) && first < source + part;
+    AD_CHECK(!overlaps || source == first + static_cast<size_t>(rank_) * part, kInvalidArgument,
+             "{}: in overlaps out other than as this rank's part (out + {} elements)",
+             collective::detail::Describe(call, rank_, size_), static_cast<size_t>(rank_) * count);
+  }
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (count == 0) return;
@@ -299,22 +362,33 @@ std::vector<size_t> NcclCommunicator::AllGatherV(const void* in, size_t count, E
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0}) * element;
     out.resize(total);
     if (total == 0) return;
-    auto* gathered = static_cast<std::byte*>(Scratch(total));
+    auto* gathered = static_cast<std::byte*>(Scratch(total, what));
     // One broadcast per rank, from its part into its offset: NCCL has no all-gather of unequal
     // parts; grouped, they run as one operation.
     Check(ncclGroupStart(), what);
+    // The group is closed before any error is raised: an open group would hold every later
+    // NCCL call of this thread.
+    ncclResult_t first_error = ncclSuccess;
     size_t offset = 0;
     for (int r = 0; r < size_; ++r) {
       const size_t bytes = counts[static_cast<size_t>(r)] * element;
       if (bytes > 0) {
         const void* from = r == rank_ ? in : gathered + offset;
-        Check(ncclBroadcast(from, gathered + offset, bytes, ncclUint8, r, comm_, stream_), what);
+        const ncclResult_t added =
+            ncclBroadcast(from, gathered + offset, bytes, ncclUint8, r, comm_, stream_);
+        if (added != ncclSuccess && added != ncclInProgress && first_error == ncclSuccess) {
+          first_error = added;
+        }
       }
       offset += bytes;
     }
-    Check(ncclGroupEnd(), what);
-    Await(what, Until::kEnqueued, timeout_);
-    CheckCuda(cudaMemcpyAsync(out.data(), gathered, total, cudaMemcpyDeviceToHost, stream_), what);
+    const ncclResult_t ended = ncclGroupEnd();
+    Check(first_error, what);
+    Check(ended, what);
+    // Drained before the copy into pageable memory (Exchange says why).
+    Await(what, Until::kStreamDrained, timeout_);
+    CheckStream(cudaMemcpyAsync(out.data(), gathered, total, cudaMemcpyDeviceToHost, stream_),
+                what);
     Await(what, Until::kStreamDrained, timeout_);
     const auto own = static_cast<int64_t>(count * element);
     Count(own * (size_ - 1), static_cast<int64_t>(total) - own);
@@ -344,7 +418,7 @@ void NcclCommunicator::Barrier(const std::string& tag) {
   Run(call, [&](const std::string& what) {
     Verify(call);
     // A one-element all-reduce: no rank leaves it before every rank has entered it.
-    void* flag = Scratch(sizeof(float));
+    void* flag = Scratch(sizeof(float), what);
     Check(ncclAllReduce(flag, flag, 1, ncclFloat32, ncclSum, comm_, stream_), what);
     Await(what, Until::kStreamDrained, timeout_);
   });

@@ -9,11 +9,15 @@
 //   up to the options' timeout, and a call that does not finish in time, or an Abort from
 //   another thread (the heartbeat that found a peer dead), aborts the communicator
 //   (ncclCommAbort) and fails with kUnavailable naming the call.
-// * As with Gloo, a tag's call is checked across ranks (runtime/collective/call_check.h) before
-//   it runs, on the device: mismatched sizes are an error on every rank, not a hang.
-// * Each call is synchronous, as the interface is: it returns once the collective has finished on
-//   the communicator's own stream. Overlap with backward (issue 16, "Streams and overlap") needs
-//   the interface to take a stream and events; it does not yet.
+// * As with Gloo, a call is checked across ranks (runtime/collective/call_check.h) before it
+//   runs, on the device: mismatched sizes are an error on every rank, not a hang. Every call,
+//   not only a tag's first: NCCL has no tags to keep a check apart from another rank's
+//   collective. The cost is one 64-byte all-gather per call.
+// * Each call is synchronous, as the interface is: it starts after the work already queued on
+//   the GPU's tensor stream (where tensors are written, cuda_tensor_memory.h) and returns once
+//   the collective has finished on the communicator's own stream. Overlap with backward (issue
+//   16, "Streams and overlap") needs the interface to take a stream and events; it does not yet.
+// * A call leaves the thread's current GPU as it found it.
 //
 // Only one GPU per process has been run so far (docs/gpu.md): a 1-rank communicator copies and
 // cannot show multi-rank correctness, overlap or the abort on a peer's death.
@@ -23,7 +27,6 @@
 #include <nccl.h>
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -93,8 +96,10 @@ class NcclCommunicator final : public collective::Communicator {
   // every rank's count.
   std::vector<uint64_t> Exchange(const collective::detail::CallSignature& call);
   void Verify(const collective::detail::CallSignature& call);
-  // Device scratch of at least `bytes`, kept for later calls.
-  void* Scratch(size_t bytes);
+  // A CUDA call's status: an error breaks the communicator (it may be mid-collective).
+  void CheckStream(cudaError_t status, const std::string& what);
+  // Device scratch of at least `bytes`, kept for later calls (stream-ordered on stream_).
+  void* Scratch(size_t bytes, const std::string& what);
   void Count(int64_t sent, int64_t received);
 
   const int rank_;
@@ -103,12 +108,12 @@ class NcclCommunicator final : public collective::Communicator {
   const std::chrono::milliseconds timeout_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* records_ = nullptr;  // size_ signature records on the device
+  cudaEvent_t ordered_ = nullptr;  // orders stream_ after the GPU's tensor stream
+  void* records_ = nullptr;        // size_ signature records on the device
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
-  std::mutex mutex_;                                                   // one call at a time
-  std::map<std::string, collective::detail::CallSignature> verified_;  // by tag
-  std::optional<std::string> failure_;                                 // why the communicator broke
+  std::mutex mutex_;                    // one call at a time
+  std::optional<std::string> failure_;  // why the communicator broke
   std::atomic<bool> abort_requested_{false};
   std::mutex abort_mutex_;
   std::string abort_reason_;

@@ -2,7 +2,8 @@
 // elements at a time (a float4 of the gradient and of the residual, four halves as one 8-byte
 // store), so that the casts stream memory at close to the device's bandwidth; otherwise one
 // element at a time. Compiled without FMA contraction (CMake: --fmad=false); the cast itself is
-// the hardware's round-to-nearest-even, the same bits as tensor::FloatToHalf.
+// the hardware's round-to-nearest-even, the same bits as tensor::FloatToHalf for every number (a
+// NaN stays a NaN, but the hardware's has its own sign and payload).
 #include <cuda_fp16.h>
 
 #include <algorithm>

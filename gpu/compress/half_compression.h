@@ -1,6 +1,7 @@
 // float16 compression on the device, for the Horovod compressors of GPU workers: the CPU's
 // formulas (runtime/compress/error_feedback.h, runtime/tensor/float16.h) element for element,
-// each direction one pass over memory, queued on `stream`.
+// the same bits for every number (a NaN's sign and payload may differ), each direction one pass
+// over memory, queued on `stream`.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -21,9 +21,13 @@ __device__ inline int64_t First() {
 }
 __device__ inline int64_t Stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-// Whether every index below `n` fits a 32-bit unsigned integer: the kernels that decompose flat
-// indices (divisions) then run on 32-bit ones, whose division costs a fraction of a 64-bit one.
-inline bool FitsUint32(int64_t n) { return n < (int64_t{1} << 32); }
+// Whether a grid-stride loop over n elements can count in 32 bits: the kernels that decompose
+// flat indices (divisions) then run on 32-bit ones, whose division costs a fraction of a 64-bit
+// one. Every index below n must fit, and so must the last index plus one stride of the largest
+// grid (Blocks), or the loop would wrap and start over forever.
+inline bool FitsUint32(int64_t n) {
+  return n <= (int64_t{1} << 32) - int64_t{65536} * kThreads;
+}
 
 // 2-D grids: blockIdx.y takes a row (at most kMaxGridRows, the rest by a stride loop), blockIdx.x
 // and the threads the elements of the row.

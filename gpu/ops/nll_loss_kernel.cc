@@ -3,6 +3,7 @@
 // ignore_index: the CPU kernel's semantics (runtime/ops/loss/nll_loss.cc), on the kernels
 // SoftmaxCrossEntropyLoss uses after its log-softmax (cross_entropy.cu). The targets are read and
 // checked on the host (a target outside [0, C) is the CPU's error), then put on the GPU as int64.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@ using tensor::Shape;
 using tensor::Tensor;
 
 struct CudaNllState final : ops::KernelState {
+  Shape input_shape;   // Backward needs only the input's shape, not its values
   Tensor labels;       // int64 on the device
   Tensor denominator;  // [1] on the device: what a mean divided by (reductions only)
 };
@@ -59,8 +61,9 @@ class CudaNllLossKernel final : public ops::OpKernel {
     const std::vector<int64_t> labels = target.ToInt64Vector(node + ": target");
     ops::CheckLabels(labels, input.dim(1), ignore_index_, node, "target");
     auto state = std::make_unique<CudaNllState>();
+    state->input_shape = input.shape();
     state->labels = Tensor::FromVector<int64_t>(target_shape, labels).To(input.device());
-    const detail::CrossEntropyShape shape = Shape3(input, state->labels, ctx);
+    const detail::CrossEntropyShape shape = Shape3(input.shape(), state->labels, ctx);
     if (reduction_ == Reduction::kNone) {
       Tensor losses(DType::kFloat32, target_shape, input.device());
       detail::LaunchNll(input.device_data<float>(), shape, false, false,
@@ -82,10 +85,9 @@ class CudaNllLossKernel final : public ops::OpKernel {
     const std::string& node = description();
     const auto* state = dynamic_cast<const CudaNllState*>(ctx.state());
     AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
-    const Tensor& input = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, *dloss);
-    const detail::CrossEntropyShape shape = Shape3(input, state->labels, ctx);
-    Tensor dx(DType::kFloat32, input.shape(), dloss->device());
+    const detail::CrossEntropyShape shape = Shape3(state->input_shape, state->labels, ctx);
+    Tensor dx(DType::kFloat32, state->input_shape, dloss->device());
     CheckCuda(cudaMemsetAsync(dx.raw(), 0, dx.nbytes(), stream), node + ": zeroing the gradient");
     detail::LaunchNllGrad(
         shape, dloss->device_data<float>(), reduction_ == Reduction::kNone,
@@ -95,16 +97,20 @@ class CudaNllLossKernel final : public ops::OpKernel {
   }
 
   bool IsDifferentiable(size_t input) const override { return input == 0; }
+  // The input's values are never read by Backward (its shape is in the state).
+  bool BackwardNeedsInput(size_t input) const override { return input != 0; }
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
   template <typename Context>
-  detail::CrossEntropyShape Shape3(const Tensor& input, const Tensor& labels,
+  detail::CrossEntropyShape Shape3(const Shape& input, const Tensor& labels,
                                    const Context& ctx) const {
     detail::CrossEntropyShape shape;
-    shape.n = input.dim(0);
-    shape.c = input.dim(1);
-    shape.d = shape.n * shape.c == 0 ? 0 : input.numel() / (shape.n * shape.c);
+    shape.n = input[0];
+    shape.c = input[1];
+    // Per position, from the targets' count as the CPU takes it: with no classes (C = 0) every
+    // target must be ignored, and each still gets its (zero) loss.
+    shape.d = labels.numel() / std::max<int64_t>(shape.n, 1);
     shape.labels = labels.device_data<int64_t>();
     shape.weights = ctx.has_input(2) ? ctx.input(2).template device_data<float>() : nullptr;
     shape.has_ignore_index = ignore_index_.has_value();

@@ -37,6 +37,9 @@ class DeviceArray {
     CheckCuda(cudaMalloc(&data_, std::max<size_t>(1, size_) * sizeof(T)), "test: cudaMalloc");
     CheckCuda(cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
               "test: to the device");
+    // A copy from pageable memory may return before it lands; the communicator's stream orders
+    // itself after the tensor stream only, not after this one.
+    CheckCuda(cudaDeviceSynchronize(), "test: the copy");
   }
   ~DeviceArray() { cudaFree(data_); }
   DeviceArray(const DeviceArray&) = delete;
