@@ -10,8 +10,11 @@
 namespace autodist::gpu::detail {
 namespace {
 
-template <typename Element, typename Index>
-__global__ void StridedCopyKernel(const Element* in, Element* out, StridedCopyPlan plan) {
+// Element e of the row-major order over the plan's dims sits at in[Σ coordinate_i *
+// in_strides[i]]: kScatter false copies it out to out[e] (Transpose, Slice), true writes in[e]
+// back to that position of out (Slice's gradient; the positions never repeat).
+template <typename Element, typename Index, bool kScatter>
+__global__ void StridedKernel(const Element* in, Element* out, StridedCopyPlan plan) {
   const auto n = static_cast<Index>(plan.n);
   for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
     Index rest = e;
@@ -22,47 +25,24 @@ __global__ void StridedCopyKernel(const Element* in, Element* out, StridedCopyPl
       rest /= dim;
       at += static_cast<int64_t>(coordinate) * plan.in_strides[axis];
     }
-    out[e] = in[at];
-  }
-}
-
-// The reverse: in[e] goes to out[Σ coordinate_i * in_strides[i]] (positions that never repeat:
-// a slice's).
-template <typename Element, typename Index>
-__global__ void StridedScatterKernel(const Element* in, Element* out, StridedCopyPlan plan) {
-  const auto n = static_cast<Index>(plan.n);
-  for (Index e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
-    Index rest = e;
-    int64_t at = 0;
-    for (int axis = plan.rank - 1; axis >= 0; --axis) {
-      const auto dim = static_cast<Index>(plan.dims[axis]);
-      const Index coordinate = rest % dim;
-      rest /= dim;
-      at += static_cast<int64_t>(coordinate) * plan.in_strides[axis];
+    if constexpr (kScatter) {
+      out[at] = in[e];
+    } else {
+      out[e] = in[at];
     }
-    out[at] = in[e];
   }
 }
 
-template <typename Element>
-void LaunchScatter(const void* in, void* out, const StridedCopyPlan& plan, cudaStream_t stream) {
-  if (FitsUint32(plan.n)) {
-    StridedScatterKernel<Element, uint32_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
-        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
-  } else {
-    StridedScatterKernel<Element, int64_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
-        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
-  }
-}
-
-template <typename Element>
+template <typename Element, bool kScatter>
 void Launch(const void* in, void* out, const StridedCopyPlan& plan, cudaStream_t stream) {
+  const auto* from = static_cast<const Element*>(in);
+  auto* to = static_cast<Element*>(out);
   if (FitsUint32(plan.n)) {
-    StridedCopyKernel<Element, uint32_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
-        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
+    StridedKernel<Element, uint32_t, kScatter>
+        <<<Blocks(plan.n), kThreads, 0, stream>>>(from, to, plan);
   } else {
-    StridedCopyKernel<Element, int64_t><<<Blocks(plan.n), kThreads, 0, stream>>>(
-        static_cast<const Element*>(in), static_cast<Element*>(out), plan);
+    StridedKernel<Element, int64_t, kScatter>
+        <<<Blocks(plan.n), kThreads, 0, stream>>>(from, to, plan);
   }
 }
 
@@ -117,9 +97,9 @@ void LaunchStridedCopy(const void* in, void* out, size_t element_size, const Str
                        cudaStream_t stream) {
   if (plan.n == 0) return;
   if (element_size == 8) {
-    Launch<uint64_t>(in, out, plan, stream);
+    Launch<uint64_t, false>(in, out, plan, stream);
   } else {
-    Launch<uint32_t>(in, out, plan, stream);
+    Launch<uint32_t, false>(in, out, plan, stream);
   }
   CheckCuda(cudaGetLastError(), "launching a strided copy");
 }
@@ -128,9 +108,9 @@ void LaunchStridedScatter(const void* in, void* out, size_t element_size,
                           const StridedCopyPlan& plan, cudaStream_t stream) {
   if (plan.n == 0) return;
   if (element_size == 8) {
-    LaunchScatter<uint64_t>(in, out, plan, stream);
+    Launch<uint64_t, true>(in, out, plan, stream);
   } else {
-    LaunchScatter<uint32_t>(in, out, plan, stream);
+    Launch<uint32_t, true>(in, out, plan, stream);
   }
   CheckCuda(cudaGetLastError(), "launching a strided scatter");
 }

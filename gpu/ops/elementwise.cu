@@ -3,6 +3,7 @@
 // kernels' (runtime/ops/math/unary_math.h, arithmetic_math.h), compiled without FMA contraction
 // (CMake: --fmad=false), as the CPU build compiles it.
 #include "gpu/device/cuda_error.h"
+#include "gpu/ops/broadcast.cuh"
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 #include "runtime/ops/math/arithmetic_math.h"
@@ -32,15 +33,9 @@ template <typename Fn>
 __global__ void BroadcastBinaryKernel(const float* a, const float* b, float* out,
                                       BroadcastPlan plan) {
   for (int64_t i = First(); i < plan.n; i += Stride()) {
-    int64_t rest = i;
     int64_t a_at = 0;
     int64_t b_at = 0;
-    for (int axis = plan.rank - 1; axis >= 0; --axis) {
-      const int64_t coordinate = rest % plan.dims[axis];
-      rest /= plan.dims[axis];
-      a_at += coordinate * plan.a_strides[axis];
-      b_at += coordinate * plan.b_strides[axis];
-    }
+    BroadcastOffsets(plan, i, &a_at, &b_at);
     out[i] = Fn{}(a[a_at], b[b_at]);
   }
 }

@@ -107,9 +107,9 @@ class CudaGatherKernel final : public ops::OpKernel {
     std::vector<int64_t> packed = rows;
     packed.insert(packed.end(), starts.begin(), starts.end());
     packed.insert(packed.end(), order.begin(), order.end());
-    const Tensor lists =
-        Tensor::FromVector<int64_t>({static_cast<int64_t>(packed.size())}, packed).To(dy->device());
-    const int64_t* base = lists.device_data<int64_t>();
+    const auto count = static_cast<int64_t>(packed.size());
+    const Tensor lists = Tensor::FromVector<int64_t>({count}, packed).To(dy->device());
+    const auto* base = lists.device_data<int64_t>();
     detail::GatherGradPlan plan;
     plan.unique = static_cast<int64_t>(rows.size());
     plan.rows = base;

@@ -5,6 +5,7 @@
 // e >= 0), each multiplied by the output gradient. powf and logf are the GPU's: within a few
 // units in the last place of the CPU's std::pow and std::log.
 #include "gpu/device/cuda_error.h"
+#include "gpu/ops/broadcast.cuh"
 #include "gpu/ops/grid.cuh"
 #include "gpu/ops/launch.h"
 
@@ -57,15 +58,9 @@ __global__ void PowScalarKernel(const float* x, float e, const float* g, float* 
 __global__ void PowBroadcastKernel(const float* x, const float* e, const float* g, float* out,
                                    BroadcastPlan plan, PowTerm term) {
   for (int64_t i = First(); i < plan.n; i += Stride()) {
-    int64_t rest = i;
     int64_t x_at = 0;
     int64_t e_at = 0;
-    for (int axis = plan.rank - 1; axis >= 0; --axis) {
-      const int64_t coordinate = rest % plan.dims[axis];
-      rest /= plan.dims[axis];
-      x_at += coordinate * plan.a_strides[axis];
-      e_at += coordinate * plan.b_strides[axis];
-    }
+    BroadcastOffsets(plan, i, &x_at, &e_at);
     const float f = Term(term, x[x_at], e[e_at], false);
     out[i] = g != nullptr ? g[i] * f : f;
   }
