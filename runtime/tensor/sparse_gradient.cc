@@ -28,36 +28,44 @@ SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& v
   const auto n = static_cast<int64_t>(indices.size());
   const int64_t row =
       n == 0 ? NumElements(Shape(dense_shape.begin() + 1, dense_shape.end())) : values.numel() / n;
-  std::vector<int64_t> order(indices.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return indices[static_cast<size_t>(a)] < indices[static_cast<size_t>(b)];
-  });
-  std::vector<int64_t> unique;
-  for (const int64_t i : order) {
-    const int64_t index = indices[static_cast<size_t>(i)];
-    if (unique.empty() || unique.back() != index) unique.push_back(index);
-  }
+  const RowGroups groups = GroupByRow(indices);
+  const auto unique = static_cast<int64_t>(groups.rows.size());
   Shape values_shape = dense_shape;
-  values_shape[0] = static_cast<int64_t>(unique.size());
+  values_shape[0] = unique;
   SparseGradient out;
   out.dense_shape = dense_shape;
   out.values = Tensor::Zeros(DType::kFloat32, values_shape);
-  out.indices = Tensor::FromVector<int64_t>({static_cast<int64_t>(unique.size())}, unique);
-  const float* in = values.data<float>();
-  float* sum = out.values.data<float>();
-  int64_t slot = -1;
-  int64_t previous = 0;
-  for (const int64_t i : order) {
-    const int64_t index = indices[static_cast<size_t>(i)];
-    if (slot < 0 || index != previous) ++slot;
-    previous = index;
-    // Summed in the order rows appear, so the result does not depend on sorting details.
+  out.indices = Tensor::FromVector<int64_t>({unique}, groups.rows);
+  const auto* in = values.data<float>();
+  auto* sum = out.values.data<float>();
+  for (int64_t slot = 0; slot < unique; ++slot) {
     float* dst = sum + slot * row;
-    const float* src = in + i * row;
-    for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+    // Summed in the order rows appear, so the result does not depend on sorting details.
+    for (auto p = static_cast<size_t>(groups.starts[static_cast<size_t>(slot)]);
+         p < static_cast<size_t>(groups.starts[static_cast<size_t>(slot) + 1]); ++p) {
+      const float* src = in + groups.order[p] * row;
+      for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+    }
   }
   return out;
+}
+
+RowGroups GroupByRow(const std::vector<int64_t>& indices) {
+  RowGroups groups;
+  groups.order.resize(indices.size());
+  std::iota(groups.order.begin(), groups.order.end(), 0);
+  std::stable_sort(groups.order.begin(), groups.order.end(), [&](int64_t a, int64_t b) {
+    return indices[static_cast<size_t>(a)] < indices[static_cast<size_t>(b)];
+  });
+  for (size_t p = 0; p < groups.order.size(); ++p) {
+    const int64_t row = indices[static_cast<size_t>(groups.order[p])];
+    if (groups.rows.empty() || groups.rows.back() != row) {
+      groups.rows.push_back(row);
+      groups.starts.push_back(static_cast<int64_t>(p));
+    }
+  }
+  groups.starts.push_back(static_cast<int64_t>(indices.size()));
+  return groups;
 }
 
 SparseGradient MergeSparse(const std::vector<const SparseGradient*>& parts) {

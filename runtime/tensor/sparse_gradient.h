@@ -20,6 +20,16 @@ struct SparseGradient {
 
 // Builds a SparseGradient from possibly repeated row indices: rows with the same index are
 // summed; the result's indices are unique and ascending. `values` is [n, row dims...].
+// The positions of `indices` grouped by the row they name: rows ascending and unique, and for
+// rows[u] the positions order[starts[u]] .. order[starts[u + 1] - 1], ascending (the order the
+// rows appear). A row's occurrences summed in that order give the same bits on every backend.
+struct RowGroups {
+  std::vector<int64_t> rows;
+  std::vector<int64_t> starts;  // rows.size() + 1 entries
+  std::vector<int64_t> order;   // indices.size() entries
+};
+RowGroups GroupByRow(const std::vector<int64_t>& indices);
+
 SparseGradient CoalesceRows(const std::vector<int64_t>& indices, const Tensor& values,
                             const Shape& dense_shape);
 

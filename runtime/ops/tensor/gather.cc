@@ -8,6 +8,7 @@
 #include "runtime/common/error.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
+#include "runtime/ops/tensor/gather_plan.h"
 #include "runtime/ops/tensor/layout.h"
 #include "runtime/tensor/sparse_gradient.h"
 
@@ -18,9 +19,7 @@ namespace {
 constexpr int64_t kGrain = int64_t{1} << 15;
 
 struct GatherState final : KernelState {
-  Shape data_shape;
-  size_t axis = 0;
-  std::vector<int64_t> indices;  // wrapped into [0, axis length)
+  GatherPlan plan;
 };
 
 // For every (o, j): copies row idx[j] of block o of src ([outer, dim] rows of `Bytes` bytes, or
@@ -47,42 +46,23 @@ class GatherKernel final : public OpKernel {
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& data = ctx.input(0);
-    const Tensor& indices = ctx.input(1);
-    AD_CHECK(data.rank() > 0, kInvalidArgument, "{}: cannot gather from a scalar", ctx.Describe());
     auto state = std::make_unique<GatherState>();
-    state->data_shape = data.shape();
-    state->axis = static_cast<size_t>(
-        NormalizeAxis(axis_, static_cast<int64_t>(data.rank()), ctx.Describe(), "axis"));
-    const size_t axis = state->axis;
-    const int64_t dim = data.dim(axis);
-    state->indices = indices.ToInt64Vector(ctx.Describe() + ": indices");
-    for (int64_t& index : state->indices) {
-      AD_CHECK(index >= -dim && index < dim, kInvalidArgument,
-               "{}: index {} is out of range for axis {} of length {} (data shape {})",
-               ctx.Describe(), index, axis, dim, tensor::ShapeToString(data.shape()));
-      if (index < 0) index += dim;
-    }
-
-    Shape shape(data.shape().begin(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis));
-    shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
-    shape.insert(shape.end(), data.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
-                 data.shape().end());
-    Tensor y(data.dtype(), shape);
-    const int64_t outer = DimProduct(data.shape(), 0, axis);
-    const int64_t row_bytes = DimProduct(data.shape(), axis + 1, data.rank()) *
-                              static_cast<int64_t>(tensor::ElementSize(data.dtype()));
+    state->plan = PlanGather(data.shape(), ctx.input(1), axis_, ctx.Describe());
+    const GatherPlan& plan = state->plan;
+    Tensor y(data.dtype(), plan.output_shape);
+    const int64_t row_bytes = plan.inner * static_cast<int64_t>(tensor::ElementSize(data.dtype()));
     const auto* src = static_cast<const std::byte*>(data.raw());
     auto* dst = static_cast<std::byte*>(y.raw());
     if (y.numel() > 0) {
       switch (row_bytes) {
         case 4:
-          GatherRows<4>(src, dst, state->indices, outer, dim, row_bytes);
+          GatherRows<4>(src, dst, plan.indices, plan.outer, plan.dim, row_bytes);
           break;
         case 8:
-          GatherRows<8>(src, dst, state->indices, outer, dim, row_bytes);
+          GatherRows<8>(src, dst, plan.indices, plan.outer, plan.dim, row_bytes);
           break;
         default:
-          GatherRows<0>(src, dst, state->indices, outer, dim, row_bytes);
+          GatherRows<0>(src, dst, plan.indices, plan.outer, plan.dim, row_bytes);
       }
     }
     ctx.save_state(std::move(state));
@@ -92,24 +72,24 @@ class GatherKernel final : public OpKernel {
   void Backward(BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const auto& state = SavedState<GatherState>(ctx);
-    const Shape& shape = state.data_shape;
-    const auto n = static_cast<int64_t>(state.indices.size());
-    const int64_t inner = DimProduct(shape, state.axis + 1, shape.size());
-    if (state.axis == 0) {
+    const GatherPlan& plan = SavedState<GatherState>(ctx).plan;
+    const Shape& shape = plan.data_shape;
+    const auto n = static_cast<int64_t>(plan.indices.size());
+    const int64_t inner = plan.inner;
+    if (plan.axis == 0) {
       ctx.set_input_sparse_grad(
-          0, tensor::CoalesceRows(state.indices, dy->Reshaped({n, inner}), shape));
+          0, tensor::CoalesceRows(plan.indices, dy->Reshaped({n, inner}), shape));
       return;
     }
     // Dense: add each gathered row back at its index. Threads own disjoint blocks (or, with few
     // blocks, disjoint columns), so repeated indices never race; each element sums in index
     // order, so the result is deterministic.
-    const int64_t outer = DimProduct(shape, 0, state.axis);
-    const int64_t dim = shape[state.axis];
+    const int64_t outer = plan.outer;
+    const int64_t dim = plan.dim;
     Tensor dx = Tensor::Zeros(DType::kFloat32, shape);
     const auto* g = dy->data<float>();
     auto* d = dx.data<float>();
-    const int64_t* idx = state.indices.data();
+    const int64_t* idx = plan.indices.data();
     const auto add = [&](int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
       for (int64_t o = o0; o < o1; ++o) {
         for (int64_t j = 0; j < n; ++j) {
