@@ -35,10 +35,7 @@ class CudaGatherKernel final : public ops::OpKernel {
     const std::string& node = description();
     const Tensor& data = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, data);
-    const size_t element = tensor::ElementSize(data.dtype());
-    AD_CHECK(element == 4 || element == 8, kInvalidArgument,
-             "{}: the data must have elements of 4 or 8 bytes on cuda, got {}", node,
-             tensor::DTypeName(data.dtype()));
+    const size_t element = detail::RequireMovableElements(node, data, "the data");
     auto state = std::make_unique<CudaGatherState>();
     state->plan = ops::PlanGather(data.shape(), ctx.input(1), axis_, node);
     const ops::GatherPlan& plan = state->plan;

@@ -17,6 +17,15 @@ void RequireFloat32(const std::string& node, const tensor::Tensor& tensor, const
            "{}: {} must be float32 on cuda, got {}", node, what, tensor::DTypeName(tensor.dtype()));
 }
 
+size_t RequireMovableElements(const std::string& node, const tensor::Tensor& tensor,
+                              const char* what) {
+  const size_t element = tensor::ElementSize(tensor.dtype());
+  AD_CHECK(element == 4 || element == 8, kInvalidArgument,
+           "{}: {} must have elements of 4 or 8 bytes on cuda, got {}", node, what,
+           tensor::DTypeName(tensor.dtype()));
+  return element;
+}
+
 tensor::Tensor SumToShape(const std::string& node, const tensor::Tensor& values,
                           const tensor::Shape& target, cudaStream_t stream) {
   if (values.shape() == target) return values;

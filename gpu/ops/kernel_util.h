@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <string>
 
 #include "runtime/tensor/tensor.h"
@@ -15,6 +16,11 @@ cudaStream_t StreamOf(const std::string& node, const tensor::Tensor& tensor);
 
 // Throws InvalidArgument naming the node unless `tensor` is float32 (what the CUDA kernels take).
 void RequireFloat32(const std::string& node, const tensor::Tensor& tensor, const char* what);
+
+// The element size of `tensor` for the kernels that only move elements (copies, gathers): throws
+// InvalidArgument naming the node unless it is 4 or 8 bytes.
+size_t RequireMovableElements(const std::string& node, const tensor::Tensor& tensor,
+                              const char* what);
 
 // Float32 `values` summed over the axes along which `target` was broadcast to them (a broadcast
 // operand's gradient), on the same device and stream; `values` itself when the shapes are equal.

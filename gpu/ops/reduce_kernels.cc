@@ -46,8 +46,8 @@ class CudaReduceKernel final : public ops::OpKernel {
     std::vector<int64_t> axes = axes_;
     if (axes_from_input_ && ctx.has_input(1)) axes = ctx.input(1).ToInt64Vector(node + ": axes");
     auto state = std::make_unique<CudaReduceState>();
-    state->plan = ops::MakeReducePlan(x.shape(), std::move(axes), keepdims_,
-                                      noop_with_empty_axes_, node);
+    state->plan =
+        ops::MakeReducePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_, node);
     const ops::ReducePlan& plan = state->plan;
     if (plan.identity) {
       ctx.set_output(0, x);

@@ -119,10 +119,7 @@ class CudaSplitKernel final : public ops::OpKernel {
     const Tensor& x = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, x);
     AD_CHECK(x.rank() > 0, kInvalidArgument, "{}: cannot split a scalar", node);
-    const size_t element_size = tensor::ElementSize(x.dtype());
-    AD_CHECK(element_size == 4 || element_size == 8, kInvalidArgument,
-             "{}: the input must have elements of 4 or 8 bytes on cuda, got {}", node,
-             tensor::DTypeName(x.dtype()));
+    const size_t element_size = detail::RequireMovableElements(node, x, "the input");
     auto state = std::make_unique<SplitState>();
     state->input_shape = x.shape();
     state->axis = static_cast<size_t>(
@@ -214,10 +211,7 @@ class CudaConcatKernel final : public ops::OpKernel {
     ops::ConcatLayout layout = ops::ResolveConcat(ctx, axis_, node);
     const Tensor& first = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, first);
-    const size_t element_size = tensor::ElementSize(first.dtype());
-    AD_CHECK(element_size == 4 || element_size == 8, kInvalidArgument,
-             "{}: the inputs must have elements of 4 or 8 bytes on cuda, got {}", node,
-             tensor::DTypeName(first.dtype()));
+    const size_t element_size = detail::RequireMovableElements(node, first, "the inputs");
     auto state = std::make_unique<ConcatState>();
     state->axis = layout.axis;
     state->sizes = layout.sizes;

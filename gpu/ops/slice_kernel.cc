@@ -48,10 +48,7 @@ class CudaSliceKernel final : public ops::OpKernel {
     const std::string& node = description();
     const Tensor& x = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, x);
-    const size_t element = tensor::ElementSize(x.dtype());
-    AD_CHECK(element == 4 || element == 8, kInvalidArgument,
-             "{}: the input must have elements of 4 or 8 bytes on cuda, got {}", node,
-             tensor::DTypeName(x.dtype()));
+    const size_t element = detail::RequireMovableElements(node, x, "the input");
     auto state = std::make_unique<CudaSliceState>();
     state->plan = ops::PlanSlice(
         x.shape(), ops::SliceList(ctx, 1, "starts"), ops::SliceList(ctx, 2, "ends"),

@@ -17,10 +17,7 @@ using tensor::Tensor;
 
 Tensor Permute(const Tensor& x, const std::vector<int64_t>& perm, const std::string& node) {
   cudaStream_t stream = detail::StreamOf(node, x);
-  const size_t element_size = tensor::ElementSize(x.dtype());
-  AD_CHECK(element_size == 4 || element_size == 8, kInvalidArgument,
-           "{}: the input must have elements of 4 or 8 bytes on cuda, got {}", node,
-           tensor::DTypeName(x.dtype()));
+  const size_t element_size = detail::RequireMovableElements(node, x, "the input");
   ops::PermutedLayout layout = ops::LayOutPermutation(x.shape(), perm);
   if (layout.view) return x.Reshaped(std::move(layout.shape));
   AD_CHECK(layout.shape.size() <= static_cast<size_t>(detail::kMaxRank), kInvalidArgument,
