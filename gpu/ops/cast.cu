@@ -24,38 +24,39 @@ void Launch(const void* in, void* out, int64_t n, cudaStream_t stream) {
       <<<Blocks(n), kThreads, 0, stream>>>(static_cast<const From*>(in), static_cast<To*>(out), n);
 }
 
-// Calls fn(T{}) for the element type `code` (CastElement); false for an unknown one.
+// Calls fn(T{}) for `dtype`, one of the seven Cast converts between; false for another.
 template <typename Fn>
-bool Visit(CastElement code, Fn&& fn) {
-  switch (code) {
-    case CastElement::kFloat32:
+bool Visit(tensor::DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case tensor::DType::kFloat32:
       fn(float{});
       return true;
-    case CastElement::kFloat64:
+    case tensor::DType::kFloat64:
       fn(double{});
       return true;
-    case CastElement::kInt64:
+    case tensor::DType::kInt64:
       fn(int64_t{});
       return true;
-    case CastElement::kInt32:
+    case tensor::DType::kInt32:
       fn(int32_t{});
       return true;
-    case CastElement::kUInt8:
+    case tensor::DType::kUInt8:
       fn(uint8_t{});
       return true;
-    case CastElement::kInt8:
+    case tensor::DType::kInt8:
       fn(int8_t{});
       return true;
-    case CastElement::kBool:
+    case tensor::DType::kBool:
       fn(bool{});
       return true;
+    default:
+      return false;
   }
-  return false;
 }
 
 }  // namespace
 
-bool LaunchCast(const void* in, CastElement from, void* out, CastElement to, int64_t n,
+bool LaunchCast(const void* in, tensor::DType from, void* out, tensor::DType to, int64_t n,
                 cudaStream_t stream) {
   if (n == 0) return true;
   bool known = false;

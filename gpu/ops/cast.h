@@ -1,18 +1,17 @@
-// Cast's conversion on CUDA (cast.cu), named by element codes so that the .cu file needs none of
-// the tensor headers.
+// Cast's conversion on CUDA (cast.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "runtime/tensor/dtype.h"
+
 namespace autodist::gpu::detail {
 
-enum class CastElement { kFloat32, kFloat64, kInt64, kInt32, kUInt8, kInt8, kBool };
-
 // out[i] = CastValue<to>(in[i]) for i in [0, n), both on the current GPU. False (nothing
-// launched) for a pair it does not know.
-bool LaunchCast(const void* in, CastElement from, void* out, CastElement to, int64_t n,
+// launched) for a type Cast does not convert (ops::VisitCastType's seven are the ones it does).
+bool LaunchCast(const void* in, tensor::DType from, void* out, tensor::DType to, int64_t n,
                 cudaStream_t stream);
 
 }  // namespace autodist::gpu::detail

@@ -16,35 +16,13 @@ namespace {
 using tensor::DType;
 using tensor::Tensor;
 
-detail::CastElement ElementOf(DType dtype, const std::string& node) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return detail::CastElement::kFloat32;
-    case DType::kFloat64:
-      return detail::CastElement::kFloat64;
-    case DType::kInt64:
-      return detail::CastElement::kInt64;
-    case DType::kInt32:
-      return detail::CastElement::kInt32;
-    case DType::kUInt8:
-      return detail::CastElement::kUInt8;
-    case DType::kInt8:
-      return detail::CastElement::kInt8;
-    case DType::kBool:
-      return detail::CastElement::kBool;
-    default:
-      break;
-  }
-  Fail(ErrorCode::kInvalidArgument, "{}: cannot cast a tensor of type {}", node,
-       tensor::DTypeName(dtype));
-}
-
 Tensor CastOnDevice(const Tensor& x, DType to, const std::string& node) {
   if (x.dtype() == to) return x;
   cudaStream_t stream = detail::StreamOf(node, x);
+  // The CPU's check and message for a type Cast does not convert.
+  for (const DType dtype : {x.dtype(), to}) ops::VisitCastType(dtype, node, [](auto /*type*/) {});
   Tensor y(to, x.shape(), x.device());
-  const bool known = detail::LaunchCast(x.raw(), ElementOf(x.dtype(), node), y.raw(),
-                                        ElementOf(to, node), x.numel(), stream);
+  const bool known = detail::LaunchCast(x.raw(), x.dtype(), y.raw(), to, x.numel(), stream);
   AD_CHECK(known, kInternal, "{}: no CUDA cast from {} to {}", node, tensor::DTypeName(x.dtype()),
            tensor::DTypeName(to));
   return y;
