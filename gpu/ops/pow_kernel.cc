@@ -7,6 +7,7 @@
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
 #include "runtime/common/error.h"
+#include "runtime/ops/math/pow_exponent.h"
 #include "runtime/ops/registry.h"
 #include "runtime/tensor/broadcast.h"
 
@@ -27,7 +28,7 @@ class CudaPowKernel final : public ops::OpKernel {
     const Tensor& base = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, base);
     detail::RequireFloat32(node, base, "the base");
-    const Tensor exponent = ExponentAsFloat(ctx.input(1), node);
+    const Tensor exponent = ops::PowExponentAsFloat(ctx.input(1), node);
     const Shape shape = tensor::BroadcastShapes(base.shape(), exponent.shape(), node);
     Tensor y(DType::kFloat32, shape, base.device());
     Run(base, exponent, nullptr, y, PowTerm::kValue, node, stream);
@@ -40,7 +41,7 @@ class CudaPowKernel final : public ops::OpKernel {
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
     const Tensor& base = ctx.input(0);
-    const Tensor exponent = ExponentAsFloat(ctx.input(1), node);
+    const Tensor exponent = ops::PowExponentAsFloat(ctx.input(1), node);
     if (ctx.needs_grad(0)) {
       Tensor dx(DType::kFloat32, dy->shape(), dy->device());
       Run(base, exponent, dy, dx, PowTerm::kBaseFactor, node, stream);
@@ -70,20 +71,6 @@ class CudaPowKernel final : public ops::OpKernel {
           base.device_data<float>(), exponent.device_data<float>(), g, out.device_data<float>(),
           detail::PlanBroadcast(base.shape(), exponent.shape(), out.shape(), node), term, stream);
     }
-  }
-
-  // The exponent as float32 on the device (converted through the host when it is integer).
-  static Tensor ExponentAsFloat(const Tensor& exponent, const std::string& node) {
-    if (exponent.dtype() == DType::kFloat32) return exponent;
-    AD_CHECK(exponent.dtype() == DType::kInt64 || exponent.dtype() == DType::kInt32,
-             kInvalidArgument, "{}: exponent must be float32, int32 or int64, got {}", node,
-             tensor::DTypeName(exponent.dtype()));
-    const Tensor host = exponent.To(tensor::Device::Cpu());
-    Tensor out(DType::kFloat32, exponent.shape());
-    for (int64_t i = 0; i < host.numel(); ++i) {
-      out.data<float>()[i] = static_cast<float>(host.GetAsDouble(i));
-    }
-    return out.To(exponent.device());
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/ops/math/elementwise.h"
+#include "runtime/ops/math/pow_exponent.h"
 #include "runtime/ops/math/reduce_sum.h"
 #include "runtime/ops/registry.h"
 #include "runtime/tensor/broadcast.h"
@@ -43,7 +44,7 @@ class PowKernel final : public OpKernel {
     const Tensor& base = ctx.input(0);
     AD_CHECK(base.dtype() == DType::kFloat32, kInvalidArgument, "{}: base must be float32, got {}",
              ctx.Describe(), tensor::DTypeName(base.dtype()));
-    const Tensor exponent = ExponentAsFloat(ctx.input(1), ctx.Describe());
+    const Tensor exponent = PowExponentAsFloat(ctx.input(1), ctx.Describe());
     const Shape shape = tensor::BroadcastShapes(base.shape(), exponent.shape(), ctx.Describe());
     Tensor y(DType::kFloat32, shape);
     const float* x = base.data<float>();
@@ -62,7 +63,7 @@ class PowKernel final : public OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr) return;
     const Tensor& base = ctx.input(0);
-    const Tensor exponent = ExponentAsFloat(ctx.input(1), ctx.Describe());
+    const Tensor exponent = PowExponentAsFloat(ctx.input(1), ctx.Describe());
     const Shape& shape = dy->shape();
     const int64_t n = dy->numel();
     const float* g = dy->data<float>();
@@ -112,21 +113,6 @@ class PowKernel final : public OpKernel {
   }
 
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
-
- private:
-  // The exponent as float32 (a copy only when it is an integer tensor).
-  static Tensor ExponentAsFloat(const Tensor& exponent, const std::string& describe) {
-    if (exponent.dtype() == DType::kFloat32) return exponent;
-    AD_CHECK(exponent.dtype() == DType::kInt64 || exponent.dtype() == DType::kInt32,
-             kInvalidArgument, "{}: exponent must be float32, int32 or int64, got {}", describe,
-             tensor::DTypeName(exponent.dtype()));
-    Tensor out(DType::kFloat32, exponent.shape());
-    float* data = out.data<float>();
-    for (int64_t i = 0; i < exponent.numel(); ++i) {
-      data[i] = static_cast<float>(exponent.GetAsDouble(i));
-    }
-    return out;
-  }
 };
 
 AUTODIST_REGISTER_KERNEL(Pow, 7, 17, PowKernel);
