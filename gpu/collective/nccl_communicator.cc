@@ -312,17 +312,12 @@ void NcclCommunicator::AllGather(const void* in, size_t count, ElementType type,
   AD_CHECK((in != nullptr && out != nullptr) || count == 0, kInvalidArgument,
            "{}: in and out must not be null for {} elements",
            collective::detail::Describe(call, rank_, size_), count);
-  if (count > 0) {
-    // NCCL's in-place form only: `in` at this rank's part of `out`, or clear of `out`.
-    const size_t part = count * collective::ElementBytes(type);
-    const auto* first = static_cast<const std::byte*>(out);
-    const auto* source = static_cast<const std::byte*>(in);
-    const bool overlaps =
-        source < first + part * static_cast<size_t>(size_) && first < source + part;
-    AD_CHECK(!overlaps || source == first + static_cast<size_t>(rank_) * part, kInvalidArgument,
-             "{}: in overlaps out other than as this rank's part (out + {} elements)",
-             collective::detail::Describe(call, rank_, size_), static_cast<size_t>(rank_) * count);
-  }
+  // NCCL's in-place form only: `in` at this rank's part of `out`, or clear of `out`.
+  AD_CHECK(count == 0 || !collective::detail::OverlapsOtherThanOwnPart(
+                             out, in, count * collective::ElementBytes(type), rank_, size_),
+           kInvalidArgument,
+           "{}: in overlaps out other than as this rank's part (out + {} elements)",
+           collective::detail::Describe(call, rank_, size_), static_cast<size_t>(rank_) * count);
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (count == 0) return;

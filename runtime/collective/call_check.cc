@@ -128,19 +128,23 @@ const char* CollectiveName(Collective collective) {
   return "unknown collective";
 }
 
+bool OverlapsOtherThanOwnPart(const void* whole, const void* part, size_t part_bytes, int rank,
+                              int size) {
+  const auto* first = static_cast<const std::byte*>(whole);
+  const auto* own = static_cast<const std::byte*>(part);
+  const bool overlaps =
+      own < first + part_bytes * static_cast<size_t>(size) && first < own + part_bytes;
+  return overlaps && own != first + static_cast<size_t>(rank) * part_bytes;
+}
+
 void CheckReduceScatterBuffers(const CallSignature& call, const void* in, const void* out, int rank,
                                int size) {
   if (call.count == 0) return;
   AD_CHECK(in != nullptr && out != nullptr, kInvalidArgument,
            "{}: in and out must not be null for {} elements", Describe(call, rank, size),
            call.count);
-  const size_t block = call.count * ElementBytes(call.type);
-  const auto* first = static_cast<const std::byte*>(in);
-  const auto* result = static_cast<const std::byte*>(out);
-  const std::byte* own = first + static_cast<size_t>(rank) * block;
-  const bool overlaps =
-      result < first + block * static_cast<size_t>(size) && first < result + block;
-  AD_CHECK(!overlaps || result == own, kInvalidArgument,
+  AD_CHECK(!OverlapsOtherThanOwnPart(in, out, call.count * ElementBytes(call.type), rank, size),
+           kInvalidArgument,
            "{}: out overlaps in other than as this rank's own block (in + {} elements)",
            Describe(call, rank, size), static_cast<size_t>(rank) * call.count);
 }

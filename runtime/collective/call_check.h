@@ -48,6 +48,12 @@ SignatureRecord Encode(const CallSignature& call);
 // "AllReduceSum 'grads' (rank 1 of 4)": how errors name a call.
 std::string Describe(const CallSignature& call, int rank, int size);
 
+// Whether a rank's one part (`part_bytes` at `part`) overlaps the size() parts of `whole`
+// anywhere but at this rank's own: the in-place forms of ReduceScatterSum and AllGather allow
+// only that overlap.
+bool OverlapsOtherThanOwnPart(const void* whole, const void* part, size_t part_bytes, int rank,
+                              int size);
+
 // ReduceScatterSum's buffers (`call.count` elements of `call.type` per rank): both present unless
 // the count is 0, and `out` either this rank's own block of `in` or clear of `in`. Throws
 // InvalidArgument naming the call.
