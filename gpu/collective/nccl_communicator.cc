@@ -166,6 +166,16 @@ void NcclCommunicator::Break(const std::string& what, const std::string& why) {
   Fail(ErrorCode::kUnavailable, "{}: {}; the NCCL communicator was aborted", what, why);
 }
 
+void NcclCommunicator::BreakIfAborted(const std::string& what) {
+  if (!abort_requested_.load()) return;
+  std::string reason;
+  {
+    const std::lock_guard lock(abort_mutex_);
+    reason = abort_reason_;
+  }
+  Break(what, "aborted: " + reason);
+}
+
 void NcclCommunicator::Check(ncclResult_t result, const std::string& what) {
   if (result == ncclSuccess || result == ncclInProgress) return;
   Break(what, fmt::format("{} ({})", ncclGetErrorString(result),
@@ -176,14 +186,7 @@ void NcclCommunicator::Await(const std::string& what, Until until,
                              std::chrono::milliseconds timeout) {
   const auto start = Clock::now();
   for (int polls = 0;; ++polls) {
-    if (abort_requested_.load()) {
-      std::string reason;
-      {
-        const std::lock_guard lock(abort_mutex_);
-        reason = abort_reason_;
-      }
-      Break(what, "aborted: " + reason);
-    }
+    BreakIfAborted(what);
     ncclResult_t state = ncclSuccess;
     const ncclResult_t asked = ncclCommGetAsyncError(comm_, &state);
     if (asked != ncclSuccess) {
@@ -220,14 +223,7 @@ void NcclCommunicator::Run(const CallSignature& call, Body&& body) {
   const std::string what = collective::detail::Describe(call, rank_, size_);
   AD_CHECK(!failure_, kFailedPrecondition, "{}: the NCCL communicator failed earlier: {}", what,
            failure_.value_or(""));
-  if (abort_requested_.load()) {
-    std::string reason;
-    {
-      const std::lock_guard abort_lock(abort_mutex_);
-      reason = abort_reason_;
-    }
-    Break(what, "aborted: " + reason);
-  }
+  BreakIfAborted(what);
   const CurrentGpu current(device_);
   // The caller's buffers were written on the GPU's tensor stream (cuda_tensor_memory.h): this
   // communicator's stream starts after what is queued there now.

@@ -91,6 +91,8 @@ class NcclCommunicator final : public collective::Communicator {
   void Await(const std::string& what, Until until, std::chrono::milliseconds timeout);
   // Aborts the communicator (once) and throws kUnavailable "<what>: <why>".
   [[noreturn]] void Break(const std::string& what, const std::string& why);
+  // Break(what, "aborted: <reason>") when Abort was called.
+  void BreakIfAborted(const std::string& what);
   void Check(ncclResult_t result, const std::string& what);
   // The call check: every rank's record of `call` (a gather on the device), compared; returns
   // every rank's count.
