@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "launcher/run_report.h"
 #include "launcher/run_summary.h"
 #include "launcher/runtime_executable.h"
+#include "launcher/worker_gpus.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
@@ -137,6 +139,7 @@ class JobRun {
          << std::endl;
     started_ = Clock::now();
     ShowMetricsAddresses();
+    ShowWorkerGpus();
     MakeCredentials();
     for (size_t i = 0; i < members_.size(); ++i) group.Start(Spec(i));
     coordinator::CoordinatorClientOptions progress_calls;
@@ -348,6 +351,27 @@ class JobRun {
     out_ << "metrics: " << list << std::endl;
   }
 
+  // The GPUs each GPU worker is given (CUDA_VISIBLE_DEVICES), or why none are.
+  std::string WorkerGpus(const coordinator::MemberInfo& member) const {
+    return launcher::WorkerVisibleDevices(member.rank, job_.resources.gpus_per_worker,
+                                          visible_gpus_);
+  }
+
+  void ShowWorkerGpus() {
+    if (job_.resources.gpus_per_worker == 0) return;
+    if (visible_gpus_.empty()) {
+      out_ << "gpus: this machine shows none (no NVIDIA driver, or CUDA_VISIBLE_DEVICES empty)"
+           << std::endl;
+      return;
+    }
+    std::string list;
+    for (const coordinator::MemberInfo& member : members_) {
+      if (member.role != coordinator::MemberRole::kWorker) continue;
+      list += fmt::format("{}{} {}", list.empty() ? "" : ", ", member.node, WorkerGpus(member));
+    }
+    out_ << fmt::format("gpus (CUDA_VISIBLE_DEVICES): {}", list) << std::endl;
+  }
+
   // The process of members_[index].
   launcher::ProcessSpec Spec(size_t index) const {
     const coordinator::MemberInfo& member = members_[index];
@@ -375,6 +399,9 @@ class JobRun {
     // as the caller's environment has them.
     for (const auto& [name, value] : job::NcclEnvironment(job_.resources.nccl)) {
       spec.env[name] = value;
+    }
+    if (worker && job_.resources.gpus_per_worker > 0 && !visible_gpus_.empty()) {
+      spec.env["CUDA_VISIBLE_DEVICES"] = WorkerGpus(member);
     }
     if (network_) {
       const netemu::EmulatedHost& host = network_->Host(member.node);
@@ -530,6 +557,9 @@ class JobRun {
   std::map<std::string, std::vector<std::string>> earlier_events_;  // by worker: older files
   std::string outcome_;  // for the report: "succeeded", "failed: ...", "interrupted"
   std::string runtime_;
+  // The GPUs workers are dealt (resources.gpusPerWorker), as this process sees them.
+  std::vector<std::string> visible_gpus_ =
+      launcher::VisibleGpus(std::getenv("CUDA_VISIBLE_DEVICES"));
   std::string coordinator_endpoint_;
   std::string log_dir_;
   std::optional<RunCredentials> credentials_;  // removed when the run ends

@@ -42,8 +42,10 @@ pack() {
   local stage="$bundle_dir/autodist-gpu"
   rm -rf "$stage" "$bundle"
   mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
+  # autodist-runtime: the members of the GPU job tests (tests/gpu/*_job_test.cc).
   cp "$build/bin/fused_optimizer_bench" "$build/bin/half_compression_bench" \
-    "$build/bin/gemm_bench" "$build/bin/train_step_bench" "$stage/bin/"
+    "$build/bin/gemm_bench" "$build/bin/train_step_bench" "$build/bin/autodist-runtime" \
+    "$stage/bin/"
   for test in "$root"/tests/gpu/*_test.cc; do cp "$build/tests/gpu_$(basename "$test" .cc)" "$stage/tests/"; done
   local binary library name
   for binary in "$stage"/bin/* "$stage"/tests/*; do
@@ -111,6 +113,8 @@ run() {
     fi
   fi
   local status=0 test
+  # The GPU job tests start the bundle's members.
+  export AUTODIST_RUNTIME="$dir/bin/autodist-runtime"
   for test in "$dir"/tests/*; do
     "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
   done

@@ -110,19 +110,24 @@ std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
   return graph::GraphItem::Load(job::RequireLocalModel(job)).TrainableVariables();
 }
 
-// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP on CPU
-// (the only backend of a CPU run), its rendezvous through the coordinator.
+// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP in host
+// memory (GPU workers stage through it), its rendezvous through the coordinator.
 std::unique_ptr<collective::Communicator> MakeCommunicator(
     const sync::StrategyPlan& plan, const coordinator::RegisterResult& registration,
-    const MemberOptions& options, const std::string& node, const std::string& host) {
+    const MemberOptions& options, const std::string& node, const std::string& host,
+    const tensor::Device& device) {
   if (!plan.has_all_reduce()) return nullptr;
   const bool nccl = std::any_of(plan.variables.begin(), plan.variables.end(), [](const auto& v) {
     return std::any_of(v.shards.begin(), v.shards.end(),
                        [](const sync::ShardPlan& shard) { return shard.nccl_requested; });
   });
   if (nccl) {
-    std::cout << "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
-                 "(recursive doubling or halving-doubling, the ring for the largest messages)"
+    std::cout << (device.is_cpu()
+                      ? "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
+                        "(recursive doubling or halving-doubling, the ring for the largest "
+                        "messages)"
+                      : "warning: all-reduce spec NCCL: GPU workers reduce through host memory "
+                        "with AUTO until NCCL between workers is built (docs/gpu.md)")
               << std::endl;
   }
   collective::CommunicatorOptions communicator;
@@ -165,19 +170,22 @@ void UseMemberCredentials(const MemberOptions& options) {
   security::SetProcessCredentials(std::move(credentials));
 }
 
-// A worker of a job that asks for GPUs checks they are here (naming the field), then says that a
-// distributed job does not train on them yet: never a silent CPU run.
-void RequireWorkerDevices(const job::JobSpec& job) {
+// Where a worker's replica trains: the CPU, or with resources.gpusPerWorker its GPU, checked to
+// be here first (naming the field), never a silent CPU run. A worker process drives one GPU, the
+// first its pod (or `autodist run`) lets it see; gradients and variables go through host memory
+// (exec/host_staged_synchronizer.h), the collectives stay Gloo's.
+tensor::Device WorkerDevice(const job::JobSpec& job, const std::string& node) {
   const int gpus = job.resources.gpus_per_worker;
-  if (gpus == 0) return;
+  if (gpus == 0) return tensor::Device::Cpu();
+  AD_CHECK(gpus == 1, kInvalidArgument,
+           "resources.gpusPerWorker: {}: a worker trains on one GPU; several GPUs in one worker "
+           "(towers with NCCL between them) are not built yet (docs/gpu.md); for the same {} "
+           "GPUs give workers: {} and gpusPerWorker: 1",
+           gpus, job.resources.workers * gpus, job.resources.workers * gpus);
   const std::string found =
-      exec::UseDevices(tensor::DeviceKind::kCuda, gpus, "resources.gpusPerWorker");
-  Fail(ErrorCode::kInvalidArgument,
-       "resources.gpusPerWorker: {}: this machine has them ({}), but a distributed job trains on "
-       "GPUs only with the NCCL backend, which is not built yet (docs/gpu.md); set "
-       "gpusPerWorker: 0 to train on the CPUs, or run one process with autodist-runtime --device "
-       "cuda",
-       gpus, found);
+      exec::UseDevices(tensor::DeviceKind::kCuda, 1, "resources.gpusPerWorker");
+  std::cout << fmt::format("{} trains on cuda:0 ({})", node, found) << std::endl;
+  return tensor::Device::Cuda(0);
 }
 
 // The reason the job failed, when another member's failure (reported to the coordinator) failed
@@ -236,7 +244,8 @@ class FailureVerdict {
 };
 
 // Trains this worker's replicas under the Strategy; fills the worker part of `result`.
-void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resources,
+void TrainWorker(const job::JobSpec& job, const tensor::Device& device,
+                 const strategy::ResourceSpec& resources,
                  const coordinator::RegisterResult& registration, const MemberOptions& member,
                  const std::string& node, const std::string& host,
                  coordinator::CoordinatorClient& coordinator, FailureVerdict& verdict,
@@ -259,6 +268,7 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
   exec::TrainerOptions trainer = cli::TrainerOptionsFromJob(job, options.placement.first_replica,
                                                             options.placement.local_replicas,
                                                             options.placement.total_replicas);
+  trainer.device = device;
   // Each worker writes its own run: TensorBoard shows one run per subdirectory.
   const std::string tensorboard =
       member.tensorboard_dir.empty() ? job.training.tensorboard_path : member.tensorboard_dir;
@@ -266,7 +276,7 @@ void TrainWorker(const job::JobSpec& job, const strategy::ResourceSpec& resource
     trainer.tensorboard_dir = (std::filesystem::path(tensorboard) / node).string();
   }
   std::unique_ptr<collective::Communicator> communicator =
-      MakeCommunicator(plan, registration, member, node, host);
+      MakeCommunicator(plan, registration, member, node, host, device);
   if (communicator && observe::ActiveTimeline() != nullptr) {
     communicator = std::make_unique<sync::TracedCommunicator>(std::move(communicator));
   }
@@ -325,7 +335,7 @@ int RunMember(const MemberOptions& options) {
       FindSelf(coordinator::ExpectedMembers(resources), options.node, job);
   const bool worker = self.role == coordinator::MemberRole::kWorker;
   const bool chief = worker && self.rank == 0;
-  if (worker) RequireWorkerDevices(job);
+  const tensor::Device device = worker ? WorkerDevice(job, options.node) : tensor::Device::Cpu();
   const std::string job_id = options.job_id.empty() ? job.metadata.name : options.job_id;
   observe::SetMemberInfo(job_id, options.node, coordinator::MemberRoleName(self.role));
   // Before the services: the timeline outlives every thread that records into it.
@@ -397,8 +407,8 @@ int RunMember(const MemberOptions& options) {
   result.strategy_summary = strategy_summary;
   try {
     if (worker) {
-      TrainWorker(job, resources, registration, options, node, HostOf(me.endpoint, "endpoint"),
-                  coordinator, verdict, result);
+      TrainWorker(job, device, resources, registration, options, node,
+                  HostOf(me.endpoint, "endpoint"), coordinator, verdict, result);
       coordinator.Finish(node, false, "");
     }
     // Parameter servers (dedicated, or hosted by a worker) serve until every worker is done.

@@ -98,6 +98,11 @@ class StepSynchronizer {
   // Whether this process evaluates, checkpoints and exports (the chief; the only process).
   virtual bool is_chief() const { return true; }
 
+  // Whether it reads gradients and writes variables in host memory only (network transports):
+  // replicas on a device then train through a HostStagedSynchronizer around it
+  // (host_staged_synchronizer.h). A synchronizer that works on the replicas' device says false.
+  virtual bool works_on_host() const { return false; }
+
   // Progress after a logged step, for whoever displays it (the coordinator).
   virtual void ReportProgress(int64_t /*step*/, int64_t /*total*/, double /*loss*/,
                               double /*samples_per_second*/) {}

@@ -16,6 +16,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
 #include "runtime/exec/export.h"
+#include "runtime/exec/host_staged_synchronizer.h"
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
 #include "runtime/exec/training_log.h"
@@ -124,11 +125,13 @@ struct Replica {
 
 class Run {
  public:
-  Run(const TrainerOptions& options, StepSynchronizer& synchronizer, LineSink sink)
+  // `model` is options.model's contents.
+  Run(const TrainerOptions& options, StepSynchronizer& synchronizer, LineSink sink,
+      onnx::ModelProto model)
       : options_(options),
         synchronizer_(synchronizer),
         sink_(std::move(sink)),
-        model_(ReadModel(options.model)),
+        model_(std::move(model)),
         schedule_(options.optimizer.lr, options.schedule),
         log_(options.tensorboard_dir, synchronizer.is_chief()) {
     AD_CHECK((options.epochs > 0) != (options.steps > 0), kInvalidArgument,
@@ -526,7 +529,15 @@ void ApplyGradients(const std::map<std::string, Gradient>& gradients, Session& s
 
 TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
                   const LineSink& sink) {
-  Run run(options, synchronizer, sink);
+  onnx::ModelProto model = ReadModel(options.model);
+  if (options.device.is_cpu() || !synchronizer.works_on_host()) {
+    Run run(options, synchronizer, sink, std::move(model));
+    return run.Train();
+  }
+  CheckReplicasFit(options);  // before the mirrors are made
+  HostStagedSynchronizer staged(synchronizer, model, options.model, options.loss,
+                                options.local_replicas);
+  Run run(options, staged, sink, std::move(model));
   return run.Train();
 }
 

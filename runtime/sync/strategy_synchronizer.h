@@ -65,6 +65,8 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<exec::Session*>& replicas) override;
   bool is_chief() const override { return options_.worker_rank == 0; }
+  // Gloo's collectives and the parameter servers' RPCs read and write host memory.
+  bool works_on_host() const override { return true; }
   bool overlaps_backward() const override { return !all_reduce_.empty(); }
   void GradientReady(int64_t step, int replica, const std::string& variable,
                      const exec::Gradient& gradient,

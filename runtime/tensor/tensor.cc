@@ -108,6 +108,19 @@ Tensor Tensor::To(const Device& device) const {
   return copy;
 }
 
+void Tensor::CopyFrom(const Tensor& source) {
+  AD_CHECK(dtype_ == source.dtype_ && numel_ == source.numel_, kInternal,
+           "copying a {} tensor of {} elements into a {} tensor of {}", DTypeName(source.dtype_),
+           source.numel_, DTypeName(dtype_), numel_);
+  if (nbytes() == 0 || (storage_ == source.storage_ && offset_ == source.offset_)) return;
+  if (device_.is_cpu() && source.device_.is_cpu()) {
+    std::memcpy(raw(), source.raw(), nbytes());
+    return;
+  }
+  MemoryOf(device_.is_cpu() ? source.device_ : device_)
+      .Copy(raw(), device_, source.raw(), source.device_, nbytes());
+}
+
 void Tensor::SetZero() {
   if (nbytes() == 0) return;
   if (device_.is_cpu()) {

@@ -95,6 +95,11 @@ class Tensor {
   Tensor Clone() const;
   // A copy on `device` (this tensor itself when it is there already).
   Tensor To(const Device& device) const;
+  // Overwrites this tensor's elements with `source`'s, wherever each of them is (host or
+  // device), keeping this tensor's storage: what staging between a GPU and the host needs, where
+  // a new tensor per step would reallocate. Throws Internal unless dtypes and element counts
+  // match.
+  void CopyFrom(const Tensor& source);
   // Sets every element to zero.
   void SetZero();
   // Whether two tensors share storage.

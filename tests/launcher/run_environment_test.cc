@@ -1,5 +1,7 @@
 // What `autodist run` puts in its members' environment: the manifest's NCCL settings
-// (spec.resources.nccl), as the operator does in pods, over the caller's own.
+// (spec.resources.nccl), as the operator does in pods, over the caller's own; and the GPUs each
+// GPU worker may see.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +13,8 @@
 
 namespace autodist::launcher {
 namespace {
+
+using ::testing::HasSubstr;
 
 // The environment of process `pid`, by name.
 std::map<std::string, std::string> EnvironmentOf(pid_t pid) {
@@ -53,6 +57,24 @@ TEST(RunEnvironmentTest, MembersGetTheManifestsNcclSettingsOverTheCallers) {
   EXPECT_EQ(outcome.exit_code, 1) << outcome.err;  // the deadline
   unsetenv("NCCL_SOCKET_IFNAME");
   unsetenv("NCCL_DEBUG");
+}
+
+// GPU workers on one machine are dealt the caller's GPUs in turn through CUDA_VISIBLE_DEVICES,
+// as a cluster's device plugin gives each pod its own; without those GPUs here, each worker's
+// own check then fails the job, naming the field.
+TEST(RunEnvironmentTest, GpuWorkersAreDealtTheVisibleGpusInTurn) {
+  ASSERT_EQ(setenv("CUDA_VISIBLE_DEVICES", "4,6", 1), 0);
+  TempDir dir;
+  JobParams params;
+  params.builder = "AllReduce";
+  params.parameter_servers = 0;
+  params.extra_resources = "    gpusPerWorker: 1\n";
+  const RunOutcome outcome =
+      RunManifest(OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt"))));
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_THAT(outcome.out, HasSubstr("gpus (CUDA_VISIBLE_DEVICES): worker-0 4, worker-1 6"));
+  EXPECT_NE(outcome.exit_code, 0);
+  EXPECT_THAT(outcome.err, HasSubstr("resources.gpusPerWorker: "));
 }
 
 }  // namespace

@@ -91,6 +91,46 @@ TEST(DeviceTest, TensorsOnADeviceGoThroughItsMemoryAndAreNotReadAsHostMemory) {
   InstallDeviceMemory(DeviceKind::kCuda, nullptr);
 }
 
+// CopyFrom overwrites a tensor where it lies, whichever side each is on: no new storage.
+TEST(DeviceTest, CopyFromKeepsTheTargetsStorageOnEitherSide) {
+  HostBackedMemory memory;
+  InstallDeviceMemory(DeviceKind::kCuda, &memory);
+  const Tensor host = Tensor::FromVector<float>({2, 2}, {1, 2, 3, 4});
+  Tensor device(DType::kFloat32, {4}, Device::Cuda(0));  // same elements, another shape
+  const void* device_storage = device.device_data<float>();
+  device.CopyFrom(host);
+  EXPECT_EQ(device.device_data<float>(), device_storage);
+  EXPECT_EQ(memory.allocations, 1);
+  EXPECT_EQ(memory.copies, 1);
+
+  Tensor back = Tensor::Zeros(DType::kFloat32, {2, 2});
+  const float* host_storage = back.data<float>();
+  back.CopyFrom(device);
+  EXPECT_EQ(back.data<float>(), host_storage);
+  EXPECT_EQ(std::vector<float>(back.data<float>(), back.data<float>() + 4),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(memory.copies, 2);
+
+  // Host to host is a plain copy; onto itself, nothing.
+  Tensor other = Tensor::Zeros(DType::kFloat32, {4});
+  other.CopyFrom(host);
+  EXPECT_EQ(other.data<float>()[3], 4.0F);
+  other.CopyFrom(other);
+  EXPECT_EQ(memory.copies, 2);
+
+  for (const Tensor& wrong :
+       {Tensor::Zeros(DType::kFloat32, {5}), Tensor::Zeros(DType::kInt64, {4})}) {
+    try {
+      device.CopyFrom(wrong);
+      ADD_FAILURE() << "copied a mismatched tensor";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kInternal);
+      EXPECT_THAT(error.what(), HasSubstr("into a float32 tensor of 4"));
+    }
+  }
+  InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+}
+
 TEST(DeviceTest, ATensorOnADeviceWithoutItsBackendIsAClearError) {
   InstallDeviceMemory(DeviceKind::kCuda, nullptr);
   try {

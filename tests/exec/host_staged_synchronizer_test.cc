@@ -1,0 +1,165 @@
+// Host staging (GPU replicas under a synchronizer that works in host memory), run on the CPU:
+// the inner synchronizer only ever sees the mirror sessions, hears every gradient backward hands
+// out, and a run through the staging trains exactly as the same run without it, BatchNorm's state,
+// evaluation and export included. On a GPU the same path adds the copies (tests/gpu).
+#include "runtime/exec/host_staged_synchronizer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <set>
+
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/exec/local_synchronizer.h"
+#include "runtime/exec/trainer.h"
+#include "tests/exec/trainer_test_util.h"
+
+namespace autodist::exec {
+namespace {
+
+using ::testing::HasSubstr;
+
+onnx::ModelProto LoadModel(const std::string& path) {
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
+  return model;
+}
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/host_staged_test_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The CNN (Conv, BatchNorm's replica-local state, MaxPool) in two replicas of one process,
+// evaluated and exported at the end.
+TrainerOptions TwoReplicaCnn(const std::string& export_path) {
+  TrainerOptions options = testing::ImageModelOptions("cnn");
+  options.local_replicas = 2;
+  options.world_size = 2;
+  options.batch_size = 8;
+  options.steps = 8;
+  options.export_path = export_path;
+  return options;
+}
+
+// The local synchronizer, overlapping backward and checking what it is handed: the sessions it
+// works on are the staging's mirrors, every gradient of the last replica was handed out during
+// backward, and the earlier replica's were complete by then.
+class ProbeSynchronizer final : public StepSynchronizer {
+ public:
+  ProbeSynchronizer(const TrainerOptions& options, const HostStagedSynchronizer* staged)
+      : local_(options.optimizer, options.sum_states, options.device), staged_(staged) {}
+
+  void set_staged(const HostStagedSynchronizer* staged) { staged_ = staged; }
+
+  ResumePoint Start(const std::vector<Session*>& replicas, ResumePoint start,
+                    const std::map<std::string, Tensor>& optimizer_state) override {
+    ExpectMirrors(replicas);
+    return local_.Start(replicas, start, optimizer_state);
+  }
+  void Synchronize(int64_t step, double lr,
+                   const std::vector<std::map<std::string, Gradient>>& gradients,
+                   const std::vector<Session*>& replicas) override {
+    ExpectMirrors(replicas);
+    std::set<std::string> names;
+    for (const auto& [name, gradient] : gradients.back()) names.insert(name);
+    EXPECT_EQ(ready_[step], names) << "step " << step;
+    ++synchronized_;
+    local_.Synchronize(step, lr, gradients, replicas);
+  }
+  TrainingState CurrentState(const std::vector<Session*>& replicas) override {
+    ExpectMirrors(replicas);
+    return local_.CurrentState(replicas);
+  }
+  std::map<std::string, Tensor> ReduceStates(const std::string& round,
+                                             const std::vector<Session*>& replicas) override {
+    ExpectMirrors(replicas);
+    ++reductions_;
+    return local_.ReduceStates(round, replicas);
+  }
+  bool overlaps_backward() const override { return true; }
+  void GradientReady(int64_t step, int replica, const std::string& variable,
+                     const Gradient& gradient,
+                     const std::vector<std::map<std::string, Gradient>>& earlier) override {
+    EXPECT_EQ(replica, 1);
+    ASSERT_EQ(earlier.size(), 1U);
+    EXPECT_TRUE(earlier[0].contains(variable)) << variable;
+    EXPECT_EQ(gradient.dense.device(), tensor::Device::Cpu());
+    EXPECT_TRUE(ready_[step].insert(variable).second) << variable << " handed out twice";
+  }
+
+  int synchronized() const { return synchronized_; }
+  int reductions() const { return reductions_; }
+
+ private:
+  void ExpectMirrors(const std::vector<Session*>& replicas) const {
+    ASSERT_NE(staged_, nullptr);
+    EXPECT_EQ(replicas, staged_->mirrors());
+  }
+
+  LocalSynchronizer local_;
+  const HostStagedSynchronizer* staged_;
+  std::map<int64_t, std::set<std::string>> ready_;
+  int synchronized_ = 0;
+  int reductions_ = 0;
+};
+
+TEST(HostStagedSynchronizerTest, TrainsExactlyAsWithoutStaging) {
+  const std::string dir = FreshDir("parity");
+  const TrainerOptions direct_options = TwoReplicaCnn(dir + "/direct.onnx");
+  const TrainResult direct = Train(direct_options, [](const std::string&) {});
+
+  const TrainerOptions staged_options = TwoReplicaCnn(dir + "/staged.onnx");
+  ProbeSynchronizer probe(staged_options, nullptr);
+  HostStagedSynchronizer staged(probe, LoadModel(staged_options.model), staged_options.model,
+                                staged_options.loss, staged_options.local_replicas);
+  probe.set_staged(&staged);
+  const TrainResult through = Train(staged_options, staged, [](const std::string&) {});
+
+  EXPECT_EQ(probe.synchronized(), 8);
+  EXPECT_GE(probe.reductions(), 2);  // evaluation and export reduce BatchNorm's state
+  EXPECT_EQ(through.last_loss, direct.last_loss);
+  ASSERT_TRUE(through.eval.has_value() && direct.eval.has_value());
+  EXPECT_EQ(through.eval->loss, direct.eval->loss);
+  EXPECT_EQ(through.eval->accuracy, direct.eval->accuracy);
+  const onnx::ModelProto a = LoadModel(direct_options.export_path);
+  const onnx::ModelProto b = LoadModel(staged_options.export_path);
+  ASSERT_EQ(a.graph().initializer_size(), b.graph().initializer_size());
+  for (int i = 0; i < a.graph().initializer_size(); ++i) {
+    EXPECT_EQ(a.graph().initializer(i).raw_data(), b.graph().initializer(i).raw_data())
+        << a.graph().initializer(i).name();
+  }
+}
+
+TEST(HostStagedSynchronizerTest, MirrorsAreTheHostsOwnSessions) {
+  const TrainerOptions options = TwoReplicaCnn("");
+  LocalSynchronizer local(options.optimizer, options.sum_states, options.device);
+  const onnx::ModelProto model = LoadModel(options.model);
+  HostStagedSynchronizer staged(local, model, options.model, options.loss, 2);
+  ASSERT_EQ(staged.mirrors().size(), 2U);
+  EXPECT_NE(staged.mirrors()[0], staged.mirrors()[1]);
+  for (Session* mirror : staged.mirrors()) {
+    for (const std::string& name : mirror->trainable_names()) {
+      EXPECT_EQ(mirror->variable(name).device(), tensor::Device::Cpu()) << name;
+    }
+  }
+  // Two mirrors are not three replicas: the step is refused, naming both counts.
+  TrainerOptions three = options;
+  three.local_replicas = 3;
+  three.world_size = 3;
+  try {
+    Train(three, staged, [](const std::string&) {});
+    ADD_FAILURE() << "three replicas trained through two mirrors";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInternal);
+    EXPECT_THAT(error.what(), HasSubstr("host staging mirrors 2 replicas, the step has 3"));
+  }
+}
+
+}  // namespace
+}  // namespace autodist::exec
