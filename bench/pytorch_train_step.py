@@ -39,6 +39,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu")
+    # bf16: torch.autocast's mixed precision (bf16 products, fp32 weights and optimizer), the peer
+    # of our --precision bf16.
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = parser.parse_args()
     device = torch.device(args.device)
     # fp32 as our engine computes it: PyTorch lets cuDNN's convolutions use TF32 by default
@@ -57,7 +60,9 @@ def main():
 
     def step(i):
         image, label = batches[i % len(batches)]
-        loss, _ = model(image, label)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16,
+                            enabled=args.precision == "bf16"):
+            loss, _ = model(image, label)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

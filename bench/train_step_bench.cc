@@ -17,6 +17,7 @@
 #include "runtime/exec/session.h"
 #include "runtime/exec/trainer.h"
 #include "runtime/ops/parallel.h"
+#include "runtime/ops/precision.h"
 #include "runtime/optim/optimizer.h"
 #include "runtime/tensor/storage.h"
 #ifdef AUTODIST_WITH_CUDA
@@ -61,7 +62,10 @@ int Run(int argc, char** argv) {
   int warmup = 5;
   int threads = 0;
   std::string device_name = "cpu";
+  std::string precision_name = "fp32";
   app.add_option("--model", model_path, "ONNX model (loss inside)")->required();
+  app.add_option("--precision", precision_name,
+                 "Matrix products in fp32, or on a GPU tf32 or bf16 (mixed precision)");
   app.add_option("--device", device_name, "cpu or cuda (GPU 0; builds with the CUDA backend)");
   app.add_option("--batch-size", batch)->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "Timed steps")->check(CLI::PositiveNumber);
@@ -88,6 +92,7 @@ int Run(int argc, char** argv) {
   if (!model.ParseFromString(autodist::ReadFileBytes(model_path, "model"))) return 2;
   autodist::exec::SessionOptions session_options;
   session_options.device = device;
+  session_options.precision = autodist::ops::ParsePrecision(precision_name, "--precision");
   autodist::exec::Session session(model, model_path, session_options);
   auto optimizer = autodist::optim::MakeOptimizer(
       autodist::optim::ParseOptimizerOptions("sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}), device);

@@ -31,19 +31,19 @@ PY
 : >"$out_dir/bench-gpu.md"
 device=$(python3 -c 'import torch; print(torch.cuda.get_device_name(0))')
 
-# Training steps at batch 256 (fp32), ours against PyTorch eager on the same model: the
-# Fashion-MNIST MLP, CNN (Conv-BatchNorm-ReLU-MaxPool twice, then two Linear layers), ResNet and
-# Transformer.
-train_pair() {  # onnx_file torch_model label
-  local train_log="$out_dir/bench-train-$2.txt"
+# Training steps at batch 256, fp32 and bf16 mixed precision (PyTorch: torch.autocast), ours
+# against PyTorch eager on the same model: the Fashion-MNIST MLP, CNN (Conv-BatchNorm-ReLU-MaxPool
+# twice, then two Linear layers), ResNet and Transformer.
+train_pair() {  # onnx_file torch_model label precision
+  local train_log="$out_dir/bench-train-$2-$4.txt"
   : >"$train_log"
   for ((i = 0; i < runs; i++)); do
     echo "ours $("$bin_dir/train_step_bench" --model "$here/examples/fashion-mnist/$1" \
-      --batch-size 256 --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+      --batch-size 256 --steps 200 --warmup 20 --device cuda --precision "$4")" >>"$train_log"
     echo "torch $(python3 "$here/bench/pytorch_train_step.py" --model "$2" --batch-size 256 \
-      --steps 200 --warmup 20 --device cuda)" >>"$train_log"
+      --steps 200 --warmup 20 --device cuda --precision "$4")" >>"$train_log"
   done
-  python3 - "$train_log" "$device" "$3" >>"$out_dir/bench-gpu.md" <<'PY'
+  python3 - "$train_log" "$device" "$3" "$4" >>"$out_dir/bench-gpu.md" <<'PY'
 import re, statistics, sys
 rows = {"ours": [], "torch": []}
 memory = {"ours": [], "torch": []}
@@ -59,7 +59,7 @@ for line in open(sys.argv[1]):
         reserved[who].append(float(found.group(1)))
 ours, torch = statistics.median(rows["ours"]), statistics.median(rows["torch"])
 print()
-print(f"| training steps/s, {sys.argv[3]}, batch 256, fp32 | ours | PyTorch | ours / PyTorch | device |")
+print(f"| training steps/s, {sys.argv[3]}, batch 256, {sys.argv[4]} | ours | PyTorch | ours / PyTorch | device |")
 print("| --- | --- | --- | --- | --- |")
 print(f"| steps/s (median of {len(rows['ours'])}) | {ours:.1f} | {torch:.1f} | {ours / torch:.3f} | {sys.argv[2]} |")
 print(f"| runs (steps/s) | {', '.join(f'{r:.0f}' for r in rows['ours'])} | {', '.join(f'{r:.0f}' for r in rows['torch'])} | | |")
@@ -71,10 +71,14 @@ if reserved["ours"] and reserved["torch"]:
     print(f"| peak device memory reserved, caches included (MiB) | {r_ours:.1f} | {r_torch:.1f} | {r_ours / r_torch:.3f} | {sys.argv[2]} |")
 PY
 }
-train_pair fmnist_mlp.onnx mlp MLP
-train_pair fmnist_cnn.onnx fmnist_cnn "CNN (32, 64 channels, hidden 128)"
-train_pair fmnist_resnet.onnx fmnist_resnet "ResNet (16, 32, 64 channels, a basic block each)"
-train_pair fmnist_transformer.onnx fmnist_transformer "Transformer (2 layers, 64 wide, 4 heads)"
+for precision in fp32 bf16; do
+  train_pair fmnist_mlp.onnx mlp MLP "$precision"
+  train_pair fmnist_cnn.onnx fmnist_cnn "CNN (32, 64 channels, hidden 128)" "$precision"
+  train_pair fmnist_resnet.onnx fmnist_resnet "ResNet (16, 32, 64 channels, a basic block each)" \
+    "$precision"
+  train_pair fmnist_transformer.onnx fmnist_transformer \
+    "Transformer (2 layers, 64 wide, 4 heads)" "$precision"
+done
 if [[ "$what" == train ]]; then
   cat "$out_dir/bench-gpu.md"
   exit 0

@@ -49,10 +49,22 @@ void CheckLt(cublasStatus_t status, const char* what) {
 // cuBLASLt may use this much scratch memory per call (its recommendation for Hopper).
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
-// What makes one plan: the shape, the transposes, whether beta and a bias take part, TF32, and
-// the batch.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, bool, int64_t,
+// What makes one plan: the shape, the transposes, whether beta and a bias take part, the
+// arithmetic, and the batch.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, GemmMath, int64_t,
                            int64_t, int64_t, int64_t>;
+
+cublasComputeType_t ComputeTypeOf(GemmMath math) {
+  switch (math) {
+    case GemmMath::kTf32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GemmMath::kBf16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GemmMath::kFp32:
+      break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
 
 // The descriptors of one shape and the algorithm chosen for it.
 struct Plan {
@@ -147,16 +159,14 @@ class GemmContext {
 
   Plan& PlanFor(const GemmCall& call) {
     const PlanKey key{call.trans_a,      call.trans_b,         call.m,    call.n,     call.k,
-                      call.beta != 0.0F, call.bias != nullptr, call.tf32, call.batch, call.stride_a,
+                      call.beta != 0.0F, call.bias != nullptr, call.math, call.batch, call.stride_a,
                       call.stride_b,     call.stride_c};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<Plan>();
-    CheckLt(
-        cublasLtMatmulDescCreate(
-            &plan->desc, call.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
-        "creating a matmul descriptor");
+    CheckLt(cublasLtMatmulDescCreate(&plan->desc, ComputeTypeOf(call.math), CUDA_R_32F),
+            "creating a matmul descriptor");
     // Column-major views of the row-major operands: our B [k, n] is column-major [n, k] with
     // leading dimension n, used as is; transposed ([n, k] row-major) it is [k, n], transposed
     // back. Likewise A.

@@ -1,8 +1,8 @@
 // Matrix products on the GPU through cuBLASLt, in the CPU's row-major terms (runtime/ops/math/
 // blas.h's Sgemm): C[m, n] = alpha * op(A) op(B) + beta * C, optionally plus a bias row added to
 // every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout, for
-// parity with the CPU, unless the call asks for TF32. The plan of each shape (descriptors, layouts
-// and the algorithm cuBLASLt's heuristic picks) is made once and reused.
+// parity with the CPU, unless the call asks for TF32 or BF16. The plan of each shape (descriptors,
+// layouts and the algorithm cuBLASLt's heuristic picks) is made once and reused.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,6 +10,14 @@
 #include <cstdint>
 
 namespace autodist::gpu {
+
+// The arithmetic of a product whose operands and result are fp32 in memory.
+enum class GemmMath : uint8_t {
+  kFp32,  // fp32 throughout (CUBLAS_COMPUTE_32F): the CPU's results
+  kTf32,  // tensor cores multiply with 10-bit mantissas, add in fp32 (COMPUTE_32F_FAST_TF32)
+  kBf16,  // operands rounded to bfloat16 (8-bit mantissas) on the tensor cores, accumulated in
+          // fp32 (COMPUTE_32F_FAST_16BF): bf16 compute over fp32 storage
+};
 
 struct GemmCall {
   bool trans_a = false;
@@ -23,9 +31,8 @@ struct GemmCall {
   float beta = 0.0F;            // C's weight; C is read only when beta != 0
   float* c = nullptr;           // [m, n]
   const float* bias = nullptr;  // [n], added to every row; null for none
-  // Multiply on tensor cores with 10-bit mantissas, adding in fp32 (CUBLAS_COMPUTE_32F_FAST_TF32;
-  // the session's precision tf32), instead of fp32 throughout.
-  bool tf32 = false;
+  // The session's precision: fp32 throughout, or tensor-core TF32 or BF16 multiplies.
+  GemmMath math = GemmMath::kFp32;
   // `batch` products of packed operands, operand X of product j at X + j * stride_x (a stride of
   // 0 shares the operand; the bias is shared): attention's per-head products in one call.
   int64_t batch = 1;

@@ -4,7 +4,7 @@
 // chunk's positions in channel-major form, Y' [M, b * P] = W col, swapped into Y [b, M, P] with
 // the bias added. Backward swaps dY into dY' once for both products: dW = dY' colᵀ (summed over
 // the chunks) and dcol = Wᵀ dY', folded back by col2im; dB is the channel sums of dY. The products
-// run in TF32 when the session's precision is tf32.
+// run in TF32 or BF16 when the session's precision asks.
 //
 // The column matrix is the largest buffer of a small network's step (9 floats per input element
 // for a 3x3 kernel), so chunks keep it and Y' (or dY') within 32 MiB together, and backward
@@ -32,7 +32,7 @@ class CudaConvKernel final : public ops::OpKernel {
       : OpKernel(node),
         attributes_(ops::nn::ParseWindowAttributes(node, /*kernel_required=*/false)),
         group_(ops::nn::ParseConvGroup(node)),
-        tf32_(node.precision() == ops::Precision::kTf32) {}
+        math_(detail::GemmMathOf(node.precision())) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -69,7 +69,7 @@ class CudaConvKernel final : public ops::OpKernel {
                          .a = w.device_data<float>() + g * s.group_out * s.taps,
                          .b = col.device_data<float>() + g * s.taps * columns,
                          .c = product.device_data<float>() + g * s.group_out * columns,
-                         .tf32 = tf32_},
+                         .math = math_},
                 x.device().index, stream);
         }
         detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count,
@@ -118,7 +118,7 @@ class CudaConvKernel final : public ops::OpKernel {
                            .b = col.device_data<float>() + g * s.taps * columns,
                            .beta = n0 == 0 ? 0.0F : 1.0F,
                            .c = dw.device_data<float>() + g * s.group_out * s.taps,
-                           .tf32 = tf32_},
+                           .math = math_},
                   device, stream);
           }
         }
@@ -132,7 +132,7 @@ class CudaConvKernel final : public ops::OpKernel {
                            .a = w.device_data<float>() + g * s.group_out * s.taps,
                            .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
                            .c = dcol.device_data<float>() + g * s.taps * columns,
-                           .tf32 = tf32_},
+                           .math = math_},
                   device, stream);
           }
           detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,
@@ -195,7 +195,7 @@ class CudaConvKernel final : public ops::OpKernel {
 
   ops::nn::WindowAttributes attributes_;
   int64_t group_;
-  bool tf32_;  // the session's precision
+  GemmMath math_;  // the session's precision
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(Conv, 1, 17, CudaConvKernel, kCuda);

@@ -1,8 +1,8 @@
 // Gemm on CUDA (opsets 11..17): Y = alpha * op(A) op(B) + beta * C through cuBLASLt (gpu/blas),
 // float32. A bias C of shape [N] or [1, N] with beta = 1 (every exported Linear layer) rides in
 // the product's epilogue; any other C is broadcast into Y first and weighted by beta. Gradients
-// as on the CPU (runtime/ops/math/gemm.cc). Products run in TF32 when the session's precision is
-// tf32.
+// as on the CPU (runtime/ops/math/gemm.cc). Products run in TF32 or BF16 when the session's
+// precision asks.
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
@@ -23,7 +23,7 @@ class CudaGemmKernel final : public ops::OpKernel {
         trans_b_(node.GetInt("transB", 0) != 0),
         alpha_(node.GetFloat("alpha", 1.0F)),
         beta_(node.GetFloat("beta", 1.0F)),
-        tf32_(node.precision() == ops::Precision::kTf32) {}
+        math_(detail::GemmMathOf(node.precision())) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -50,7 +50,7 @@ class CudaGemmKernel final : public ops::OpKernel {
                   .a = a.device_data<float>(),
                   .b = b.device_data<float>(),
                   .c = y.device_data<float>(),
-                  .tf32 = tf32_};
+                  .math = math_};
     const bool bias_row = c != nullptr && beta_ == 1.0F && c->numel() == n &&
                           (c->shape() == tensor::Shape{n} || c->shape() == tensor::Shape{1, n});
     if (bias_row && k > 0) {
@@ -132,7 +132,7 @@ class CudaGemmKernel final : public ops::OpKernel {
                    .a = x,
                    .b = y,
                    .c = out.device_data<float>(),
-                   .tf32 = tf32_},
+                   .math = math_},
           device, stream);
   }
 
@@ -140,7 +140,7 @@ class CudaGemmKernel final : public ops::OpKernel {
   bool trans_b_;
   float alpha_;
   float beta_;
-  bool tf32_;  // the session's precision
+  GemmMath math_;  // the session's precision
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(Gemm, 11, 17, CudaGemmKernel, kCuda);

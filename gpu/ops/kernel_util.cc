@@ -35,4 +35,16 @@ tensor::Tensor SumToShape(const std::string& node, const tensor::Tensor& values,
   return out;
 }
 
+GemmMath GemmMathOf(ops::Precision precision) {
+  switch (precision) {
+    case ops::Precision::kTf32:
+      return GemmMath::kTf32;
+    case ops::Precision::kBf16:
+      return GemmMath::kBf16;
+    case ops::Precision::kFp32:
+      break;
+  }
+  return GemmMath::kFp32;
+}
+
 }  // namespace autodist::gpu::detail

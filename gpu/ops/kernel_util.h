@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "gpu/blas/matmul.h"
+#include "runtime/ops/precision.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::gpu::detail {
@@ -21,6 +23,9 @@ void RequireFloat32(const std::string& node, const tensor::Tensor& tensor, const
 // InvalidArgument naming the node unless it is 4 or 8 bytes.
 size_t RequireMovableElements(const std::string& node, const tensor::Tensor& tensor,
                               const char* what);
+
+// The arithmetic of the products of a session of `precision` (matrix products and convolutions).
+GemmMath GemmMathOf(ops::Precision precision);
 
 // Float32 `values` summed over the axes along which `target` was broadcast to them (a broadcast
 // operand's gradient), on the same device and stream; `values` itself when the shapes are equal.

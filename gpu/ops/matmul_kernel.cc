@@ -4,7 +4,7 @@
 // (the Linear-layer case); when neither operand is broadcast, the entries are one strided batch
 // (attention's per-head products); otherwise each entry is its own call. Gradients as on the
 // CPU: dA = dY Bᵀ and dB = Aᵀ dY per entry, summed over the entries that share a matrix.
-// Products run in TF32 when the session's precision is tf32.
+// Products run in TF32 or BF16 when the session's precision asks.
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
@@ -21,7 +21,7 @@ using tensor::Tensor;
 class CudaMatMulKernel final : public ops::OpKernel {
  public:
   explicit CudaMatMulKernel(const ops::NodeInfo& node)
-      : OpKernel(node), tf32_(node.precision() == ops::Precision::kTf32) {}
+      : OpKernel(node), math_(detail::GemmMathOf(node.precision())) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -126,7 +126,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
                    .b = y,
                    .beta = beta,
                    .c = c,
-                   .tf32 = tf32_},
+                   .math = math_},
           device, stream);
   }
 
@@ -142,7 +142,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
                    .a = x,
                    .b = y,
                    .c = c,
-                   .tf32 = tf32_,
+                   .math = math_,
                    .batch = count,
                    .stride_a = rows * inner,
                    .stride_b = inner * cols,
@@ -150,7 +150,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
           device, stream);
   }
 
-  bool tf32_;  // the session's precision
+  GemmMath math_;  // the session's precision
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(MatMul, 1, 17, CudaMatMulKernel, kCuda);

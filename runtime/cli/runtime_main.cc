@@ -175,8 +175,9 @@ int main(int argc, char** argv) {
                "Write the exported model's initializers to <export>.data (ONNX external data)");
   app.add_option("--threads", threads, "Compute threads (default: all cores)");
   app.add_option("--device", device, "Train on cpu, cuda (GPU 0) or cuda:N")->excludes(job_flag);
-  app.add_option("--precision", precision,
-                 "Matrix products and convolutions in fp32, or tf32 (on a GPU)")
+  app.add_option(
+         "--precision", precision,
+         "Matrix products and convolutions in fp32, or on a GPU tf32 or bf16 (mixed precision)")
       ->excludes(job_flag);
   std::string timeline;
   app.add_option("--timeline", timeline,

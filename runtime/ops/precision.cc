@@ -7,19 +7,26 @@
 namespace autodist::ops {
 
 std::string_view PrecisionName(Precision precision) {
-  return precision == Precision::kTf32 ? "tf32" : "fp32";
+  switch (precision) {
+    case Precision::kTf32:
+      return "tf32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp32:
+      break;
+  }
+  return "fp32";
 }
 
 std::optional<Precision> FindPrecision(std::string_view text) {
   if (text == "fp32") return Precision::kFp32;
   if (text == "tf32") return Precision::kTf32;
+  if (text == "bf16") return Precision::kBf16;
   return std::nullopt;
 }
 
 std::string UnknownPrecision(std::string_view text) {
-  if (text == "bf16")
-    return "bf16 mixed precision is not built yet (docs/gpu.md); expected fp32 or tf32";
-  return fmt::format("expected fp32 or tf32, got \"{}\"", text);
+  return fmt::format("expected fp32, tf32 or bf16, got \"{}\"", text);
 }
 
 Precision ParsePrecision(std::string_view text, std::string_view field) {

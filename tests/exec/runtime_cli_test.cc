@@ -138,11 +138,14 @@ TEST(RuntimeCliTest, AnUnknownDeviceExitsTwoListingTheKnownOnes) {
                                     "cuda:N"));
 }
 
-TEST(RuntimeCliTest, Tf32OnTheCpuExitsTwoNamingTheFlags) {
-  const Result result = RunRuntime("--model " + kParity + "model.onnx --steps 1 --precision tf32");
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err,
-              HasSubstr("--precision tf32 needs a GPU (--device cuda); the CPU computes fp32"));
+TEST(RuntimeCliTest, Tf32OrBf16OnTheCpuExitsTwoNamingTheFlags) {
+  for (const std::string precision : {"tf32", "bf16"}) {
+    const Result result =
+        RunRuntime("--model " + kParity + "model.onnx --steps 1 --precision " + precision);
+    EXPECT_EQ(result.exit_code, 2) << precision;
+    EXPECT_THAT(result.err, HasSubstr("--precision " + precision +
+                                      " needs a GPU (--device cuda); the CPU computes fp32"));
+  }
 }
 
 TEST(RuntimeCliTest, DeviceIsForOneProcessNotAJobMember) {

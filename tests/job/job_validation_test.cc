@@ -179,11 +179,11 @@ const BadCase kCases[] = {
      "job.yaml:50: spec.training.exportExternalData: expected true or false, got \"maybe\""},
     {"PrecisionUnknown", "    exportExternalData: true",
      "    exportExternalData: true\n    precision: fp16",
-     "job.yaml:51: spec.training.precision: expected fp32 or tf32, got \"fp16\""},
-    {"PrecisionBf16NotBuilt", "    exportExternalData: true",
+     "job.yaml:51: spec.training.precision: expected fp32, tf32 or bf16, got \"fp16\""},
+    {"PrecisionBf16WithoutGpus", "    exportExternalData: true",
      "    exportExternalData: true\n    precision: bf16",
-     "job.yaml:51: spec.training.precision: bf16 mixed precision is not built yet (docs/gpu.md); "
-     "expected fp32 or tf32"},
+     "job.yaml:51: spec.training.precision: bf16 is for GPUs, and the job asks for none "
+     "(spec.resources.gpusPerWorker is 0); the CPUs compute fp32"},
     {"PrecisionTf32WithoutGpus", "    exportExternalData: true",
      "    exportExternalData: true\n    precision: tf32",
      "job.yaml:51: spec.training.precision: tf32 is for GPUs, and the job asks for none "
