@@ -5,9 +5,9 @@
 #
 #   scripts/bench-gpu.sh BIN_DIR [OUT_DIR] [all|train]
 #
-# BIN_DIR holds fused_optimizer_bench, half_compression_bench, gemm_bench and train_step_bench;
-# OUT_DIR (default: the current directory) gets bench-gpu.jsonl, bench-train.txt,
-# bench-half.jsonl and bench-gemm.jsonl (every run) and
+# BIN_DIR holds fused_optimizer_bench, half_compression_bench, top_k_bench, gemm_bench and
+# train_step_bench; OUT_DIR (default: the current directory) gets bench-gpu.jsonl,
+# bench-train-*.txt, bench-half.jsonl, bench-topk.jsonl and bench-gemm.jsonl (every run) and
 # bench-gpu.md (the tables). `train` runs the training-step pairs alone.
 set -euo pipefail
 
@@ -114,6 +114,28 @@ print("| --- | --- | --- | --- | --- |")
 print(f"| one pass, 14 bytes an element | {statistics.median(r['gb_per_s'] for r in rows):.1f} | "
       f"{statistics.median(r['copy_gb_per_s'] for r in rows):.1f} | "
       f"{statistics.median(r['of_copy'] for r in rows):.3f} | {rows[0]['device']} |")
+PY
+# Top-k selection at 1% against torch.topk of the magnitudes, sorted (the default) and not,
+# alternating (target: at least 1.0x).
+topk_jsonl="$out_dir/bench-topk.jsonl"
+: >"$topk_jsonl"
+for ((i = 0; i < runs; i++)); do
+  "$bin_dir/top_k_bench" --elements 25000000 --fraction 0.01 >>"$topk_jsonl"
+  python3 "$here/bench/gpu/torch_topk.py" --elements 25000000 --fraction 0.01 >>"$topk_jsonl"
+  python3 "$here/bench/gpu/torch_topk.py" --elements 25000000 --fraction 0.01 --sorted false \
+    >>"$topk_jsonl"
+done
+python3 - "$topk_jsonl" >>"$out_dir/bench-gpu.md" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ms = {impl: statistics.median(r["ms"] for r in rows if r["impl"] == impl)
+      for impl in dict.fromkeys(r["impl"] for r in rows)}
+ours = ms["autodist"]
+print()
+print("| top-k at 1%, 25M elements | ours (ms) | torch.topk sorted (ms) | torch.topk unsorted (ms) | sorted / ours | unsorted / ours | device |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+print(f"| median of runs | {ours:.3f} | {ms['torch_sorted_true']:.3f} | {ms['torch_sorted_false']:.3f} | "
+      f"{ms['torch_sorted_true'] / ours:.3f} | {ms['torch_sorted_false'] / ours:.3f} | {rows[0]['device']} |")
 PY
 # Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"
