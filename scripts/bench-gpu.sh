@@ -5,9 +5,10 @@
 #
 #   scripts/bench-gpu.sh BIN_DIR [OUT_DIR] [all|train]
 #
-# BIN_DIR holds fused_optimizer_bench, half_compression_bench, top_k_bench, gemm_bench and
-# train_step_bench; OUT_DIR (default: the current directory) gets bench-gpu.jsonl,
-# bench-train-*.txt, bench-half.jsonl, bench-topk.jsonl and bench-gemm.jsonl (every run) and
+# BIN_DIR holds fused_optimizer_bench, half_compression_bench, top_k_bench, powersgd_bench,
+# gemm_bench and train_step_bench; OUT_DIR (default: the current directory) gets
+# bench-gpu.jsonl, bench-train-*.txt, bench-half.jsonl, bench-topk.jsonl, bench-powersgd.jsonl
+# and bench-gemm.jsonl (every run) and
 # bench-gpu.md (the tables). `train` runs the training-step pairs alone.
 set -euo pipefail
 
@@ -136,6 +137,27 @@ print("| top-k at 1%, 25M elements | ours (ms) | torch.topk sorted (ms) | torch.
 print("| --- | --- | --- | --- | --- | --- | --- |")
 print(f"| median of runs | {ours:.3f} | {ms['torch_sorted_true']:.3f} | {ms['torch_sorted_false']:.3f} | "
       f"{ms['torch_sorted_true'] / ours:.3f} | {ms['torch_sorted_false'] / ours:.3f} | {rows[0]['device']} |")
+PY
+# PowerSGD compress + decompress per step on the MLP's and CNN's gradient shapes, rank 1 and 4,
+# against PyTorch's powerSGD_hook math, alternating (target: at least 1.0x).
+powersgd_jsonl="$out_dir/bench-powersgd.jsonl"
+: >"$powersgd_jsonl"
+for rank in 1 4; do
+  for ((i = 0; i < runs; i++)); do
+    "$bin_dir/powersgd_bench" --rank "$rank" >>"$powersgd_jsonl"
+    python3 "$here/bench/gpu/torch_powersgd.py" --rank "$rank" >>"$powersgd_jsonl"
+  done
+done
+python3 - "$powersgd_jsonl" >>"$out_dir/bench-gpu.md" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print()
+print("| PowerSGD step, MLP + CNN shapes | ours (ms) | powerSGD_hook math (ms) | PyTorch / ours | device |")
+print("| --- | --- | --- | --- | --- |")
+for rank in dict.fromkeys(r["rank"] for r in rows):
+    ours = statistics.median(r["ms_per_step"] for r in rows if r["rank"] == rank and r["impl"] == "autodist")
+    peer = statistics.median(r["ms_per_step"] for r in rows if r["rank"] == rank and r["impl"] == "torch")
+    print(f"| rank {rank} (median of runs) | {ours:.3f} | {peer:.3f} | {peer / ours:.3f} | {rows[0]['device']} |")
 PY
 # Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"

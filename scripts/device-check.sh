@@ -34,7 +34,8 @@ is_system_library() {
 pack() {
   local build=${1:-$root/build}
   "$root/scripts/setup.sh" device
-  local targets=(fused_optimizer_bench half_compression_bench top_k_bench gemm_bench train_step_bench)
+  local targets=(fused_optimizer_bench half_compression_bench top_k_bench powersgd_bench gemm_bench
+    train_step_bench)
   local test
   for test in "$root"/tests/gpu/*_test.cc; do targets+=("gpu_$(basename "$test" .cc)"); done
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" autodist-runtime
@@ -44,6 +45,7 @@ pack() {
   mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
   # autodist-runtime: the members of the GPU job tests (tests/gpu/*_job_test.cc).
   cp "$build/bin/fused_optimizer_bench" "$build/bin/half_compression_bench" "$build/bin/top_k_bench" \
+    "$build/bin/powersgd_bench" \
     "$build/bin/gemm_bench" "$build/bin/train_step_bench" "$build/bin/autodist-runtime" \
     "$stage/bin/"
   for test in "$root"/tests/gpu/*_test.cc; do cp "$build/tests/gpu_$(basename "$test" .cc)" "$stage/tests/"; done

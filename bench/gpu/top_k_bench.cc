@@ -42,8 +42,8 @@ int Run(int argc, char** argv) {
   std::normal_distribution<float> normal;
   for (float& value : host) value = normal(rng);
   DeviceBuffer values = pool.Allocate(count * sizeof(float), stream.get());
-  DeviceBuffer indices = pool.Allocate(static_cast<size_t>(std::max<int64_t>(k, 1)) * 8,
-                                       stream.get());
+  DeviceBuffer indices =
+      pool.Allocate(static_cast<size_t>(std::max<int64_t>(k, 1)) * 8, stream.get());
   CheckCuda(cudaMemcpyAsync(values.data(), host.data(), count * sizeof(float),
                             cudaMemcpyHostToDevice, stream.get()),
             "copying the values");

@@ -1,10 +1,9 @@
 // The kernels and sorts of top_k_selection.h. Positions are 32-bit while the count allows it
 // (half the sort's traffic for its values), 64-bit beyond.
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
 #include <limits>
 #include <string>
 
@@ -94,10 +93,10 @@ static void SortAndTakeAs(int64_t count, int64_t k, DeviceBuffer& keys, DeviceBu
   const auto* position_in = positions.as<Position>();
   auto* position_out = sorted_positions.as<Position>();
   size_t pairs_bytes = 0;
-  CheckCuda(cub::DeviceRadixSort::SortPairsDescending(nullptr, pairs_bytes, key_in, key_out,
-                                                      position_in, position_out, count, 0,
-                                                      sizeof(float) * 8, stream),
-            "sizing the top-k sort");
+  CheckCuda(
+      cub::DeviceRadixSort::SortPairsDescending(nullptr, pairs_bytes, key_in, key_out, position_in,
+                                                position_out, count, 0, sizeof(float) * 8, stream),
+      "sizing the top-k sort");
   // The k winners, ascending, sorted from the sorted positions back into `positions`.
   size_t keys_bytes = 0;
   auto* ascending = positions.as<Position>();

@@ -28,7 +28,8 @@ template <typename T>
 class DeviceArray {
  public:
   explicit DeviceArray(size_t count) : count_(count) {
-    CheckCuda(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<size_t>(count, 1) * sizeof(T)), "test: cudaMalloc");
+    CheckCuda(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<size_t>(count, 1) * sizeof(T)),
+              "test: cudaMalloc");
   }
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
     CheckCuda(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
@@ -139,8 +140,8 @@ TEST_P(TopKSelectionTest, ErrorFeedbackMatchesTheCpuBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, TopKSelectionTest,
                          ::testing::Values(Size{1, 1.0}, Size{1000, 0.0}, Size{1000, 0.01},
-                                           Size{4099, 0.1}, Size{4099, 1.0},
-                                           Size{1 << 20, 0.01}, Size{3000001, 0.001}));
+                                           Size{4099, 0.1}, Size{4099, 1.0}, Size{1 << 20, 0.01},
+                                           Size{3000001, 0.001}));
 
 TEST(TopKSelectionTest, MoreThanTheCountIsRefused) {
   AUTODIST_SKIP_WITHOUT_GPU();
