@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
 #include "gpu/device/stream.h"
+#include "gpu/memory/pinned_buffer.h"
 #include "runtime/common/error.h"
 #include "runtime/tensor/device.h"
 
@@ -50,6 +53,12 @@ class BufferCache {
     CountLent(bytes);
   }
 
+  // A buffer lent outside the cache (an upload's) goes back to the pool.
+  void Dropped(size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    live_bytes_ -= bytes;
+  }
+
   // A tensor's buffer comes back.
   void Put(DeviceBuffer buffer) {
     const std::lock_guard lock(mutex_);
@@ -85,11 +94,42 @@ class BufferCache {
   uint64_t peak_live_bytes_ = 0;
 };
 
-// One GPU's tensor stream, pool and cache.
+// Page-locked staging buffers of one GPU's uploads, used in turn; each is reused once the copy
+// out of it (its event) has finished.
+class PinnedStages {
+ public:
+  static constexpr size_t kStages = 4;
+
+  // A stage of at least `bytes` whose last copy has left it (waiting for the oldest when all are
+  // busy).
+  PinnedBuffer& Next(size_t bytes, Event*& copied) {
+    Stage& stage = stages_[next_];
+    next_ = (next_ + 1) % kStages;
+    if (stage.used) stage.copied.Synchronize();
+    if (stage.buffer.bytes() < bytes) stage.buffer = PinnedBuffer(bytes);
+    stage.used = true;
+    copied = &stage.copied;
+    return stage.buffer;
+  }
+
+ private:
+  struct Stage {
+    PinnedBuffer buffer;
+    Event copied;
+    bool used = false;
+  };
+  std::array<Stage, kStages> stages_;
+  size_t next_ = 0;
+};
+
+// One GPU's tensor stream, pool and cache, and the copy stream and staging of its uploads.
 struct GpuContext {
   std::unique_ptr<Stream> stream;
   std::unique_ptr<DevicePool> pool;
   std::unique_ptr<BufferCache> cache;
+  std::unique_ptr<Stream> copy_stream;
+  std::unique_ptr<std::mutex> upload_mutex;  // uploads come from the loaders' threads
+  std::unique_ptr<PinnedStages> stages;
 
   DeviceBuffer Allocate(size_t bytes) const {
     const size_t rounded = BufferCache::Rounded(bytes);
@@ -124,6 +164,9 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
     context.stream = std::make_unique<Stream>();
     context.pool = std::make_unique<DevicePool>();
     context.cache = std::make_unique<BufferCache>();
+    context.copy_stream = std::make_unique<Stream>();
+    context.upload_mutex = std::make_unique<std::mutex>();
+    context.stages = std::make_unique<PinnedStages>();
     return contexts_.emplace(index, std::move(context)).first->second;
   }
 
@@ -148,6 +191,51 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
       CheckCuda(status, fmt::format("copying {} bytes from {} to {}", bytes,
                                     tensor::DeviceName(from), tensor::DeviceName(to)));
     }
+  }
+
+  // The copy runs on the GPU's copy stream, from a pinned stage, into memory the pool orders on
+  // that stream (not a buffer from the tensor stream's cache, which the copy would have to wait
+  // for). The tensor stream waits for the copy where the batch is taken (Await); the buffer is
+  // freed on the copy stream once the tensor stream's work queued before its release is done.
+  Upload UploadAhead(const void* source, size_t bytes, const tensor::Device& device) override {
+    GpuContext& context = Context(device.index);
+    const std::lock_guard lock(*context.upload_mutex);
+    UseGpu(device.index);  // a loader's thread: its current GPU may be another
+    cudaStream_t copy = context.copy_stream->get();
+    const size_t rounded = BufferCache::Rounded(bytes);
+    auto target = std::make_unique<DeviceBuffer>(context.pool->Allocate(rounded, copy));
+    Event* copied = nullptr;
+    PinnedBuffer& stage = context.stages->Next(bytes, copied);
+    std::memcpy(stage.data(), source, bytes);
+    CopyAsync(target->data(), stage.data(), bytes, copy, "uploading a batch");
+    copied->Record(copy);
+    auto ready = std::make_shared<Event>();
+    ready->Record(copy);
+    cudaStream_t tensor_stream = context.stream->get();
+    BufferCache* cache = context.cache.get();
+    cache->Lent(rounded);
+    Upload upload;
+    auto* data = static_cast<std::byte*>(target->data());
+    upload.data = std::shared_ptr<std::byte[]>(  // NOLINT(*-avoid-c-arrays)
+        data, [buffer = target.release(), tensor_stream, copy, cache, rounded](std::byte*) {
+          // A deleter must not throw: where the event fails, the slow and sure order.
+          cudaEvent_t read = nullptr;
+          const bool ordered =
+              cudaEventCreateWithFlags(&read, cudaEventDisableTiming) == cudaSuccess &&
+              cudaEventRecord(read, tensor_stream) == cudaSuccess &&
+              cudaStreamWaitEvent(copy, read, 0) == cudaSuccess;
+          if (!ordered) cudaStreamSynchronize(tensor_stream);
+          if (read != nullptr) cudaEventDestroy(read);
+          cache->Dropped(rounded);
+          delete buffer;  // freed in the copy stream's order, after the reads
+        });
+    upload.ready = std::move(ready);
+    return upload;
+  }
+
+  void Await(const Upload& upload, const tensor::Device& device) override {
+    if (upload.ready == nullptr) return;
+    static_cast<const Event*>(upload.ready.get())->MakeWait(Context(device.index).stream->get());
   }
 
   void Zero(void* data, const tensor::Device& device, size_t bytes) override {

@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <map>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -38,6 +40,9 @@ class Loader::Impl {
     if (options_.prefetch == 0) {
       Batch batch = Make(next_);
       next_ = After(next_);
+      if (!options_.device.is_cpu()) {
+        for (auto& [name, feed] : batch.feeds) feed = feed.To(options_.device);
+      }
       return batch;
     }
     std::unique_lock lock(mutex_);
@@ -45,6 +50,9 @@ class Loader::Impl {
     // A failed batch stays at the head of the queue, so every later call reports it too.
     if (queue_.front().error) std::rethrow_exception(queue_.front().error);
     Batch batch = std::move(queue_.front().batch);
+    // The copies started on the prefetch thread: the device's work queued from here on (this
+    // thread's) reads the feeds after they arrive.
+    for (auto& [name, upload] : queue_.front().uploads) batch.feeds[name] = upload.Take();
     queue_.pop_front();
     lock.unlock();
     changed_.notify_all();
@@ -59,6 +67,7 @@ class Loader::Impl {
  private:
   struct Item {
     Batch batch;
+    std::map<std::string, tensor::TensorUpload> uploads;  // the feeds, on their way to the device
     std::exception_ptr error;
   };
 
@@ -126,6 +135,11 @@ class Loader::Impl {
       Item item;
       try {
         item.batch = Make(produce_);
+        if (!options_.device.is_cpu()) {
+          for (const auto& [name, feed] : item.batch.feeds) {
+            item.uploads.emplace(name, tensor::TensorUpload::Start(feed, options_.device));
+          }
+        }
       } catch (...) {
         item.error = std::current_exception();
       }

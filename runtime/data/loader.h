@@ -1,7 +1,8 @@
 // Loader: the endless stream of training batches for one rank. Epoch by epoch it orders the rows
 // (a reproducible shuffle seeded with seed + epoch), takes this rank's shard (PyTorch
 // DistributedSampler semantics), cuts it into batches and converts them to feeds on a background
-// thread that keeps up to `prefetch` batches ready, so input preparation overlaps compute.
+// thread that keeps up to `prefetch` batches ready, so input preparation overlaps compute; for a
+// GPU that thread also starts their copies to the device.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct LoaderOptions {
   int rank = 0;        // in [0, world_size)
   int world_size = 1;  // data-parallel replicas sharing the data
   int prefetch = 2;    // batches prepared ahead on a background thread; 0: on the caller's thread
+  // Where the batches are read. On a device the prefetch thread also starts each prepared batch's
+  // copy there (tensor::TensorUpload: through pinned memory, overlapping the device's compute),
+  // and Next() returns the feeds on the device.
+  tensor::Device device = tensor::Device::Cpu();
 };
 
 // A place in the stream, stored in checkpoints: the next batch to produce.

@@ -179,6 +179,7 @@ class Run {
       loader_options.seed = options_.seed;
       loader_options.rank = options_.rank + static_cast<int>(r);
       loader_options.world_size = options_.world_size;
+      loader_options.device = options_.device;  // batches copied there ahead of their step
       replicas_[r].loader = std::make_unique<data::Loader>(
           train_, loader_options, row_shapes_, data::Position{start.epoch, start.batch});
     }

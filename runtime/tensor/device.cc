@@ -46,6 +46,16 @@ Device ParseDevice(std::string_view name, std::string_view field) {
        field, name);
 }
 
+DeviceMemory::Upload DeviceMemory::UploadAhead(const void* source, size_t bytes,
+                                               const Device& device) {
+  Upload upload;
+  upload.data = Allocate(bytes, device.index);
+  Copy(upload.data.get(), device, source, Device::Cpu(), bytes);
+  return upload;
+}
+
+void DeviceMemory::Await(const Upload& /*upload*/, const Device& /*device*/) {}
+
 void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory) {
   AD_CHECK(kind != DeviceKind::kCpu, kInternal, "the CPU's memory is built in");
   Installed()[static_cast<size_t>(kind)].store(memory);

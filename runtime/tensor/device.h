@@ -43,6 +43,22 @@ class DeviceMemory {
                     size_t bytes) = 0;
   // Sets `bytes` at `data` on `device` to zero.
   virtual void Zero(void* data, const Device& device, size_t bytes) = 0;
+
+  // Host bytes on their way to a device ahead of their use (input batches): `data` is the new
+  // device memory, and `ready`, when set, what the device's work must be ordered after (Await)
+  // before it reads `data`.
+  struct Upload {
+    std::shared_ptr<std::byte[]> data;  // NOLINT(*-avoid-c-arrays): storage, as Allocate's
+    std::shared_ptr<void> ready;
+  };
+  // Starts copying `bytes` (> 0) at host `source` into new memory on `device`, where the
+  // device can, so that the copy overlaps the device's compute (the CUDA backend: through pinned
+  // memory, on a copy stream); returns once `source` may be reused. Thread-safe (a loader's
+  // prefetch thread calls it). The default copies at once: Allocate, then Copy.
+  virtual Upload UploadAhead(const void* source, size_t bytes, const Device& device);
+  // Orders the device's work queued from now on (by any thread) after `upload`'s copy. The
+  // default has nothing to order.
+  virtual void Await(const Upload& upload, const Device& device);
 };
 
 // Installs the memory of `kind` (not kCpu); `memory` must outlive every tensor on that kind.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "runtime/common/error.h"
 #include "runtime/tensor/storage.h"
@@ -44,6 +45,14 @@ Tensor::Tensor(DType dtype, Shape shape, Pages pages, const Device& device)
                  ? AllocateStorage(nbytes(), pages)
                  : MemoryOf(device).Allocate(std::max<size_t>(nbytes(), 1), device.index);
 }
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage,  // NOLINT
+               const Device& device)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      numel_(NumElements(shape_)),
+      storage_(std::move(storage)),
+      device_(device) {}
 
 Tensor Tensor::Prefaulted(DType dtype, Shape shape) {
   return {dtype, std::move(shape), Pages::kMapped, Device::Cpu()};
@@ -179,6 +188,26 @@ void Tensor::CheckDType(DType requested) const {
 void Tensor::CheckElementCount(size_t given, const Tensor& tensor) {
   AD_CHECK(static_cast<int64_t>(given) == tensor.numel(), kInternal,
            "{} values for a tensor of shape {}", given, ShapeToString(tensor.shape()));
+}
+
+TensorUpload TensorUpload::Start(const Tensor& host, const Device& device) {
+  AD_CHECK(host.device().is_cpu() && !device.is_cpu(), kInternal,
+           "an upload goes from the host to a device, not from {} to {}",
+           DeviceName(host.device()), DeviceName(device));
+  TensorUpload upload;
+  // A device allocation is never empty (the constructor's rule).
+  upload.upload_ = host.nbytes() == 0
+                       ? DeviceMemory::Upload{MemoryOf(device).Allocate(1, device.index), nullptr}
+                       : MemoryOf(device).UploadAhead(host.raw(), host.nbytes(), device);
+  upload.tensor_ = Tensor(host.dtype(), host.shape(), upload.upload_.data, device);
+  return upload;
+}
+
+Tensor TensorUpload::Take() {
+  AD_CHECK(tensor_.defined(), kInternal, "an upload taken twice, or never started");
+  MemoryOf(tensor_.device()).Await(upload_, tensor_.device());
+  upload_ = {};
+  return std::exchange(tensor_, Tensor());
 }
 
 }  // namespace autodist::tensor

@@ -111,8 +111,12 @@ class Tensor {
   std::vector<int64_t> ToInt64Vector(const std::string& what) const;
 
  private:
+  friend class TensorUpload;
   // `pages` applies to CPU storage.
   Tensor(DType dtype, Shape shape, Pages pages, const Device& device);
+  // Over `storage` (at least nbytes, on `device`).
+  Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage,  // NOLINT
+         const Device& device);
   void CheckType(DType requested) const;  // dtype, and the tensor on the CPU
   void CheckDType(DType requested) const;
   static void CheckElementCount(size_t given, const Tensor& tensor);
@@ -123,6 +127,24 @@ class Tensor {
   std::shared_ptr<std::byte[]> storage_;
   size_t offset_ = 0;  // bytes
   Device device_;
+};
+
+// A host tensor on its way to a device, started ahead of its use (the loader's batches): the
+// copy overlaps the device's compute where the device's memory can do that
+// (DeviceMemory::UploadAhead).
+class TensorUpload {
+ public:
+  TensorUpload() = default;
+  // Starts copying `host` (on the CPU) to `device` (not the CPU); returns once `host` may change.
+  static TensorUpload Start(const Tensor& host, const Device& device);
+  // The tensor on the device, with the device's work queued from now on ordered after its copy;
+  // call it on the thread that queues the work that reads it. Once only.
+  Tensor Take();
+  bool pending() const { return tensor_.defined(); }
+
+ private:
+  Tensor tensor_;  // over the upload's memory; its data arrives with the upload
+  DeviceMemory::Upload upload_;
 };
 
 template <typename T>

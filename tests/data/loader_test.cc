@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "runtime/data/sampler.h"
@@ -164,6 +168,79 @@ TEST(LoaderTest, SynchronousModeProducesTheSameStream) {
     EXPECT_EQ(Ids(a), Ids(b));
   }
   EXPECT_EQ(prefetching.position(), synchronous.position());
+}
+
+// A "GPU" whose memory is host memory, that records the uploads it starts and the ones its
+// device work is ordered after, as the CUDA backend's copy stream and events would be.
+class UploadRecorder final : public tensor::DeviceMemory {
+ public:
+  std::shared_ptr<std::byte[]> Allocate(size_t bytes, int /*index*/) override {  // NOLINT
+    return std::shared_ptr<std::byte[]>(new std::byte[bytes]);                   // NOLINT
+  }
+  void Copy(void* destination, const tensor::Device& /*to*/, const void* source,
+            const tensor::Device& /*from*/, size_t bytes) override {
+    ++copies;
+    std::memcpy(destination, source, bytes);
+  }
+  void Zero(void* data, const tensor::Device& /*device*/, size_t bytes) override {
+    std::memset(data, 0, bytes);
+  }
+  Upload UploadAhead(const void* source, size_t bytes, const tensor::Device& device) override {
+    Upload upload = DeviceMemory::UploadAhead(source, bytes, device);
+    upload.ready = std::make_shared<int>(++started);
+    std::lock_guard lock(mutex);
+    threads.insert(std::this_thread::get_id());
+    return upload;
+  }
+  void Await(const Upload& upload, const tensor::Device& /*device*/) override {
+    awaited.push_back(*static_cast<const int*>(upload.ready.get()));
+    std::lock_guard lock(mutex);
+    await_threads.insert(std::this_thread::get_id());
+  }
+  std::atomic<int> started{0};
+  std::atomic<int> copies{0};
+  std::vector<int> awaited;  // Next()'s thread only
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  std::set<std::thread::id> await_threads;
+};
+
+std::vector<int64_t> HostIds(const Batch& batch) {
+  const Tensor id = batch.feeds.at("id").To(tensor::Device::Cpu());
+  return {id.data<int64_t>(), id.data<int64_t>() + id.numel()};
+}
+
+// For a device the prefetch thread starts each feed's copy there, and Next() orders the device's
+// work after it on the caller's thread; the batches are those of a loader for the CPU.
+TEST(LoaderTest, BatchesForADeviceAreUploadedAheadOnThePrefetchThread) {
+  UploadRecorder memory;
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, &memory);
+  for (const int prefetch : {2, 0}) {
+    LoaderOptions options = Options(4, true);
+    options.prefetch = prefetch;
+    Loader host(Rows(10), options, {});
+    options.device = tensor::Device::Cuda(0);
+    Loader device(Rows(10), options, {});
+    for (int i = 0; i < 5; ++i) {
+      const Batch a = host.Next();
+      const Batch b = device.Next();
+      EXPECT_EQ(b.position, a.position);
+      for (const auto& [name, feed] : b.feeds) {
+        EXPECT_EQ(feed.device(), tensor::Device::Cuda(0)) << name;
+      }
+      EXPECT_EQ(HostIds(b), Ids(a));
+    }
+  }
+  // With prefetch: two feeds a batch uploaded ahead, away from the caller's thread, and taken
+  // by it in order; without: plain copies on the caller's thread.
+  EXPECT_GE(memory.started.load(), 10);
+  ASSERT_GE(memory.awaited.size(), 10U);
+  for (size_t i = 1; i < memory.awaited.size(); ++i) {
+    EXPECT_NE(memory.awaited[i], memory.awaited[i - 1]);
+  }
+  EXPECT_FALSE(memory.threads.contains(std::this_thread::get_id()));
+  EXPECT_EQ(memory.await_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
 }
 
 TEST(LoaderTest, AppliesRowShapes) {

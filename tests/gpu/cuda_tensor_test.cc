@@ -54,6 +54,35 @@ TEST(CudaTensorTest, RoundTripsCopiesAndZeroesOnTheDevice) {
   EXPECT_EQ(empty.To(Device::Cpu()).numel(), 0);
 }
 
+// Uploads (the loader's batches): copies on the copy stream through pinned stages, more at once
+// than there are stages, taken in another order than started, read by the tensor stream's work
+// after Take; dropped uploads, taken or not, give their bytes back.
+TEST(CudaTensorTest, UploadsArriveBeforeTheWorkQueuedAfterTheirTake) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  const uint64_t live_before = TensorMemory(0).live_bytes;
+  std::vector<tensor::Tensor> hosts;
+  std::vector<tensor::TensorUpload> uploads;
+  for (int i = 0; i < 9; ++i) {
+    std::vector<float> values(static_cast<size_t>(1000 * (i + 1)));
+    std::iota(values.begin(), values.end(), static_cast<float>(i * 100000));
+    hosts.push_back(tensor::Tensor::FromVector<float>({static_cast<int64_t>(values.size())}, values));
+    uploads.push_back(tensor::TensorUpload::Start(hosts.back(), tensor::Device::Cuda(0)));
+  }
+  for (int i = 8; i >= 1; --i) {  // the first is dropped untaken
+    // A kernel-free read on the tensor stream: a device copy, then back to the host.
+    const tensor::Tensor on_device = uploads[static_cast<size_t>(i)].Take().Clone();
+    const tensor::Tensor back = on_device.To(tensor::Device::Cpu());
+    const tensor::Tensor& host = hosts[static_cast<size_t>(i)];
+    ASSERT_EQ(back.numel(), host.numel());
+    for (int64_t j = 0; j < host.numel(); ++j) {
+      ASSERT_EQ(back.data<float>()[j], host.data<float>()[j]) << i << ", " << j;
+    }
+  }
+  uploads.clear();
+  EXPECT_EQ(TensorMemory(0).live_bytes, live_before);
+}
+
 TEST(CudaTensorTest, FreedBuffersServeTheNextTensorsOfTheirSize) {
   AUTODIST_SKIP_WITHOUT_GPU();
   InstallCudaTensorMemory();

@@ -131,6 +131,31 @@ TEST(DeviceTest, CopyFromKeepsTheTargetsStorageOnEitherSide) {
   InstallDeviceMemory(DeviceKind::kCuda, nullptr);
 }
 
+// An upload without a device path of its own is a copy at once; taking it gives the tensor on the
+// device, once; it only goes from the host to a device.
+TEST(DeviceTest, AnUploadIsTakenOnceOnTheDevice) {
+  HostBackedMemory memory;
+  InstallDeviceMemory(DeviceKind::kCuda, &memory);
+  const Tensor host = Tensor::FromVector<float>({2, 2}, {1, 2, 3, 4});
+  TensorUpload upload = TensorUpload::Start(host, Device::Cuda(0));
+  EXPECT_EQ(memory.copies, 1);
+  EXPECT_TRUE(upload.pending());
+  const Tensor taken = upload.Take();
+  EXPECT_FALSE(upload.pending());
+  EXPECT_EQ(taken.device(), Device::Cuda(0));
+  EXPECT_EQ(taken.shape(), host.shape());
+  const Tensor back = taken.To(Device::Cpu());
+  EXPECT_EQ(std::vector<float>(back.data<float>(), back.data<float>() + 4),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_THROW(upload.Take(), Error);
+  EXPECT_THROW(TensorUpload::Start(taken, Device::Cuda(0)), Error);
+  EXPECT_THROW(TensorUpload::Start(host, Device::Cpu()), Error);
+  // An empty tensor still gets storage on the device.
+  const Tensor empty(DType::kFloat32, {0, 3});
+  EXPECT_EQ(TensorUpload::Start(empty, Device::Cuda(0)).Take().shape(), (Shape{0, 3}));
+  InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+}
+
 TEST(DeviceTest, ATensorOnADeviceWithoutItsBackendIsAClearError) {
   InstallDeviceMemory(DeviceKind::kCuda, nullptr);
   try {
