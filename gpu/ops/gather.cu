@@ -37,7 +37,9 @@ __global__ void GatherGradKernel(const float* dy, float* dx, GatherGradPlan plan
     for (int64_t p = plan.starts[u]; p < plan.starts[u + 1]; ++p) {
       sum += dy[(o * plan.n + plan.positions[p]) * plan.inner + k];
     }
-    dx[(o * plan.dim + plan.rows[u]) * plan.inner + k] = sum;
+    const int64_t row = plan.compact ? u : plan.rows[u];
+    const int64_t rows = plan.compact ? plan.unique : plan.dim;
+    dx[(o * rows + row) * plan.inner + k] = sum;
   }
 }
 

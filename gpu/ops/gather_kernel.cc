@@ -1,9 +1,9 @@
 // Gather on CUDA (opsets 1..17): the CPU kernel's semantics (runtime/ops/tensor/gather.cc): any
 // axis, indices of any rank, negative ones counted from the end and checked against the axis,
 // data of 4- or 8-byte elements. The indices are read on the host (checked, wrapped) and put on
-// the GPU for the copy. The gradient is dense on every axis, a device having no sparse gradients
-// (runtime/exec: the executor refuses them off the CPU): each named row is the sum of its
-// occurrences in the order they appear, as the CPU sums them (gather.cu).
+// the GPU for the copy. The gradient is row-sparse on axis 0 (the rows named, ascending, on the
+// device) and dense on the others, as on the CPU: each named row is the sum of its occurrences
+// in the order they appear, as the CPU sums them (gather.cu), so the same bits.
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +77,18 @@ class CudaGatherKernel final : public ops::OpKernel {
     grad.n = static_cast<int64_t>(plan.indices.size());
     grad.dim = plan.dim;
     grad.inner = plan.inner;
+    if (plan.axis == 0) {
+      // An embedding's gradient: only the rows read, as tensor::CoalesceRows makes it on the CPU.
+      grad.compact = true;
+      tensor::Shape values_shape = plan.data_shape;
+      values_shape[0] = grad.unique;
+      Tensor values(tensor::DType::kFloat32, values_shape, dy->device());
+      detail::LaunchGatherGrad(dy->device_data<float>(), values.device_data<float>(), grad, stream);
+      Tensor rows = Tensor::FromVector<int64_t>({grad.unique}, groups.rows).To(dy->device());
+      ctx.set_input_sparse_grad(
+          0, tensor::SparseGradient{std::move(rows), std::move(values), plan.data_shape});
+      return;
+    }
     Tensor dx(tensor::DType::kFloat32, plan.data_shape, dy->device());
     CheckCuda(cudaMemsetAsync(dx.raw(), 0, dx.nbytes(), stream), node + ": zeroing the gradient");
     detail::LaunchGatherGrad(dy->device_data<float>(), dx.device_data<float>(), grad, stream);

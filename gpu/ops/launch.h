@@ -78,6 +78,9 @@ struct GatherGradPlan {
   int64_t n = 0;
   int64_t dim = 0;
   int64_t inner = 0;
+  // Row u of the output is rows[u] of the table (a dense gradient, `dim` rows), or with `compact`
+  // row u itself (the values of a row-sparse gradient, `unique` rows).
+  bool compact = false;
 };
 void LaunchGatherGrad(const float* dy, float* dx, const GatherGradPlan& plan, cudaStream_t stream);
 

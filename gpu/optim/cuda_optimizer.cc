@@ -5,8 +5,10 @@
 
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/optim/fused_optimizer.h"
+#include "gpu/optim/multi_tensor_update.h"
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/tensor/sparse_gradient.h"
 
 namespace autodist::gpu {
 namespace {
@@ -42,11 +44,39 @@ class CudaOptimizer final : public optim::Optimizer {
     fused_->Step(variables);
   }
 
-  void ApplySparse(const std::string& name, Tensor& /*param*/,
-                   const tensor::SparseGradient& /*grad*/) override {
-    Fail(ErrorCode::kInvalidArgument,
-         "optimizer {}: '{}' has a row-sparse gradient, which {} does not update yet",
-         options_.name, name, tensor::DeviceName(device_));
+  // The CPU optimizers' rule (optim/elementwise_optimizer.h): only the present rows where the
+  // update rule is row-wise exact or lazy_sparse asks for it, else the dense update of the
+  // densified gradient.
+  void ApplySparse(const std::string& name, Tensor& param,
+                   const tensor::SparseGradient& grad) override {
+    AD_CHECK(param.device() == device_ && grad.values.device() == device_, kInternal,
+             "optimizer {}: '{}' and its sparse gradient are on {} and {}, the optimizer's "
+             "variables on {}",
+             options_.name, name, tensor::DeviceName(param.device()),
+             tensor::DeviceName(grad.values.device()), tensor::DeviceName(device_));
+    // The rows are checked on the host (a copy of the indices), the values' shape as it is.
+    CheckSparse(name, param,
+                tensor::SparseGradient{grad.indices.To(tensor::Device::Cpu()), grad.values,
+                                       grad.dense_shape});
+    const Tensor rows = grad.indices.To(device_);
+    const int64_t count = rows.numel();
+    const int64_t row_elements = param.dim(0) == 0 ? 0 : param.numel() / param.dim(0);
+    if (fused_->UpdatesOnlyPresentRows()) {
+      fused_->set_learning_rate(options_.lr);
+      fused_->StepRows(DeviceVariable{name, param.shape(), param.device_data<float>(),
+                                      grad.values.device_data<float>()},
+                       rows.device_data<int64_t>(), count);
+      return;
+    }
+    Tensor dense(tensor::DType::kFloat32, param.shape(), device_);
+    detail::ScatterRowsAsync(grad.values.device_data<float>(), rows.device_data<int64_t>(), count,
+                             row_elements, dense.device_data<float>(), dense.numel(),
+                             TensorStream(device_.index));
+    Apply(name, param, dense);
+  }
+
+  bool SparseUpdatesChangeOnlyPresentRows() const override {
+    return fused_->UpdatesOnlyPresentRows();
   }
 
   std::map<std::string, Tensor> SaveState() const override { return fused_->SaveState(); }

@@ -75,6 +75,30 @@ class FusedRuleOptimizer final : public FusedOptimizer {
     }
   }
 
+  bool UpdatesOnlyPresentRows() const override {
+    return Rule::RowWiseExact(options_) || options_.lazy_sparse;
+  }
+
+  void StepRows(const DeviceVariable& variable, const int64_t* rows, int64_t count) override {
+    Check({variable});
+    const int64_t numel = tensor::NumElements(variable.shape);
+    bool created = false;
+    DeviceState* state = numel == 0 ? nullptr : StateFor(variable, &created);
+    detail::UpdateTarget target{.param = variable.param, .grad = variable.grad, .numel = numel};
+    StepState step;
+    step.first = created;
+    if (state != nullptr) {
+      if (schema_.counts_steps()) step.step = ++state->step;
+      for (size_t s = 0; s < state->slots.size(); ++s) {
+        target.slots[s] = state->slots[s].as<float>();
+      }
+    }
+    if (numel == 0 || count == 0) return;
+    const int64_t row_elements = numel / variable.shape.front();
+    detail::LaunchRowUpdate(Rule::ForStep(options_, step), target, rows, count, row_elements,
+                            stream_);
+  }
+
   void set_learning_rate(double lr) override { options_.lr = lr; }
   double learning_rate() const override { return options_.lr; }
 

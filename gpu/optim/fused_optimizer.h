@@ -36,6 +36,18 @@ class FusedOptimizer {
   // differs from its state's, a pointer is null, or a name repeats.
   virtual void Step(const std::vector<DeviceVariable>& variables) = 0;
 
+  // Whether a row-sparse gradient updates only its rows, leaving the others and their state as
+  // they are: the rule is row-wise exact (a zero row changes nothing), or lazy_sparse asks for it
+  // (optim::OptimizerOptions). Otherwise the caller applies the densified gradient with Step, as
+  // the CPU optimizers do.
+  virtual bool UpdatesOnlyPresentRows() const = 0;
+
+  // Queues the update of rows rows[0, count) (device memory, unique and ascending) of
+  // `variable`, whose `grad` holds those rows' gradients in order ([count, row dims...]): one
+  // step of the variable (its step count advances once); the other rows and their state are
+  // left alone. The same checks as Step.
+  virtual void StepRows(const DeviceVariable& variable, const int64_t* rows, int64_t count) = 0;
+
   // The learning rate of the next steps (a schedule sets it before each step).
   virtual void set_learning_rate(double lr) = 0;
   virtual double learning_rate() const = 0;
@@ -48,8 +60,7 @@ class FusedOptimizer {
 };
 
 // The optimizer named by options.name (validated first: InvalidArgument), on the current GPU,
-// with its state in `pool` and its work on `stream`. Sparse-row options (lazy_sparse) have no
-// effect: every update here is dense.
+// with its state in `pool` and its work on `stream`.
 std::unique_ptr<FusedOptimizer> MakeFusedOptimizer(const optim::OptimizerOptions& options,
                                                    DevicePool& pool, cudaStream_t stream);
 

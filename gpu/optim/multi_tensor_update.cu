@@ -124,6 +124,44 @@ __global__ void __launch_bounds__(kThreads)
   UpdateScalars<Rule, Variant>(rule, p, g, slots, vectors_end, n);
 }
 
+// One element of a present row per thread, as UpdateScalars does.
+template <typename Rule, typename Variant>
+__global__ void RowKernel(Rule rule, UpdateTarget target, const int64_t* rows, int64_t count,
+                          int64_t row_elements) {
+  const int64_t total = count * row_elements;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t j = e / row_elements;
+    const int64_t at = rows[j] * row_elements + e % row_elements;
+    float rp[1] = {target.param[at]};
+    float rg[1] = {target.grad[e]};
+    float rs[kSlots][1] = {};
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (target.slots[s] != nullptr) rs[s][0] = target.slots[s][at];
+    }
+    rule.Update(Variant{}, 0, rp, rg, rs[0], rs[1], rs[2]);
+    target.param[at] = rp[0];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (target.slots[s] != nullptr) target.slots[s][at] = rs[s][0];
+    }
+  }
+}
+
+__global__ void ScatterRowsKernel(const float* values, const int64_t* rows, int64_t count,
+                                  int64_t row_elements, float* dense) {
+  const int64_t total = count * row_elements;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dense[rows[e / row_elements] * row_elements + e % row_elements] = values[e];
+  }
+}
+
+unsigned GridFor(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096));
+}
+
 __global__ void FillKernel(float* data, int64_t n, float value) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -144,6 +182,36 @@ void LaunchUpdate(const Rule& rule, const UpdatePlan& plan, cudaStream_t stream)
   CheckCuda(cudaGetLastError(), "launching a fused optimizer update");
 }
 
+template <typename Rule>
+void LaunchRowUpdate(const Rule& rule, const UpdateTarget& target, const int64_t* rows,
+                     int64_t count, int64_t row_elements, cudaStream_t stream) {
+  if (count == 0 || row_elements == 0) return;
+  rule.Visit([&](auto variant) {
+    RowKernel<Rule, decltype(variant)><<<GridFor(count * row_elements), kThreads, 0, stream>>>(
+        rule, target, rows, count, row_elements);
+  });
+  CheckCuda(cudaGetLastError(), "launching a fused optimizer update of present rows");
+}
+
+template void LaunchRowUpdate(const optim::detail::SgdRule&, const UpdateTarget&, const int64_t*,
+                              int64_t, int64_t, cudaStream_t);
+template void LaunchRowUpdate(const optim::detail::AdamRule&, const UpdateTarget&, const int64_t*,
+                              int64_t, int64_t, cudaStream_t);
+template void LaunchRowUpdate(const optim::detail::AdagradRule&, const UpdateTarget&,
+                              const int64_t*, int64_t, int64_t, cudaStream_t);
+template void LaunchRowUpdate(const optim::detail::RmspropRule&, const UpdateTarget&,
+                              const int64_t*, int64_t, int64_t, cudaStream_t);
+
+void ScatterRowsAsync(const float* values, const int64_t* rows, int64_t count, int64_t row_elements,
+                      float* dense, int64_t dense_elements, cudaStream_t stream) {
+  CheckCuda(cudaMemsetAsync(dense, 0, static_cast<size_t>(dense_elements) * sizeof(float), stream),
+            "zeroing a densified gradient");
+  if (count == 0 || row_elements == 0) return;
+  ScatterRowsKernel<<<GridFor(count * row_elements), 256, 0, stream>>>(values, rows, count,
+                                                                       row_elements, dense);
+  CheckCuda(cudaGetLastError(), "launching the densifying of a sparse gradient");
+}
+
 template void LaunchUpdate(const optim::detail::SgdRule&, const UpdatePlan&, cudaStream_t);
 template void LaunchUpdate(const optim::detail::AdamRule&, const UpdatePlan&, cudaStream_t);
 template void LaunchUpdate(const optim::detail::AdagradRule&, const UpdatePlan&, cudaStream_t);
@@ -151,8 +219,7 @@ template void LaunchUpdate(const optim::detail::RmspropRule&, const UpdatePlan&,
 
 void FillAsync(float* data, int64_t n, float value, cudaStream_t stream) {
   if (n == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096));
-  FillKernel<<<blocks, 256, 0, stream>>>(data, n, value);
+  FillKernel<<<GridFor(n), 256, 0, stream>>>(data, n, value);
   CheckCuda(cudaGetLastError(), "launching a fill of optimizer state");
 }
 

@@ -57,6 +57,18 @@ class UpdatePlan {
 template <typename Rule>
 void LaunchUpdate(const Rule& rule, const UpdatePlan& plan, cudaStream_t stream);
 
+// Queues `rule` over rows rows[0, count) (device memory, unique) of `target`, a [rows, ...]
+// variable of `row_elements` per row: element i of row rows[j] of the variable and its slots is
+// updated from element i of gradient row j (target.grad holds the rows in order). One launch.
+template <typename Rule>
+void LaunchRowUpdate(const Rule& rule, const UpdateTarget& target, const int64_t* rows,
+                     int64_t count, int64_t row_elements, cudaStream_t stream);
+
+// Queues dense = zeros with rows rows[0, count) (device memory, unique) set to values' rows in
+// order, `row_elements` floats each: a row-sparse gradient made dense.
+void ScatterRowsAsync(const float* values, const int64_t* rows, int64_t count, int64_t row_elements,
+                      float* dense, int64_t dense_elements, cudaStream_t stream);
+
 // Queues setting n floats at `data` to `value`.
 void FillAsync(float* data, int64_t n, float value, cudaStream_t stream);
 

@@ -25,6 +25,30 @@ Tensor AddOnHost(const Tensor& a, const Tensor& b) {
   return sum;
 }
 
+// The sparse parts of one value's gradient merged into one coalesced gradient on `device`. One
+// part (an embedding read by one Gather) stays as it is, wherever it is; several are merged on
+// the host (tensor::MergeSparse), and on a GPU put back there.
+tensor::SparseGradient MergedSparse(std::vector<tensor::SparseGradient>& parts,
+                                    const tensor::Device& device) {
+  if (parts.size() == 1) return std::move(parts.front());
+  if (device.is_cpu()) return tensor::MergeSparse(parts);
+  std::vector<tensor::SparseGradient> host;
+  for (const tensor::SparseGradient& part : parts) {
+    host.push_back(tensor::SparseTo(part, tensor::Device::Cpu()));
+  }
+  return tensor::SparseTo(tensor::MergeSparse(host), device);
+}
+
+// The same made dense, on `device` (where a sparse gradient meets a dense one, or an op that
+// takes dense gradients only).
+Tensor Densified(const std::vector<tensor::SparseGradient>& parts, const tensor::Device& device) {
+  std::vector<tensor::SparseGradient> host;
+  for (const tensor::SparseGradient& part : parts) {
+    host.push_back(tensor::SparseTo(part, tensor::Device::Cpu()));
+  }
+  return tensor::Densify(tensor::MergeSparse(host)).To(device);
+}
+
 }  // namespace
 
 Executor::Executor(const ExecutionPlan& plan, std::vector<Tensor>& stored, std::mt19937_64& rng)
@@ -161,13 +185,10 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
       const std::string& name = gradient_final_at[next_final].second;
       const auto id = static_cast<size_t>(value_ids.at(name));
       Gradient gradient;
-      AD_CHECK(sparse[id].empty() || plan_.device.is_cpu(), kInvalidArgument,
-               "model '{}': the sparse gradient of '{}' cannot be formed on {} yet", source, name,
-               tensor::DeviceName(plan_.device));
       if (!sparse[id].empty() && !dense[id].defined()) {
-        gradient.sparse = tensor::MergeSparse(sparse[id]);
+        gradient.sparse = MergedSparse(sparse[id], plan_.device);
       } else if (!sparse[id].empty()) {
-        gradient.dense = Sum(dense[id], tensor::Densify(tensor::MergeSparse(sparse[id])), name);
+        gradient.dense = Sum(dense[id], Densified(sparse[id], plan_.device), name);
       } else if (dense[id].defined()) {
         gradient.dense = std::move(dense[id]);
       } else {
@@ -199,7 +220,7 @@ std::map<std::string, Gradient> Executor::Backward(std::vector<Tensor>& live,
       }
       auto& parts = sparse[static_cast<size_t>(id)];
       if (!parts.empty()) {
-        accumulate(id, tensor::Densify(tensor::MergeSparse(parts)));
+        accumulate(id, Densified(parts, plan_.device));
         parts.clear();
       }
       const Tensor& grad = dense[static_cast<size_t>(id)];

@@ -110,4 +110,9 @@ Tensor Densify(const SparseGradient& gradient) {
   return out;
 }
 
+SparseGradient SparseTo(const SparseGradient& gradient, const Device& device) {
+  return SparseGradient{gradient.indices.To(device), gradient.values.To(device),
+                        gradient.dense_shape};
+}
+
 }  // namespace autodist::tensor

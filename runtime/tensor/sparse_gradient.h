@@ -41,7 +41,10 @@ SparseGradient MergeSparse(const std::vector<SparseGradient>& parts);
 // sparse gradient or a reply keeps. Each index must be within [0, N); the caller checked.
 Tensor GatherRows(const Tensor& from, const std::vector<int64_t>& rows);
 
-// The dense equivalent: zeros with the rows added in.
+// The dense equivalent: zeros with the rows added in. On the CPU.
 Tensor Densify(const SparseGradient& gradient);
+
+// `gradient` with its indices and values on `device` (themselves where they are already).
+SparseGradient SparseTo(const SparseGradient& gradient, const Device& device);
 
 }  // namespace autodist::tensor

@@ -15,10 +15,13 @@
 
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/stream.h"
+#include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/memory/device_pool.h"
 #include "gpu/memory/pinned_buffer.h"
+#include "gpu/optim/cuda_optimizer.h"
 #include "runtime/common/error.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/tensor/sparse_gradient.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace autodist::gpu {
@@ -280,6 +283,55 @@ TEST(FusedOptimizerTest, RefusesStateTheCpuOptimizerRefuses) {
     FAIL() << "loaded a slot adam does not keep";
   } catch (const Error& error) {
     EXPECT_THAT(error.what(), HasSubstr("has slot 'momentum_buffer', which"));
+  }
+}
+
+// Row-sparse gradients (embeddings) through the device optimizer against the CPU's ApplySparse:
+// every rule, with lazy_sparse off (the densified gradient's update: every row moves or decays)
+// and on (only the present rows), over steps whose rows differ, the first step's state created
+// by a sparse update.
+TEST(FusedOptimizerTest, SparseRowsUpdateAsOnTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  InstallCudaOptimizers();
+  const tensor::Shape shape{50, 7};
+  for (Config config : AllConfigs()) {
+    for (const std::string lazy : {"false", "true"}) {
+      config.options["lazy_sparse"] = lazy;
+      const std::string what = Describe(config);
+      const optim::OptimizerOptions options =
+          optim::ParseOptimizerOptions(config.name, config.options);
+      std::mt19937 rng(5);
+      Tensor cpu_value = Random(shape, rng);
+      Tensor gpu_value = cpu_value.To(tensor::Device::Cuda(0));
+      const auto cpu = optim::MakeOptimizer(options);
+      const auto gpu = optim::MakeOptimizer(options, tensor::Device::Cuda(0));
+      EXPECT_EQ(gpu->SparseUpdatesChangeOnlyPresentRows(),
+                cpu->SparseUpdatesChangeOnlyPresentRows())
+          << what;
+      for (int step = 0; step < 4; ++step) {
+        std::vector<int64_t> rows;
+        for (int64_t r = step % 3; r < shape[0]; r += 3 + step) rows.push_back(r);
+        tensor::SparseGradient grad;
+        grad.dense_shape = shape;
+        grad.indices = Tensor::FromVector<int64_t>({static_cast<int64_t>(rows.size())}, rows);
+        grad.values = Random({static_cast<int64_t>(rows.size()), shape[1]}, rng);
+        cpu->ApplySparse("table", cpu_value, grad);
+        gpu->ApplySparse("table", gpu_value, tensor::SparseTo(grad, tensor::Device::Cuda(0)));
+      }
+      ExpectClose(cpu_value, gpu_value.To(tensor::Device::Cpu()), what + ", the table");
+      const auto cpu_state = cpu->SaveState();
+      const auto gpu_state = gpu->SaveState();
+      ASSERT_EQ(cpu_state.size(), gpu_state.size()) << what;
+      for (const auto& [key, value] : cpu_state) {
+        ASSERT_TRUE(gpu_state.contains(key)) << what << ": " << key;
+        if (value.dtype() == tensor::DType::kInt64) {
+          EXPECT_EQ(value.data<int64_t>()[0], gpu_state.at(key).data<int64_t>()[0]) << key;
+        } else {
+          ExpectClose(value, gpu_state.at(key), what + ", state " + key);
+        }
+      }
+    }
   }
 }
 

@@ -550,8 +550,8 @@ std::vector<ParityCase> Cases() {
                              RandomTensor({3, 1}, seed++, -2.0F, 2.0F)}},
                      1e-5F});
     // Gather: an embedding lookup (axis 0, 2-D indices with repeats and a negative one: the
-    // CPU's gradient is row-sparse, densified here), a middle axis, the last axis with scalar
-    // indices, and int64 data (shapes).
+    // gradient is row-sparse on both backends, compared densified), a middle axis, the last axis
+    // with scalar indices, and int64 data (shapes).
     cases.push_back({OpCase{"Gather",
                             {RandomTensor({50, 16}, seed++),
                              Tensor::FromVector<int64_t>({2, 4}, {3, 7, 3, -1, 0, 3, 49, 7})}},
@@ -692,6 +692,17 @@ TEST_F(OpParityTest, ForwardAndBackwardMatchTheCpu) {
                  what + ": output " + std::to_string(o));
     }
     ASSERT_EQ(expected.input_grads.size(), actual.input_grads.size()) << what;
+    // Row-sparse where the CPU's is (Gather on axis 0): the same rows, on the device.
+    ASSERT_EQ(expected.sparse.size(), actual.sparse.size()) << what;
+    for (size_t i = 0; i < expected.sparse.size(); ++i) {
+      ASSERT_EQ(expected.sparse[i] != nullptr, actual.sparse[i] != nullptr)
+          << what << ": gradient of input " << i << " sparse on one backend only";
+      if (!expected.sparse[i]) continue;
+      EXPECT_EQ(actual.sparse[i]->values.device(), Device::Cuda(0)) << what;
+      EXPECT_EQ(actual.sparse[i]->indices.ToInt64Vector("rows"),
+                expected.sparse[i]->indices.ToInt64Vector("rows"))
+          << what;
+    }
     for (size_t i = 0; i < expected.input_grads.size(); ++i) {
       ExpectSame(expected.input_grads[i], actual.input_grads[i], c.tolerance,
                  what + ": gradient of input " + std::to_string(i));

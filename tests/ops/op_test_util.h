@@ -130,7 +130,10 @@ class OpRunner {
     result.input_grads = ctx.take_input_grads();
     result.sparse = ctx.take_sparse_grads();
     for (size_t i = 0; i < result.sparse.size(); ++i) {
-      if (result.sparse[i]) result.input_grads[i] = Densify(*result.sparse[i]);
+      // Densified on the host (a device's sparse gradient too).
+      if (result.sparse[i]) {
+        result.input_grads[i] = Densify(tensor::SparseTo(*result.sparse[i], tensor::Device::Cpu()));
+      }
     }
     return result;
   }
