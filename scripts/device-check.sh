@@ -11,6 +11,12 @@
 #                                             # file written here (and its golden file), and the
 #                                             # benchmarks (`tests`: none, `train`: the training
 #                                             # steps alone); results go to OUT_DIR
+#   scripts/device-check.sh pack-accuracy [BUILD_DIR]
+#   scripts/device-check.sh run-accuracy OUT_DIR [EPOCHS]
+#                                             # the bf16-against-fp32 accuracy check on the whole
+#                                             # of Fashion-MNIST: autodist-runtime and the data
+#                                             # in .device-accuracy/ (carried alone: with the GPU
+#                                             # tests' bundle it passes 64 MiB)
 #
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
@@ -20,6 +26,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle_dir="$root/.device-bundle"
 bundle="$bundle_dir/autodist-gpu.tar.gz"
+accuracy_dir="$root/.device-accuracy"
+accuracy_bundle="$accuracy_dir/autodist-accuracy.tar.gz"
+fashion_mnist=/usr/share/datasets/fashion-mnist
 limit_mib=60  # the GPU machine takes 64 MiB per call, the working tree included
 
 # Libraries the GPU machine has itself: the C runtime and the CUDA libraries.
@@ -29,6 +38,46 @@ is_system_library() {
       libcuda.so* | libcudart* | libcublas* | libcudnn* | libnccl* | libnvidia*) return 0 ;;
   esac
   return 1
+}
+
+# Strips the binaries under $1/bin and $1/tests, points them at $1/lib, and copies there the
+# shared libraries they need that the GPU machine lacks (everything but the C runtime and CUDA).
+stage_libraries() {
+  local stage=$1 binary library name
+  mkdir -p "$stage/lib"
+  for binary in "$stage"/bin/* "$stage"/tests/*; do
+    [[ -f "$binary" ]] || continue
+    strip --strip-unneeded "$binary"
+    patchelf --set-rpath '$ORIGIN/../lib' "$binary"
+    while read -r name library; do
+      is_system_library "$name" && continue
+      [[ -f "$stage/lib/$name" ]] || cp -L "$library" "$stage/lib/$name"
+    done < <(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  done
+  for library in "$stage"/lib/*; do
+    strip --strip-unneeded "$library" 2>/dev/null || true
+    patchelf --set-rpath '$ORIGIN' "$library"
+  done
+}
+
+# Compresses $2 (a directory under $1) into $3 and refuses one over the limit.
+compress_bundle() {
+  local dir=$1 name=$2 archive=$3
+  tar -C "$dir" -czf "$archive" "$name"
+  rm -rf "${dir:?}/$name"
+  local size_mib=$(($(stat -c %s "$archive") / 1024 / 1024))
+  echo "device-check: $archive is $size_mib MiB (limit $limit_mib MiB)"
+  if ((size_mib > limit_mib)); then
+    echo "device-check: the bundle is over $limit_mib MiB; the GPU machine would refuse it" >&2
+    exit 1
+  fi
+}
+
+# The commit a bundle was built from ("+dirty" with uncommitted changes), for docs/gpu.md.
+write_commit() {
+  { git -C "$root" rev-parse HEAD
+    git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' ':!.device-accuracy' || echo "+dirty"; } |
+    paste -sd '' >"$1/COMMIT"
 }
 
 pack() {
@@ -42,26 +91,13 @@ pack() {
 
   local stage="$bundle_dir/autodist-gpu"
   rm -rf "$stage" "$bundle"
-  mkdir -p "$stage/bin" "$stage/tests" "$stage/lib"
+  mkdir -p "$stage/bin" "$stage/tests"
   # autodist-runtime: the members of the GPU job tests (tests/gpu/*_job_test.cc).
   cp "$build/bin/fused_optimizer_bench" "$build/bin/half_compression_bench" "$build/bin/top_k_bench" \
-    "$build/bin/powersgd_bench" \
-    "$build/bin/gemm_bench" "$build/bin/train_step_bench" "$build/bin/autodist-runtime" \
-    "$stage/bin/"
+    "$build/bin/powersgd_bench" "$build/bin/gemm_bench" "$build/bin/train_step_bench" \
+    "$build/bin/autodist-runtime" "$stage/bin/"
   for test in "$root"/tests/gpu/*_test.cc; do cp "$build/tests/gpu_$(basename "$test" .cc)" "$stage/tests/"; done
-  local binary library name
-  for binary in "$stage"/bin/* "$stage"/tests/*; do
-    strip --strip-unneeded "$binary"
-    patchelf --set-rpath '$ORIGIN/../lib' "$binary"
-    while read -r name library; do
-      is_system_library "$name" && continue
-      [[ -f "$stage/lib/$name" ]] || cp -L "$library" "$stage/lib/$name"
-    done < <(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
-  done
-  for library in "$stage"/lib/*; do
-    strip --strip-unneeded "$library" 2>/dev/null || true
-    patchelf --set-rpath '$ORIGIN' "$library"
-  done
+  stage_libraries "$stage"
   # An event file written here, with the run's progress lines, for TensorBoard's own reader
   # there (scripts/tensorboard-check.py check).
   local parity="$root/tests/fixtures/parity/mlp"
@@ -71,20 +107,72 @@ pack() {
     --eval "label=$parity/label.npy" --batch-size 32 --steps 6 --log-every 2 --eval-every 3 \
     --optimizer sgd --lr 0.05 --opt momentum=0.9 --data none \
     --tensorboard "$stage/tensorboard/run" >"$stage/tensorboard/progress.log"
-  # The commit the bundle was built from ("+dirty" with uncommitted changes), for docs/gpu.md.
-  { git -C "$root" rev-parse HEAD
-    git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' || echo "+dirty"; } | paste -sd '' \
-    >"$stage/COMMIT"
+  write_commit "$stage"
   # The tests read fixtures from the source path compiled into them.
   echo "$root" >"$stage/SOURCE"
-  tar -C "$bundle_dir" -czf "$bundle" autodist-gpu
-  rm -rf "$stage"
-  local size_mib=$(($(stat -c %s "$bundle") / 1024 / 1024))
-  echo "device-check: $bundle is $size_mib MiB (limit $limit_mib MiB)"
-  if ((size_mib > limit_mib)); then
-    echo "device-check: the bundle is over $limit_mib MiB; the GPU machine would refuse it" >&2
-    exit 1
-  fi
+  compress_bundle "$bundle_dir" autodist-gpu "$bundle"
+}
+
+# The Fashion-MNIST accuracy check of bf16 against fp32 (issue 15): autodist-runtime and the
+# data set, too large to ride with the GPU tests, in a bundle of their own (.device-accuracy/,
+# carried alone).
+pack_accuracy() {
+  local build=${1:-$root/build}
+  "$root/scripts/setup.sh" device
+  [[ -f "$fashion_mnist/train-images-idx3-ubyte.gz" ]] || {
+    echo "device-check: Fashion-MNIST is missing ($fashion_mnist): scripts/setup.sh installs it" >&2
+    exit 2
+  }
+  cmake --build "$build" -j "$(nproc)" --target autodist-runtime
+  local stage="$accuracy_dir/autodist-accuracy"
+  rm -rf "$stage" "$accuracy_bundle"
+  mkdir -p "$stage/bin" "$stage/data"
+  cp "$build/bin/autodist-runtime" "$stage/bin/"
+  cp "$fashion_mnist"/*.gz "$stage/data/"
+  stage_libraries "$stage"
+  write_commit "$stage"
+  compress_bundle "$accuracy_dir" autodist-accuracy "$accuracy_bundle"
+}
+
+# There: the MLP and the CNN trained on the GPU in fp32 and in bf16 on the whole training set,
+# evaluated on the test set; bf16 must end within 0.5 points of fp32's accuracy.
+run_accuracy() {
+  local out=${1:?usage: scripts/device-check.sh run-accuracy OUT_DIR [EPOCHS]}
+  local epochs=${2:-3}
+  [[ -f "$accuracy_bundle" ]] || { echo "device-check: no bundle at $accuracy_bundle" >&2; exit 2; }
+  local unpacked=/tmp/autodist-device-accuracy
+  rm -rf "$unpacked" && mkdir -p "$unpacked" "$out"
+  tar -C "$unpacked" -xzf "$accuracy_bundle"
+  local dir="$unpacked/autodist-accuracy" model precision status=0
+  { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L; } >"$out/device.txt" 2>&1
+  for model in mlp cnn; do
+    for precision in fp32 bf16; do
+      "$dir/bin/autodist-runtime" --model "$root/examples/fashion-mnist/fmnist_$model.onnx" \
+        --data fashion-mnist --data-dir "$dir/data" --device cuda --precision "$precision" \
+        --epochs "$epochs" --batch-size 64 --optimizer sgd --lr 0.01 --opt momentum=0.9 \
+        --seed 1 >"$out/accuracy-$model-$precision.log" 2>&1 || status=1
+      echo "$model $precision: $(grep -o 'accuracy [0-9.]*' "$out/accuracy-$model-$precision.log" | tail -1)"
+    done
+  done | tee "$out/accuracy.txt"
+  python3 - "$out/accuracy.txt" <<'PY' | tee -a "$out/accuracy.txt" || status=1
+import re, sys
+found = {}
+for line in open(sys.argv[1]):
+    match = re.match(r"(\w+) (\w+): accuracy ([0-9.]+)", line)
+    if match:
+        found[(match.group(1), match.group(2))] = float(match.group(3))
+ok = True
+for model in ("mlp", "cnn"):
+    fp32, bf16 = found.get((model, "fp32")), found.get((model, "bf16"))
+    if fp32 is None or bf16 is None:
+        print(f"{model}: a run did not finish"); ok = False; continue
+    gap = (fp32 - bf16) * 100
+    verdict = "within" if abs(gap) <= 0.5 else "NOT within"
+    ok = ok and abs(gap) <= 0.5
+    print(f"{model}: bf16 {bf16 * 100:.2f}% vs fp32 {fp32 * 100:.2f}%: {gap:+.2f} points, {verdict} 0.5")
+sys.exit(0 if ok else 1)
+PY
+  return $status
 }
 
 run() {
@@ -140,5 +228,8 @@ run() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [all|tests|train]" >&2; exit 2 ;;
+  pack-accuracy) shift; pack_accuracy "$@" ;;
+  run-accuracy) shift; run_accuracy "$@" ;;
+  *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [all|tests|train] |" \
+       "pack-accuracy [BUILD_DIR] | run-accuracy OUT_DIR [EPOCHS]" >&2; exit 2 ;;
 esac
