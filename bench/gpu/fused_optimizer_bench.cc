@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu/gpu_bench.h"
 #include "bench/gpu/parameter_layout.h"
 #include "gpu/device/devices.h"
 #include "gpu/device/stream.h"
@@ -57,13 +58,7 @@ int Run(int argc, char** argv) {
   const auto fused = MakeFusedOptimizer(optim::ParseOptimizerOptions(optimizer, {{"lr", "0.001"}}),
                                         pool, stream.get());
   for (int i = 0; i < warmup; ++i) fused->Step(variables);
-  Event start(true);
-  Event stop(true);
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) fused->Step(variables);
-  stop.Record(stream.get());
-  stop.Synchronize();
-  const double ms = static_cast<double>(stop.ElapsedMsSince(start)) / steps;
+  const double ms = bench::MsPerRun(stream.get(), steps, [&] { fused->Step(variables); });
   // Adam reads value, gradient and two moments and writes value and moments: 7 floats a parameter.
   const double gb_per_s = static_cast<double>(params) * 7 * 4 / (ms * 1e6);
 
@@ -72,13 +67,10 @@ int Run(int argc, char** argv) {
   DeviceBuffer from = pool.Allocate(copy_bytes, stream.get());
   DeviceBuffer to = pool.Allocate(copy_bytes, stream.get());
   CopyAsync(to.data(), from.data(), copy_bytes, stream.get(), "warming the copy");
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i)
+  const double copy_ms = bench::MsPerRun(stream.get(), steps, [&] {
     CopyAsync(to.data(), from.data(), copy_bytes, stream.get(), "copy");
-  stop.Record(stream.get());
-  stop.Synchronize();
-  const double copy_gb_per_s =
-      2.0 * static_cast<double>(copy_bytes) * steps / (stop.ElapsedMsSince(start) * 1e6);
+  });
+  const double copy_gb_per_s = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
   fmt::print(
       "{{\"impl\": \"autodist\", \"optimizer\": \"{}\", \"params\": {}, \"tensors\": {}, "
       "\"ms_per_step\": {:.4f}, \"adam_gb_per_s\": {:.1f}, \"copy_gb_per_s\": {:.1f}, "
@@ -91,10 +83,5 @@ int Run(int argc, char** argv) {
 }  // namespace autodist::gpu
 
 int main(int argc, char** argv) {
-  try {
-    return autodist::gpu::Run(argc, argv);
-  } catch (const autodist::Error& error) {
-    fmt::print(stderr, "fused_optimizer_bench: {}\n", error.what());
-    return 1;
-  }
+  return autodist::bench::Main("fused_optimizer_bench", argc, argv, autodist::gpu::Run);
 }

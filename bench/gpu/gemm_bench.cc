@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu/gpu_bench.h"
 #include "gpu/device/devices.h"
 #include "gpu/device/stream.h"
 #include "gpu/memory/cuda_tensor_memory.h"
@@ -47,13 +48,7 @@ Tensor Random(const tensor::Shape& shape, uint64_t seed) {
 template <typename Call>
 double TimeUs(cudaStream_t stream, int iterations, Call&& call) {
   for (int i = 0; i < 10; ++i) call();
-  Event start(true);
-  Event stop(true);
-  start.Record(stream);
-  for (int i = 0; i < iterations; ++i) call();
-  stop.Record(stream);
-  stop.Synchronize();
-  return stop.ElapsedMsSince(start) * 1000.0 / iterations;
+  return bench::MsPerRun(stream, iterations, call) * 1000.0;
 }
 
 // Y[m, n] = X[m, k] W[n, k]^T + bias[n]: a Linear layer, as our op computes it.
@@ -168,10 +163,5 @@ int Run(int argc, char** argv) {
 }  // namespace autodist::gpu
 
 int main(int argc, char** argv) {
-  try {
-    return autodist::gpu::Run(argc, argv);
-  } catch (const autodist::Error& error) {
-    fmt::print(stderr, "gemm_bench: {}\n", error.what());
-    return 1;
-  }
+  return autodist::bench::Main("gemm_bench", argc, argv, autodist::gpu::Run);
 }

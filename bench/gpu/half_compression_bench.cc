@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/gpu/gpu_bench.h"
 #include "gpu/compress/half_compression.h"
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
@@ -45,25 +46,15 @@ int Run(int argc, char** argv) {
                            stream.get());
   };
   pass();  // warm-up
-  Event start(true);
-  Event stop(true);
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) pass();
-  stop.Record(stream.get());
-  stop.Synchronize();
-  const double ms = static_cast<double>(stop.ElapsedMsSince(start)) / steps;
+  const double ms = bench::MsPerRun(stream.get(), steps, pass);
   const double gb_per_s = static_cast<double>(count) * 14 / (ms * 1e6);
 
   const size_t copy_bytes = count * sizeof(float);
   CopyAsync(residual.data(), gradient.data(), copy_bytes, stream.get(), "warming the copy");
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) {
+  const double copy_ms = bench::MsPerRun(stream.get(), steps, [&] {
     CopyAsync(residual.data(), gradient.data(), copy_bytes, stream.get(), "copy");
-  }
-  stop.Record(stream.get());
-  stop.Synchronize();
-  const double copy_gb_per_s =
-      2.0 * static_cast<double>(copy_bytes) * steps / (stop.ElapsedMsSince(start) * 1e6);
+  });
+  const double copy_gb_per_s = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
   fmt::print(
       "{{\"benchmark\": \"fp16_error_feedback\", \"elements\": {}, \"ms_per_pass\": {:.4f}, "
       "\"gb_per_s\": {:.1f}, \"copy_gb_per_s\": {:.1f}, \"of_copy\": {:.3f}, \"device\": "
@@ -76,10 +67,5 @@ int Run(int argc, char** argv) {
 }  // namespace autodist::gpu
 
 int main(int argc, char** argv) {
-  try {
-    return autodist::gpu::Run(argc, argv);
-  } catch (const autodist::Error& error) {
-    fmt::print(stderr, "half_compression_bench: {}\n", error.what());
-    return 1;
-  }
+  return autodist::bench::Main("half_compression_bench", argc, argv, autodist::gpu::Run);
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu/gpu_bench.h"
 #include "gpu/compress/powersgd_device.h"
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
@@ -83,17 +84,11 @@ int Run(int argc, char** argv) {
     }
   };
   for (int i = 0; i < 5; ++i) step();  // warm-up: cuBLASLt's plans are made here
-  Event start(true);
-  Event stop(true);
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) step();
-  stop.Record(stream.get());
-  stop.Synchronize();
+  const double ms = bench::MsPerRun(stream.get(), steps, step);
   fmt::print(
       "{{\"benchmark\": \"powersgd\", \"impl\": \"autodist\", \"rank\": {}, \"matrices\": {}, "
       "\"ms_per_step\": {:.4f}, \"device\": \"{}\"}}\n",
-      rank, matrices.size(), static_cast<double>(stop.ElapsedMsSince(start)) / steps,
-      gpus.gpus[0].name);
+      rank, matrices.size(), ms, gpus.gpus[0].name);
   return 0;
 }
 
@@ -101,10 +96,5 @@ int Run(int argc, char** argv) {
 }  // namespace autodist::gpu
 
 int main(int argc, char** argv) {
-  try {
-    return autodist::gpu::Run(argc, argv);
-  } catch (const autodist::Error& error) {
-    fmt::print(stderr, "powersgd_bench: {}\n", error.what());
-    return 1;
-  }
+  return autodist::bench::Main("powersgd_bench", argc, argv, autodist::gpu::Run);
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/gpu/gpu_bench.h"
 #include "gpu/compress/top_k_selection.h"
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
@@ -52,13 +53,7 @@ int Run(int argc, char** argv) {
     selector.SelectLargest(values.as<float>(), elements, k, indices.as<int64_t>(), stream.get());
   };
   select();  // warm-up: the scratch is allocated here
-  Event start(true);
-  Event stop(true);
-  start.Record(stream.get());
-  for (int i = 0; i < steps; ++i) select();
-  stop.Record(stream.get());
-  stop.Synchronize();
-  const double ms = static_cast<double>(stop.ElapsedMsSince(start)) / steps;
+  const double ms = bench::MsPerRun(stream.get(), steps, select);
   fmt::print(
       "{{\"benchmark\": \"topk\", \"impl\": \"autodist\", \"elements\": {}, \"k\": {}, "
       "\"ms\": {:.4f}, \"device\": \"{}\"}}\n",
@@ -70,10 +65,5 @@ int Run(int argc, char** argv) {
 }  // namespace autodist::gpu
 
 int main(int argc, char** argv) {
-  try {
-    return autodist::gpu::Run(argc, argv);
-  } catch (const autodist::Error& error) {
-    fmt::print(stderr, "top_k_bench: {}\n", error.what());
-    return 1;
-  }
+  return autodist::bench::Main("top_k_bench", argc, argv, autodist::gpu::Run);
 }

@@ -117,6 +117,15 @@ static void SortAndTakeAs(int64_t count, int64_t k, DeviceBuffer& keys, DeviceBu
   CheckLaunch("widening the top-k positions");
 }
 
+void TopKSelector::ReserveKeys(int64_t count, cudaStream_t stream) {
+  const size_t position_bytes = FitsUint32(count) ? sizeof(uint32_t) : sizeof(uint64_t);
+  const auto n = static_cast<size_t>(count);
+  Reserve(keys_, n * sizeof(float), stream);
+  Reserve(sorted_keys_, n * sizeof(float), stream);
+  Reserve(positions_, n * position_bytes, stream);
+  Reserve(sorted_positions_, n * position_bytes, stream);
+}
+
 void TopKSelector::SortAndTake(int64_t count, int64_t k, int64_t* indices, cudaStream_t stream) {
   const auto reserve = [&](DeviceBuffer& buffer, size_t bytes) { Reserve(buffer, bytes, stream); };
   if (FitsUint32(count)) {
@@ -132,12 +141,7 @@ void TopKSelector::SelectLargest(const float* values, int64_t count, int64_t k, 
                                  cudaStream_t stream) {
   CheckCount(count, k);
   if (k == 0) return;
-  const size_t position_bytes = FitsUint32(count) ? sizeof(uint32_t) : sizeof(uint64_t);
-  const auto n = static_cast<size_t>(count);
-  Reserve(keys_, n * sizeof(float), stream);
-  Reserve(sorted_keys_, n * sizeof(float), stream);
-  Reserve(positions_, n * position_bytes, stream);
-  Reserve(sorted_positions_, n * position_bytes, stream);
+  ReserveKeys(count, stream);
   if (FitsUint32(count)) {
     MagnitudeKeys<uint32_t><<<Blocks(count), kThreads, 0, stream>>>(
         values, keys_.as<float>(), positions_.as<uint32_t>(), count);
@@ -154,12 +158,7 @@ void TopKSelector::TakeLargestWithFeedback(const float* gradient, int64_t count,
                                            cudaStream_t stream) {
   CheckCount(count, k);
   if (count == 0) return;
-  const size_t position_bytes = FitsUint32(count) ? sizeof(uint32_t) : sizeof(uint64_t);
-  const auto n = static_cast<size_t>(count);
-  Reserve(keys_, n * sizeof(float), stream);
-  Reserve(sorted_keys_, n * sizeof(float), stream);
-  Reserve(positions_, n * position_bytes, stream);
-  Reserve(sorted_positions_, n * position_bytes, stream);
+  ReserveKeys(count, stream);
   if (FitsUint32(count)) {
     FeedbackKeys<uint32_t><<<Blocks(count), kThreads, 0, stream>>>(
         gradient, residual, keys_.as<float>(), positions_.as<uint32_t>(), count);

@@ -37,6 +37,8 @@ class TopKSelector {
   // Sorts the keys_ and positions_ of `count` entries (filled by the caller's kernel) and writes
   // the first k positions, ascending, to `indices`.
   void SortAndTake(int64_t count, int64_t k, int64_t* indices, cudaStream_t stream);
+  // Grows the keys and positions, and their sorted copies, to `count` entries.
+  void ReserveKeys(int64_t count, cudaStream_t stream);
   // Grows `buffer` to at least `bytes` on `stream`.
   void Reserve(DeviceBuffer& buffer, size_t bytes, cudaStream_t stream);
 

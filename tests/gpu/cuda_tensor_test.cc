@@ -66,7 +66,8 @@ TEST(CudaTensorTest, UploadsArriveBeforeTheWorkQueuedAfterTheirTake) {
   for (int i = 0; i < 9; ++i) {
     std::vector<float> values(static_cast<size_t>(1000 * (i + 1)));
     std::iota(values.begin(), values.end(), static_cast<float>(i * 100000));
-    hosts.push_back(tensor::Tensor::FromVector<float>({static_cast<int64_t>(values.size())}, values));
+    hosts.push_back(
+        tensor::Tensor::FromVector<float>({static_cast<int64_t>(values.size())}, values));
     uploads.push_back(tensor::TensorUpload::Start(hosts.back(), tensor::Device::Cuda(0)));
   }
   for (int i = 8; i >= 1; --i) {  // the first is dropped untaken

@@ -151,6 +151,20 @@ void ExpectClose(const Tensor& cpu, const Tensor& gpu, const std::string& what) 
       << what << ": " << differing << " of " << cpu.numel() << " elements differ";
 }
 
+// The same state slots on both backends, step counts equal and buffers as ExpectClose.
+void ExpectSameState(const std::map<std::string, Tensor>& cpu_state,
+                     const std::map<std::string, Tensor>& gpu_state, const std::string& what) {
+  ASSERT_EQ(cpu_state.size(), gpu_state.size()) << what;
+  for (const auto& [key, value] : cpu_state) {
+    ASSERT_TRUE(gpu_state.contains(key)) << what << ": " << key;
+    if (value.dtype() == tensor::DType::kInt64) {
+      EXPECT_EQ(value.data<int64_t>()[0], gpu_state.at(key).data<int64_t>()[0]) << key;
+    } else {
+      ExpectClose(value, gpu_state.at(key), what + ", state " + key);
+    }
+  }
+}
+
 // Runs `steps` updates of every shape on both backends and compares values and state.
 void RunBoth(const Config& config, int steps, size_t misalign_floats) {
   const std::string what = Describe(config);
@@ -176,17 +190,7 @@ void RunBoth(const Config& config, int steps, size_t misalign_floats) {
   for (size_t v = 0; v < cpu_values.size(); ++v) {
     ExpectClose(cpu_values[v], device.Value(v), what + ", variable v" + std::to_string(v));
   }
-  const auto cpu_state = cpu->SaveState();
-  const auto gpu_state = gpu->SaveState();
-  ASSERT_EQ(cpu_state.size(), gpu_state.size()) << what;
-  for (const auto& [key, value] : cpu_state) {
-    ASSERT_TRUE(gpu_state.contains(key)) << what << ": " << key;
-    if (value.dtype() == tensor::DType::kInt64) {
-      EXPECT_EQ(value.data<int64_t>()[0], gpu_state.at(key).data<int64_t>()[0]) << key;
-    } else {
-      ExpectClose(value, gpu_state.at(key), what + ", state " + key);
-    }
-  }
+  ExpectSameState(cpu->SaveState(), gpu->SaveState(), what);
 }
 
 TEST(FusedOptimizerTest, EveryRuleMatchesTheCpuOptimizer) {
@@ -320,17 +324,7 @@ TEST(FusedOptimizerTest, SparseRowsUpdateAsOnTheCpu) {
         gpu->ApplySparse("table", gpu_value, tensor::SparseTo(grad, tensor::Device::Cuda(0)));
       }
       ExpectClose(cpu_value, gpu_value.To(tensor::Device::Cpu()), what + ", the table");
-      const auto cpu_state = cpu->SaveState();
-      const auto gpu_state = gpu->SaveState();
-      ASSERT_EQ(cpu_state.size(), gpu_state.size()) << what;
-      for (const auto& [key, value] : cpu_state) {
-        ASSERT_TRUE(gpu_state.contains(key)) << what << ": " << key;
-        if (value.dtype() == tensor::DType::kInt64) {
-          EXPECT_EQ(value.data<int64_t>()[0], gpu_state.at(key).data<int64_t>()[0]) << key;
-        } else {
-          ExpectClose(value, gpu_state.at(key), what + ", state " + key);
-        }
-      }
+      ExpectSameState(cpu->SaveState(), gpu->SaveState(), what);
     }
   }
 }

@@ -1,13 +1,17 @@
 // What the GPU tests share: skipping, visibly, where this machine has no GPU (ctest reports such
-// a test as Skipped, tests/CMakeLists.txt), and comparing floats by their bits.
+// a test as Skipped, tests/CMakeLists.txt), comparing floats by their bits, and device arrays.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "gpu/device/cuda_error.h"
 #include "gpu/device/devices.h"
 
 // Skips the test unless a GPU is present; GTEST_SKIP returns from the test body.
@@ -33,5 +37,38 @@ inline int64_t UlpDistance(float a, float b) {
   const int64_t lb = ib < 0 ? int64_t{INT32_MIN} - ib : ib;
   return std::llabs(la - lb);
 }
+
+// Device memory of `size` T (cudaMalloc, apart from our pools), freed with the array.
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t size) : size_(size) {
+    CheckCuda(cudaMalloc(&data_, std::max<size_t>(1, size_) * sizeof(T)), "test: cudaMalloc");
+  }
+  // A copy of `values`, landed when the constructor returns (a copy from pageable memory may
+  // return before it lands, and the code under test orders itself after its own streams only).
+  explicit DeviceArray(const std::vector<T>& values) : DeviceArray(values.size()) {
+    CheckCuda(cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
+              "test: to the device");
+    CheckCuda(cudaDeviceSynchronize(), "test: the copy");
+  }
+  ~DeviceArray() { cudaFree(data_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  T* get() { return static_cast<T*>(data_); }
+  // The first `count` elements (all by default), copied to the host.
+  std::vector<T> Read(size_t count) const {
+    std::vector<T> values(count);
+    CheckCuda(cudaMemcpy(values.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost),
+              "test: to the host");
+    return values;
+  }
+  std::vector<T> Read() const { return Read(size_); }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_;
+};
 
 }  // namespace autodist::gpu::testing

@@ -29,33 +29,7 @@ using collective::AllReduceAlgorithm;
 using collective::ElementType;
 using ::testing::HasSubstr;
 
-// Device memory of `n` T, freed at the end of the test.
-template <typename T>
-class DeviceArray {
- public:
-  explicit DeviceArray(const std::vector<T>& values) : size_(values.size()) {
-    CheckCuda(cudaMalloc(&data_, std::max<size_t>(1, size_) * sizeof(T)), "test: cudaMalloc");
-    CheckCuda(cudaMemcpy(data_, values.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
-              "test: to the device");
-    // A copy from pageable memory may return before it lands; the communicator's stream orders
-    // itself after the tensor stream only, not after this one.
-    CheckCuda(cudaDeviceSynchronize(), "test: the copy");
-  }
-  ~DeviceArray() { cudaFree(data_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() { return static_cast<T*>(data_); }
-  std::vector<T> Read() const {
-    std::vector<T> values(size_);
-    CheckCuda(cudaMemcpy(values.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-              "test: to the host");
-    return values;
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t size_;
-};
+using testing::DeviceArray;
 
 collective::CommunicatorOptions OneRank() {
   collective::CommunicatorOptions options;

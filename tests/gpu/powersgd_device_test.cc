@@ -24,28 +24,7 @@ namespace {
 
 constexpr double kEpsilon = 1e-5;  // the CPU compressor's orthogonalization epsilon
 
-class DeviceFloats {
- public:
-  explicit DeviceFloats(const std::vector<float>& host) : count_(host.size()) {
-    CheckCuda(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<size_t>(count_, 1) * 4),
-              "test: cudaMalloc");
-    CheckCuda(cudaMemcpy(data_, host.data(), count_ * 4, cudaMemcpyHostToDevice),
-              "test: to the device");
-  }
-  ~DeviceFloats() { cudaFree(data_); }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  float* get() { return data_; }
-  std::vector<float> Read() const {
-    std::vector<float> out(count_);
-    CheckCuda(cudaMemcpy(out.data(), data_, count_ * 4, cudaMemcpyDeviceToHost), "test: back");
-    return out;
-  }
-
- private:
-  float* data_ = nullptr;
-  size_t count_;
-};
+using DeviceFloats = testing::DeviceArray<float>;
 
 std::vector<float> Normal(size_t count, uint32_t seed, float scale) {
   std::mt19937 rng(seed);

@@ -23,33 +23,7 @@
 namespace autodist::gpu {
 namespace {
 
-// A device array of T, copied from and back to the host.
-template <typename T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t count) : count_(count) {
-    CheckCuda(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<size_t>(count, 1) * sizeof(T)),
-              "test: cudaMalloc");
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    CheckCuda(cudaMemcpy(data_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
-              "test: to the device");
-  }
-  ~DeviceArray() { cudaFree(data_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() { return data_; }
-  std::vector<T> Read(size_t count) const {
-    std::vector<T> out(count);
-    CheckCuda(cudaMemcpy(out.data(), data_, count * sizeof(T), cudaMemcpyDeviceToHost),
-              "test: to the host");
-    return out;
-  }
-
- private:
-  T* data_ = nullptr;
-  size_t count_;
-};
+using testing::DeviceArray;
 
 // Normal values with many repeated magnitudes (quantized, both signs), zeros of both signs,
 // infinities and NaNs.
