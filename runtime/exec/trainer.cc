@@ -16,6 +16,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
 #include "runtime/exec/export.h"
+#include "runtime/exec/finite_check.h"
 #include "runtime/exec/host_staged_synchronizer.h"
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/session.h"
@@ -54,32 +55,25 @@ std::map<std::string, std::vector<int64_t>> RowShapes(const Session& session) {
   return shapes;
 }
 
-bool AllFinite(const tensor::Tensor& on_device) {
-  // A gradient on a GPU is checked on a host copy.
-  const tensor::Tensor t = on_device.To(tensor::Device::Cpu());
-  const float* data = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(data[i])) return false;
-  }
-  return true;
-}
-
-bool GradientFinite(const Gradient& gradient) {
-  return gradient.is_sparse() ? AllFinite(gradient.sparse->values) : AllFinite(gradient.dense);
-}
-
 [[noreturn]] void FailDiverged(int64_t step, const std::string& what) {
   Fail(ErrorCode::kFailedPrecondition,
        "step {}: training diverged: {}; lower the learning rate or check the data", step, what);
 }
 
+// `device_check` (for gradients on a device) answers the common case, every gradient finite,
+// with one wait for the device; the host loop names the variable when one is not.
 void CheckFinite(int64_t step, double loss, const Session& session,
-                 const std::map<std::string, Gradient>& gradients) {
+                 const std::map<std::string, Gradient>& gradients,
+                 DeviceFiniteCheck* device_check) {
+  if (device_check != nullptr) {
+    for (const auto& [name, gradient] : gradients) device_check->Add(gradient);
+    if (device_check->TakeAllFinite() && std::isfinite(loss)) return;
+  }
   std::string first_bad;
   for (const std::string& name : session.trainable_names()) {
     const auto it = gradients.find(name);
     if (it == gradients.end()) continue;
-    if (!GradientFinite(it->second)) {
+    if (!GradientFiniteOnHost(it->second)) {
       first_bad = name;
       break;
     }
@@ -157,6 +151,9 @@ class Run {
     if (!options.eval_files.empty() && synchronizer_.is_chief()) {
       eval_ = LoadDataset(options.eval_files);
     }
+    if (!options.device.is_cpu()) {
+      finite_check_ = std::make_unique<DeviceFiniteCheck>(options.device);
+    }
     row_shapes_ = RowShapes(session());
     bool has_labels = false;
     for (const InputSpec& spec : session().inputs()) has_labels |= spec.name == options.labels;
@@ -228,7 +225,7 @@ class Run {
             // Checked before it leaves this worker: a gradient that is not finite fails this
             // worker here, instead of reaching every worker's weights through the all-reduce
             // (and failing them all a step later, whichever of them is named).
-            if (!GradientFinite(gradient)) {
+            if (!GradientFiniteOnHost(gradient)) {
               FailDiverged(step_ + 1, fmt::format("the gradient of '{}' is not finite", name));
             }
             synchronizer_.GradientReady(step_, static_cast<int>(r), name, gradient, gradients);
@@ -239,7 +236,7 @@ class Run {
         // Gradients handed out as they were ready were checked then.
         static const std::map<std::string, Gradient> kChecked;
         CheckFinite(step_ + 1, step.loss, *replicas_[r].session,
-                    on_ready ? kChecked : step.gradients);
+                    on_ready ? kChecked : step.gradients, finite_check_.get());
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;
         metrics.samples.Inc(static_cast<double>(batch.rows));
@@ -506,6 +503,8 @@ class Run {
   std::shared_ptr<const data::Dataset> train_;
   std::shared_ptr<const data::Dataset> eval_;
   std::map<std::string, std::vector<int64_t>> row_shapes_;
+  // Checks the gradients on their device (null on the CPU, where the host loop is the check).
+  std::unique_ptr<DeviceFiniteCheck> finite_check_;
   bool accuracy_ = false;  // logits output and label input exist
   int64_t step_ = 0;
 };

@@ -1,0 +1,55 @@
+// Whether a step's gradients are finite, checked where they are. On the CPU each element is
+// looked at. On a device the check stays there: each gradient adds sum(g * 0) (zero when every
+// element is finite, NaN otherwise, whatever the magnitudes) into one scalar on the device, and
+// the step reads that one value, so it waits for the device once instead of copying every
+// gradient to the host. The op kernels of the device's backend do the arithmetic (Mul,
+// ReduceSum, Add), so this module names no device library.
+#pragma once
+
+#include <memory>
+#include <random>
+
+#include "runtime/exec/executor.h"
+
+namespace onnx {
+class NodeProto;
+}
+
+namespace autodist::ops {
+class NodeInfo;
+class OpKernel;
+}  // namespace autodist::ops
+
+namespace autodist::exec {
+
+// Every element of `gradient` (its values, when sparse) finite; read on the host.
+bool GradientFiniteOnHost(const Gradient& gradient);
+
+class DeviceFiniteCheck {
+ public:
+  // For gradients on `device` (not the CPU); the kernels come from its backend's registry.
+  explicit DeviceFiniteCheck(const tensor::Device& device);
+  ~DeviceFiniteCheck();
+  DeviceFiniteCheck(const DeviceFiniteCheck&) = delete;
+  DeviceFiniteCheck& operator=(const DeviceFiniteCheck&) = delete;
+
+  // Queues `gradient`'s check into the step's.
+  void Add(const Gradient& gradient);
+  // Whether every gradient added since the last call was finite (true with none); waits for the
+  // device and starts over.
+  bool TakeAllFinite();
+
+ private:
+  struct Kernel;
+  Tensor Run(Kernel& kernel, const Tensor& a, const Tensor& b);
+
+  tensor::Device device_;
+  std::unique_ptr<Kernel> multiply_;
+  std::unique_ptr<Kernel> reduce_;
+  std::unique_ptr<Kernel> add_;
+  Tensor zero_;          // a float scalar 0 on the device
+  Tensor total_;         // the step's sum so far; undefined before the first Add
+  std::mt19937_64 rng_;  // ForwardContext wants one; these kernels draw nothing
+};
+
+}  // namespace autodist::exec
