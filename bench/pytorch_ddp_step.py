@@ -7,7 +7,9 @@ ONNX files were exported from, real Fashion-MNIST, one thread per process.
     /usr/bin/python3 bench/pytorch_ddp_step.py --model mlp --batch-size 32 --steps 938 \
         --optimizer adam --lr 1e-3 --powersgd-rank 2 --powersgd-start 100 --eval
 
---batch-size is per process (global = 2x). Every process trains --steps steps; the first
+--batch-size is per process (global = 2x). --device cuda puts every process's replica on GPU 0
+(the peer of GPU workers sharing one GPU: gloo all-reduces CUDA tensors through the host), and
+--data reads Fashion-MNIST from another directory. Every process trains --steps steps; the first
 --warmup are not timed. With --rank it runs that one rank only (one process per host of an
 emulated network, scripts/bench-network-train.sh), reaching rank 0 at --master-addr through the
 interface --ifname. Prints one line from rank 0:
@@ -40,19 +42,19 @@ MODELS = {
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def read_idx(name):
+def read_idx(name, data=DATA):
     """An IDX file as a numpy array (big-endian header: magic, then one uint32 per dimension)."""
-    with gzip.open(os.path.join(DATA, name)) as f:
+    with gzip.open(os.path.join(data, name)) as f:
         raw = f.read()
     dims = raw[3]
     shape = np.frombuffer(raw, ">u4", dims, 4).astype(np.int64)
     return np.frombuffer(raw, np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
-def load(split):
+def load(split, data=DATA):
     # Same preprocessing as our loader without `normalize`: pixels / 255 in float32.
-    images = torch.from_numpy(read_idx(f"{split}-images-idx3-ubyte.gz").copy())
-    labels = torch.from_numpy(read_idx(f"{split}-labels-idx1-ubyte.gz").astype(np.int64))
+    images = torch.from_numpy(read_idx(f"{split}-images-idx3-ubyte.gz", data).copy())
+    labels = torch.from_numpy(read_idx(f"{split}-labels-idx1-ubyte.gz", data).astype(np.int64))
     return images.float().div_(255.0).unsqueeze(1), labels
 
 
@@ -62,6 +64,7 @@ def batches(images, labels, batch, rank, world, seed=0):
     epoch = 0
     while True:
         order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed + epoch))
+        order = order.to(labels.device)
         shard = order[rank::world]
         for start in range(0, len(shard) - batch + 1, batch):
             index = shard[start:start + batch]
@@ -82,8 +85,10 @@ def worker(rank, args, port):
     os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port),
                       GLOO_SOCKET_IFNAME=args.ifname)
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
-    images, labels = load("train")
-    model = MODELS[args.model]()
+    device = torch.device(args.device)
+    images, labels = load("train", args.data)
+    images, labels = images.to(device), labels.to(device)
+    model = MODELS[args.model]().to(device)
     # BatchNorm statistics stay per replica during training, as in our runtime, so DDP does not
     # broadcast buffers every forward (which would cost PyTorch time we do not spend).
     ddp = DistributedDataParallel(model, broadcast_buffers=False)
@@ -112,12 +117,15 @@ def worker(rank, args, port):
     start = time.perf_counter()
     for _ in range(args.steps - args.warmup):
         step()
+    if args.device != "cpu":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     if rank == 0:
         rate = (args.steps - args.warmup) / seconds
         line = f"steps_per_second={rate:.2f} ms_per_step={1000 / rate:.3f}"
         if args.eval:
-            accuracy, loss = evaluate(model, *load("t10k"))
+            test_images, test_labels = load("t10k", args.data)
+            accuracy, loss = evaluate(model, test_images.to(device), test_labels.to(device))
             line += f" accuracy={accuracy:.4f} test_loss={loss:.4f}"
         print(line, flush=True)
     dist.destroy_process_group()
@@ -145,6 +153,8 @@ def main():
     parser.add_argument("--master-addr", default="127.0.0.1")
     parser.add_argument("--master-port", type=int, help="with --rank: rank 0's port")
     parser.add_argument("--ifname", default="lo", help="gloo's network interface")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: every replica on GPU 0")
+    parser.add_argument("--data", default=DATA, help="the directory of Fashion-MNIST's files")
     args = parser.parse_args()
     assert 0 <= args.warmup < args.steps
     if args.rank is not None:

@@ -11,12 +11,14 @@
 #                                             # file written here (and its golden file), and the
 #                                             # benchmarks (`tests`: none, `train`: the training
 #                                             # steps alone); results go to OUT_DIR
-#   scripts/device-check.sh pack-accuracy [BUILD_DIR]
-#   scripts/device-check.sh run-accuracy OUT_DIR [EPOCHS]
-#                                             # the bf16-against-fp32 accuracy check on the whole
-#                                             # of Fashion-MNIST: autodist-runtime and the data
-#                                             # in .device-accuracy/ (carried alone: with the GPU
-#                                             # tests' bundle it passes 64 MiB)
+#   scripts/device-check.sh pack-data [BUILD_DIR]
+#   scripts/device-check.sh run-data OUT_DIR [EPOCHS]
+#                                             # what needs Fashion-MNIST: bf16 against fp32
+#                                             # accuracy, and 2 GPU workers against PyTorch DDP
+#                                             # (scripts/bench-gpu-workers.sh); autodist,
+#                                             # autodist-runtime and the data in .device-data/
+#                                             # (carried alone: with the GPU tests' bundle it
+#                                             # passes 64 MiB)
 #
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
@@ -26,8 +28,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle_dir="$root/.device-bundle"
 bundle="$bundle_dir/autodist-gpu.tar.gz"
-accuracy_dir="$root/.device-accuracy"
-accuracy_bundle="$accuracy_dir/autodist-accuracy.tar.gz"
+data_dir="$root/.device-data"
+data_bundle="$data_dir/autodist-data.tar.gz"
 fashion_mnist=/usr/share/datasets/fashion-mnist
 limit_mib=60  # the GPU machine takes 64 MiB per call, the working tree included
 
@@ -76,7 +78,7 @@ compress_bundle() {
 # The commit a bundle was built from ("+dirty" with uncommitted changes), for docs/gpu.md.
 write_commit() {
   { git -C "$root" rev-parse HEAD
-    git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' ':!.device-accuracy' || echo "+dirty"; } |
+    git -C "$root" diff --quiet HEAD -- . ':!.device-bundle' ':!.device-data' || echo "+dirty"; } |
     paste -sd '' >"$1/COMMIT"
 }
 
@@ -113,37 +115,38 @@ pack() {
   compress_bundle "$bundle_dir" autodist-gpu "$bundle"
 }
 
-# The Fashion-MNIST accuracy check of bf16 against fp32 (issue 15): autodist-runtime and the
-# data set, too large to ride with the GPU tests, in a bundle of their own (.device-accuracy/,
-# carried alone).
-pack_accuracy() {
+# The checks that need Fashion-MNIST (bf16 against fp32 accuracy, issue 15; 2 GPU workers
+# against DDP, issue 16): autodist, autodist-runtime and the data set, too large to ride with the
+# GPU tests, in a bundle of their own (.device-data/, carried alone).
+pack_data() {
   local build=${1:-$root/build}
   "$root/scripts/setup.sh" device
   [[ -f "$fashion_mnist/train-images-idx3-ubyte.gz" ]] || {
     echo "device-check: Fashion-MNIST is missing ($fashion_mnist): scripts/setup.sh installs it" >&2
     exit 2
   }
-  cmake --build "$build" -j "$(nproc)" --target autodist-runtime
-  local stage="$accuracy_dir/autodist-accuracy"
-  rm -rf "$stage" "$accuracy_bundle"
+  cmake --build "$build" -j "$(nproc)" --target autodist autodist-runtime
+  local stage="$data_dir/autodist-data"
+  rm -rf "$stage" "$data_bundle"
   mkdir -p "$stage/bin" "$stage/data"
-  cp "$build/bin/autodist-runtime" "$stage/bin/"
+  cp "$build/bin/autodist" "$build/bin/autodist-runtime" "$stage/bin/"
   cp "$fashion_mnist"/*.gz "$stage/data/"
   stage_libraries "$stage"
   write_commit "$stage"
-  compress_bundle "$accuracy_dir" autodist-accuracy "$accuracy_bundle"
+  compress_bundle "$data_dir" autodist-data "$data_bundle"
 }
 
 # There: the MLP and the CNN trained on the GPU in fp32 and in bf16 on the whole training set,
-# evaluated on the test set; bf16 must end within 0.5 points of fp32's accuracy.
-run_accuracy() {
-  local out=${1:?usage: scripts/device-check.sh run-accuracy OUT_DIR [EPOCHS]}
+# evaluated on the test set (bf16 must end within 0.5 points of fp32's accuracy); then 2 GPU
+# workers against PyTorch DDP.
+run_data() {
+  local out=${1:?usage: scripts/device-check.sh run-data OUT_DIR [EPOCHS]}
   local epochs=${2:-3}
-  [[ -f "$accuracy_bundle" ]] || { echo "device-check: no bundle at $accuracy_bundle" >&2; exit 2; }
-  local unpacked=/tmp/autodist-device-accuracy
+  [[ -f "$data_bundle" ]] || { echo "device-check: no bundle at $data_bundle" >&2; exit 2; }
+  local unpacked=/tmp/autodist-device-data
   rm -rf "$unpacked" && mkdir -p "$unpacked" "$out"
-  tar -C "$unpacked" -xzf "$accuracy_bundle"
-  local dir="$unpacked/autodist-accuracy" model precision status=0
+  tar -C "$unpacked" -xzf "$data_bundle"
+  local dir="$unpacked/autodist-data" model precision status=0
   { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L; } >"$out/device.txt" 2>&1
   for model in mlp cnn; do
     for precision in fp32 bf16; do
@@ -172,6 +175,7 @@ for model in ("mlp", "cnn"):
     print(f"{model}: bf16 {bf16 * 100:.2f}% vs fp32 {fp32 * 100:.2f}%: {gap:+.2f} points, {verdict} 0.5")
 sys.exit(0 if ok else 1)
 PY
+  "$root/scripts/bench-gpu-workers.sh" "$dir/bin" "$dir/data" "$out" || status=1
   return $status
 }
 
@@ -228,8 +232,8 @@ run() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  pack-accuracy) shift; pack_accuracy "$@" ;;
-  run-accuracy) shift; run_accuracy "$@" ;;
+  pack-data) shift; pack_data "$@" ;;
+  run-data) shift; run_data "$@" ;;
   *) echo "usage: scripts/device-check.sh pack [BUILD_DIR] | run OUT_DIR [all|tests|train] |" \
-       "pack-accuracy [BUILD_DIR] | run-accuracy OUT_DIR [EPOCHS]" >&2; exit 2 ;;
+       "pack-data [BUILD_DIR] | run-data OUT_DIR [EPOCHS]" >&2; exit 2 ;;
 esac
