@@ -233,6 +233,8 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
     return upload;
   }
 
+  void Select(const tensor::Device& device) override { UseGpu(device.index); }
+
   void Await(const Upload& upload, const tensor::Device& device) override {
     if (upload.ready == nullptr) return;
     static_cast<const Event*>(upload.ready.get())->MakeWait(Context(device.index).stream->get());

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpu/device/stream.h"
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/optim/fused_optimizer.h"
 #include "gpu/optim/multi_tensor_update.h"
@@ -27,6 +28,7 @@ class CudaOptimizer final : public optim::Optimizer {
   }
 
   void ApplyAll(const std::vector<optim::DenseUpdate>& updates) override {
+    UseGpu(device_.index);  // the optimizer's GPU, of several a process may drive
     std::vector<DeviceVariable> variables;
     variables.reserve(updates.size());
     for (const optim::DenseUpdate& update : updates) {
@@ -54,6 +56,7 @@ class CudaOptimizer final : public optim::Optimizer {
              "variables on {}",
              options_.name, name, tensor::DeviceName(param.device()),
              tensor::DeviceName(grad.values.device()), tensor::DeviceName(device_));
+    UseGpu(device_.index);
     // The rows are checked on the host (a copy of the indices), the values' shape as it is.
     CheckSparse(name, param,
                 tensor::SparseGradient{grad.indices.To(tensor::Device::Cpu()), grad.values,

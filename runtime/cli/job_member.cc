@@ -170,21 +170,21 @@ void UseMemberCredentials(const MemberOptions& options) {
   security::SetProcessCredentials(std::move(credentials));
 }
 
-// Where a worker's replica trains: the CPU, or with resources.gpusPerWorker its GPU, checked to
-// be here first (naming the field), never a silent CPU run. A worker process drives one GPU, the
-// first its pod (or `autodist run`) lets it see; gradients and variables go through host memory
-// (exec/host_staged_synchronizer.h), the collectives stay Gloo's.
+// Where a worker's replicas train: the CPU, or with resources.gpusPerWorker its GPUs, one
+// replica each (replica r on the r-th GPU the pod, or `autodist run`, lets it see), checked to
+// be here first (naming the field), never a silent CPU run. Gradients and variables go through
+// host memory (exec/host_staged_synchronizer.h): a worker's replicas are summed there, then
+// reduced across workers by the Strategy's transport.
 tensor::Device WorkerDevice(const job::JobSpec& job, const std::string& node) {
   const int gpus = job.resources.gpus_per_worker;
   if (gpus == 0) return tensor::Device::Cpu();
-  AD_CHECK(gpus == 1, kInvalidArgument,
-           "resources.gpusPerWorker: {}: a worker trains on one GPU; several GPUs in one worker "
-           "(towers with NCCL between them) are not built yet (docs/gpu.md); for the same {} "
-           "GPUs give workers: {} and gpusPerWorker: 1",
-           gpus, job.resources.workers * gpus, job.resources.workers * gpus);
   const std::string found =
-      exec::UseDevices(tensor::DeviceKind::kCuda, 1, "resources.gpusPerWorker");
-  std::cout << fmt::format("{} trains on cuda:0 ({})", node, found) << std::endl;
+      exec::UseDevices(tensor::DeviceKind::kCuda, gpus, "resources.gpusPerWorker");
+  std::cout << fmt::format(
+                   "{} trains on {} ({})", node,
+                   gpus == 1 ? std::string("cuda:0") : fmt::format("cuda:0 .. cuda:{}", gpus - 1),
+                   found)
+            << std::endl;
   return tensor::Device::Cuda(0);
 }
 

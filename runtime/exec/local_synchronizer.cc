@@ -70,7 +70,9 @@ std::map<std::string, Tensor> ReduceLocalStates(const std::vector<Session*>& rep
 
 LocalSynchronizer::LocalSynchronizer(const optim::OptimizerOptions& optimizer,
                                      std::set<std::string> sum_states, const tensor::Device& device)
-    : optimizer_(optim::MakeOptimizer(optimizer, device)), sum_states_(std::move(sum_states)) {}
+    : host_(device.is_cpu()),
+      optimizer_(optim::MakeOptimizer(optimizer, device)),
+      sum_states_(std::move(sum_states)) {}
 
 ResumePoint LocalSynchronizer::Start(const std::vector<Session*>& replicas, ResumePoint start,
                                      const std::map<std::string, Tensor>& optimizer_state) {

@@ -27,8 +27,12 @@ class LocalSynchronizer : public StepSynchronizer {
   TrainingState CurrentState(const std::vector<Session*>& replicas) override;
   std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<Session*>& replicas) override;
+  // With the host's optimizer, replicas on a GPU train through host staging (a process's several
+  // GPU replicas: their mean and update on the host).
+  bool works_on_host() const override { return host_; }
 
  private:
+  bool host_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::set<std::string> sum_states_;
 };

@@ -18,6 +18,15 @@ struct Session::Impl {
   Tensor& Stored(const std::string& name, ValueKind kind, const char* what);
 };
 
+namespace {
+
+// The session's device becomes the thread's: replicas of one process may sit on several GPUs.
+void SelectDevice(const tensor::Device& device) {
+  if (!device.is_cpu()) tensor::MemoryOf(device).Select(device);
+}
+
+}  // namespace
+
 Tensor& Session::Impl::Stored(const std::string& name, ValueKind kind, const char* what) {
   const auto it = plan.value_ids.find(name);
   AD_CHECK(it != plan.value_ids.end() && plan.values[static_cast<size_t>(it->second)].kind == kind,
@@ -41,6 +50,7 @@ Session& Session::operator=(Session&&) noexcept = default;
 std::map<std::string, Tensor> Session::Run(const Feeds& feeds, bool training,
                                            const std::vector<std::string>& fetch) {
   const ExecutionPlan& plan = impl_->plan;
+  SelectDevice(plan.device);
   std::vector<Tensor> live = impl_->executor().Forward(feeds, training, nullptr);
   std::map<std::string, Tensor> out;
   if (fetch.empty()) {
@@ -60,6 +70,7 @@ std::map<std::string, Tensor> Session::Run(const Feeds& feeds, bool training,
 
 Session::StepResult Session::ForwardBackward(const Feeds& feeds, const GradientReadyFn& on_ready) {
   const ExecutionPlan& plan = impl_->plan;
+  SelectDevice(plan.device);
   Executor executor = impl_->executor();
   KernelStates kernel_states(plan.nodes.size());
   std::vector<Tensor> live;

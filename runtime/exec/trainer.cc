@@ -103,12 +103,11 @@ int64_t CorrectPredictions(const tensor::Tensor& on_device, const tensor::Tensor
   return correct;
 }
 
-// A GPU takes one replica per process.
 void CheckReplicasFit(const TrainerOptions& options) {
-  AD_CHECK(options.device.is_cpu() || options.local_replicas == 1, kInvalidArgument,
-           "{} local replicas on {}: a process trains one replica on a GPU (several GPUs in one "
-           "job need NCCL, not yet built)",
-           options.local_replicas, tensor::DeviceName(options.device));
+  AD_CHECK(options.replica_devices.empty() ||
+               options.replica_devices.size() == static_cast<size_t>(options.local_replicas),
+           kInvalidArgument, "{} replica devices for {} local replicas",
+           options.replica_devices.size(), options.local_replicas);
 }
 
 // One replica: its session and its shard of the training data.
@@ -142,7 +141,7 @@ class Run {
       // the run's seed, so single-process runs do not depend on this loop being distributed.
       SessionOptions session_options{options.loss,
                                      options.seed + static_cast<uint64_t>(options.rank + r),
-                                     options.device, options.precision};
+                                     ReplicaDevice(options, r), options.precision};
       replicas_.push_back(
           Replica{std::make_unique<Session>(model_, options.model, session_options), nullptr});
       sessions_.push_back(replicas_.back().session.get());
@@ -151,8 +150,10 @@ class Run {
     if (!options.eval_files.empty() && synchronizer_.is_chief()) {
       eval_ = LoadDataset(options.eval_files);
     }
-    if (!options.device.is_cpu()) {
-      finite_check_ = std::make_unique<DeviceFiniteCheck>(options.device);
+    for (int r = 0; r < options.local_replicas; ++r) {
+      const tensor::Device device = ReplicaDevice(options, r);
+      finite_checks_.push_back(device.is_cpu() ? nullptr
+                                               : std::make_unique<DeviceFiniteCheck>(device));
     }
     row_shapes_ = RowShapes(session());
     bool has_labels = false;
@@ -176,7 +177,8 @@ class Run {
       loader_options.seed = options_.seed;
       loader_options.rank = options_.rank + static_cast<int>(r);
       loader_options.world_size = options_.world_size;
-      loader_options.device = options_.device;  // batches copied there ahead of their step
+      // Batches copied to the replica's device ahead of their step.
+      loader_options.device = ReplicaDevice(options_, static_cast<int>(r));
       replicas_[r].loader = std::make_unique<data::Loader>(
           train_, loader_options, row_shapes_, data::Position{start.epoch, start.batch});
     }
@@ -236,7 +238,7 @@ class Run {
         // Gradients handed out as they were ready were checked then.
         static const std::map<std::string, Gradient> kChecked;
         CheckFinite(step_ + 1, step.loss, *replicas_[r].session,
-                    on_ready ? kChecked : step.gradients, finite_check_.get());
+                    on_ready ? kChecked : step.gradients, finite_checks_[r].get());
         gradients[r] = std::move(step.gradients);
         loss_sum += step.loss;
         metrics.samples.Inc(static_cast<double>(batch.rows));
@@ -503,8 +505,9 @@ class Run {
   std::shared_ptr<const data::Dataset> train_;
   std::shared_ptr<const data::Dataset> eval_;
   std::map<std::string, std::vector<int64_t>> row_shapes_;
-  // Checks the gradients on their device (null on the CPU, where the host loop is the check).
-  std::unique_ptr<DeviceFiniteCheck> finite_check_;
+  // By replica: checks its gradients on its device (null on the CPU, where the host loop is the
+  // check).
+  std::vector<std::unique_ptr<DeviceFiniteCheck>> finite_checks_;
   bool accuracy_ = false;  // logits output and label input exist
   int64_t step_ = 0;
 };
@@ -541,9 +544,21 @@ TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
   return run.Train();
 }
 
+tensor::Device ReplicaDevice(const TrainerOptions& options, int replica) {
+  if (!options.replica_devices.empty()) {
+    return options.replica_devices.at(static_cast<size_t>(replica));
+  }
+  if (options.device.is_cpu()) return options.device;
+  return tensor::Device{options.device.kind, options.device.index + replica};
+}
+
 TrainResult Train(const TrainerOptions& options, const LineSink& sink) {
   CheckReplicasFit(options);  // before the optimizer takes the device
-  LocalSynchronizer synchronizer(options.optimizer, options.sum_states, options.device);
+  // One GPU replica updates on its device; several (towers) are averaged and updated on the host
+  // through the staging, the optimizer there.
+  const bool towers = !options.device.is_cpu() && options.local_replicas > 1;
+  LocalSynchronizer synchronizer(options.optimizer, options.sum_states,
+                                 towers ? tensor::Device::Cpu() : options.device);
   return Train(options, synchronizer, sink);
 }
 

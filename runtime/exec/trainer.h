@@ -50,14 +50,22 @@ struct TrainerOptions {
   int world_size = 1;
   // Replica-local state reduced by sum (not mean) at checkpoints, evaluation and export.
   std::set<std::string> sum_states;
-  // Where the replica trains: the CPU, or a GPU (one replica per process there; the backend's
-  // tensor memory and optimizers must be installed, gpu/).
+  // Where the replicas train: the CPU, or GPUs from this one on, a replica each (replica r on
+  // cuda:device.index + r; the backend's tensor memory and optimizers must be installed, gpu/).
+  // Several GPU replicas of one process are summed and updated on the host
+  // (host_staged_synchronizer.h), as a worker's towers.
   tensor::Device device = tensor::Device::Cpu();
+  // Where each replica trains instead, when given (local_replicas entries): tests put several on
+  // one GPU.
+  std::vector<tensor::Device> replica_devices;
   // Of matrix products and convolutions: fp32, or on a GPU tf32 (ops/precision.h).
   ops::Precision precision = ops::Precision::kFp32;
   // TensorBoard event files of this process go here (training_log.h); empty: none.
   std::string tensorboard_dir;
 };
+
+// The device of replica `replica` (of this process's) under `options`.
+tensor::Device ReplicaDevice(const TrainerOptions& options, int replica);
 
 struct EvalResult {
   double loss = 0;

@@ -56,6 +56,8 @@ DeviceMemory::Upload DeviceMemory::UploadAhead(const void* source, size_t bytes,
 
 void DeviceMemory::Await(const Upload& /*upload*/, const Device& /*device*/) {}
 
+void DeviceMemory::Select(const Device& /*device*/) {}
+
 void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory) {
   AD_CHECK(kind != DeviceKind::kCpu, kInternal, "the CPU's memory is built in");
   Installed()[static_cast<size_t>(kind)].store(memory);

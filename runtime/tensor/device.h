@@ -59,6 +59,11 @@ class DeviceMemory {
   // Orders the device's work queued from now on (by any thread) after `upload`'s copy. The
   // default has nothing to order.
   virtual void Await(const Upload& upload, const Device& device);
+
+  // Makes `device` the one the calling thread's kernels go to (CUDA: cudaSetDevice), before a
+  // session or an optimizer queues work there: a process driving several GPUs switches between
+  // them. The default does nothing.
+  virtual void Select(const Device& device);
 };
 
 // Installs the memory of `kind` (not kCpu); `memory` must outlive every tensor on that kind.

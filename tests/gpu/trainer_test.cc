@@ -143,17 +143,54 @@ TEST_F(CudaTrainerTest, TheCnnsFiftyStepsMatchTheCpuRun) {
   ExpectFiftyStepsMatchTheCpu(options, dir_, 1e-3F);
 }
 
-TEST_F(CudaTrainerTest, SeveralReplicasInOneProcessAreRefusedOnAGpu) {
+// Several GPU replicas in one process (a worker's towers): their gradients averaged and the
+// update made on the host (host staging around the local synchronizer), the new variables copied
+// back to each replica. Two replicas share cuda:0 here (a one-GPU machine); on a machine with
+// several GPUs replica r takes cuda:r. Every step's loss and the trained weights match two CPU
+// replicas' (the MLP's tolerance).
+TEST_F(CudaTrainerTest, TwoReplicasInOneProcessMatchTwoCpuReplicas) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  TrainerOptions options = MlpOptions(dir_ + "/cpu.onnx", Device::Cpu());
+  options.local_replicas = 2;
+  options.world_size = 2;
+  options.batch_size = 16;
+  std::vector<std::string> cpu_lines;
+  std::vector<std::string> cuda_lines;
+  exec::Train(ParityOptions(options, dir_ + "/cpu.onnx", Device::Cpu()),
+              [&](const std::string& line) { cpu_lines.push_back(line); });
+  TrainerOptions towers = ParityOptions(options, dir_ + "/cuda.onnx", Device::Cuda(0));
+  towers.replica_devices = {Device::Cuda(0), Device::Cuda(0)};
+  exec::Train(towers, [&](const std::string& line) { cuda_lines.push_back(line); });
+  const std::vector<double> cpu_losses = Losses(cpu_lines);
+  const std::vector<double> cuda_losses = Losses(cuda_lines);
+  ASSERT_EQ(cpu_losses.size(), 50U);
+  ASSERT_EQ(cuda_losses.size(), 50U);
+  for (size_t step = 0; step < 50; ++step) {
+    EXPECT_NEAR(cuda_losses[step], cpu_losses[step], 1e-4 * std::max(1.0, cpu_losses[step]) + 1e-4)
+        << "step " << step + 1;
+  }
+  const auto cpu_weights = Weights(dir_ + "/cpu.onnx");
+  const auto cuda_weights = Weights(dir_ + "/cuda.onnx");
+  for (const auto& [name, expected] : cpu_weights) {
+    const tensor::Tensor& actual = cuda_weights.at(name);
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const float x = expected.data<float>()[i];
+      ASSERT_NEAR(actual.data<float>()[i], x, 1e-4F * std::max(1.0F, std::abs(x))) << name;
+    }
+  }
+}
+
+TEST_F(CudaTrainerTest, ReplicaDevicesMustListEveryReplica) {
   TrainerOptions options = MlpOptions(dir_ + "/x.onnx", Device::Cuda(0));
   options.local_replicas = 2;
   options.world_size = 2;
+  options.replica_devices = {Device::Cuda(0), Device::Cuda(0), Device::Cuda(1)};
   try {
     exec::Train(options, [](const std::string&) {});
-    FAIL() << "two replicas trained in one process on cuda:0";
+    FAIL() << "three replica devices for two replicas";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_THAT(error.what(), ::testing::HasSubstr("2 local replicas on cuda:0: a process trains "
-                                                   "one replica on a GPU"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("3 replica devices for 2 local replicas"));
   }
 }
 
