@@ -33,6 +33,7 @@ tensor::SparseGradient MergedSparse(std::vector<tensor::SparseGradient>& parts,
   if (parts.size() == 1) return std::move(parts.front());
   if (device.is_cpu()) return tensor::MergeSparse(parts);
   std::vector<tensor::SparseGradient> host;
+  host.reserve(parts.size());
   for (const tensor::SparseGradient& part : parts) {
     host.push_back(tensor::SparseTo(part, tensor::Device::Cpu()));
   }
@@ -43,6 +44,7 @@ tensor::SparseGradient MergedSparse(std::vector<tensor::SparseGradient>& parts,
 // takes dense gradients only).
 Tensor Densified(const std::vector<tensor::SparseGradient>& parts, const tensor::Device& device) {
   std::vector<tensor::SparseGradient> host;
+  host.reserve(parts.size());
   for (const tensor::SparseGradient& part : parts) {
     host.push_back(tensor::SparseTo(part, tensor::Device::Cpu()));
   }

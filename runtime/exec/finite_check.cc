@@ -37,7 +37,7 @@ struct DeviceFiniteCheck::Kernel {
 bool GradientFiniteOnHost(const Gradient& gradient) {
   const Tensor t =
       (gradient.is_sparse() ? gradient.sparse->values : gradient.dense).To(tensor::Device::Cpu());
-  const float* data = t.data<float>();
+  const auto* data = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (!std::isfinite(data[i])) return false;
   }
