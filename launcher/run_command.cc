@@ -1,8 +1,6 @@
 #include "launcher/run_command.h"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "launcher/coordinator_port.h"
 #include "launcher/finished_run.h"
 #include "launcher/interrupt_guard.h"
 #include "launcher/local_limit.h"
@@ -61,27 +60,6 @@ constexpr auto kCauseWait = std::chrono::seconds(5);
 // The coordinator's port on an emulated network, where the chief has a namespace to itself.
 constexpr int kEmulatedCoordinatorPort = 29400;
 
-// Binds 127.0.0.1:`port` (0: any) and returns the port bound; throws Unavailable when it is in
-// use. The socket is closed again: the chief binds it for real a moment later.
-int ReservePort(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  AD_CHECK(fd >= 0, kUnavailable, "cannot create a socket to check the coordinator port");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  socklen_t length = sizeof(address);
-  const bool named =
-      bound && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  ::close(fd);
-  AD_CHECK(bound && named, kUnavailable,
-           "coordinator port {} on 127.0.0.1 is in use; pick another with --port or leave it "
-           "out to use a free one",
-           port);
-  return ntohs(address.sin_port);
-}
-
 int DefaultThreads(int workers) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, workers));
@@ -119,7 +97,8 @@ class JobRun {
           fmt::format("{}:{}", network_->Host(members_.front().node).address,
                       options_.port != 0 ? options_.port : kEmulatedCoordinatorPort);
     } else {
-      coordinator_endpoint_ = fmt::format("127.0.0.1:{}", ReservePort(options_.port));
+      coordinator_endpoint_ =
+          fmt::format("127.0.0.1:{}", launcher::ChooseCoordinatorPort(options_.port));
     }
     log_dir_ = options_.log_dir.empty()
                    ? (fs::current_path() / "autodist-logs" / job_.metadata.name).string()
