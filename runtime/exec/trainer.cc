@@ -227,7 +227,16 @@ class Run {
             // Checked before it leaves this worker: a gradient that is not finite fails this
             // worker here, instead of reaching every worker's weights through the all-reduce
             // (and failing them all a step later, whichever of them is named).
-            if (!GradientFiniteOnHost(gradient)) {
+            // On a device the check stays there (one scalar read, not the whole gradient).
+            DeviceFiniteCheck* device_check = finite_checks_[r].get();
+            bool finite = false;
+            if (device_check != nullptr) {
+              device_check->Add(gradient);
+              finite = device_check->TakeAllFinite();
+            } else {
+              finite = GradientFiniteOnHost(gradient);
+            }
+            if (!finite) {
               FailDiverged(step_ + 1, fmt::format("the gradient of '{}' is not finite", name));
             }
             synchronizer_.GradientReady(step_, static_cast<int>(r), name, gradient, gradients);
