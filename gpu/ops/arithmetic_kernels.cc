@@ -107,9 +107,7 @@ class CudaArithmeticKernel final : public ops::OpKernel {
 
  private:
   static const OperandShapes& Shapes(const ops::BackwardContext& ctx) {
-    const auto* shapes = dynamic_cast<const OperandShapes*>(ctx.state());
-    AD_CHECK(shapes != nullptr, kInternal, "{}: backward without the state of its forward",
-             ctx.Describe());
+    const auto* shapes = &ops::SavedState<OperandShapes>(ctx);
     return *shapes;
   }
 };

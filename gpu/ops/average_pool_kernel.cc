@@ -50,8 +50,7 @@ class CudaAveragePoolKernel final : public ops::OpKernel {
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
-    const auto* state = dynamic_cast<const CudaAveragePoolState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaAveragePoolState>(ctx);
     const Shape& shape = state->input_shape;
     const ops::nn::WindowGeometry g = ops::nn::ResolvePoolWindow(attributes_, shape, node);
     Tensor dx(DType::kFloat32, shape, dy->device());

@@ -119,8 +119,7 @@ class CudaBatchNormalizationKernel final : public ops::OpKernel {
     const bool need_dbias = ctx.needs_grad(2);
     if (!need_dx && !need_dscale && !need_dbias) return;
     const std::string& node = description();
-    const auto* state = dynamic_cast<const CudaBatchNormState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaBatchNormState>(ctx);
     const Tensor& x = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, x);
     const ChannelLayout l = LayoutOf(x);

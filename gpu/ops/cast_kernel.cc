@@ -48,9 +48,7 @@ class CudaCastKernel final : public ops::OpKernel {
   void Backward(ops::BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const auto* state = dynamic_cast<const CudaCastState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward",
-             description());
+    const auto* state = &ops::SavedState<CudaCastState>(ctx);
     if (!ops::IsFloatType(state->input_dtype)) return;
     ctx.set_input_grad(0, CastOnDevice(*dy, state->input_dtype, description()));
   }

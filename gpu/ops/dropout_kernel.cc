@@ -64,8 +64,7 @@ class CudaDropoutKernel final : public ops::OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
-    const auto* state = dynamic_cast<const CudaDropoutState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaDropoutState>(ctx);
     if (!state->mask.defined()) {
       ctx.set_input_grad(0, *dy);  // identity: the gradient passes unchanged
       return;

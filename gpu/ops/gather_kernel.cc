@@ -58,8 +58,7 @@ class CudaGatherKernel final : public ops::OpKernel {
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
     detail::RequireFloat32(node, *dy, "the output gradient");
-    const auto* state = dynamic_cast<const CudaGatherState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaGatherState>(ctx);
     const ops::GatherPlan& plan = state->plan;
     const tensor::RowGroups groups = tensor::GroupByRow(plan.indices);
     std::vector<int64_t> packed = groups.rows;

@@ -56,8 +56,7 @@ class CudaGlobalAveragePoolKernel final : public ops::OpKernel {
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
-    const auto* state = dynamic_cast<const PlaneShapeState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<PlaneShapeState>(ctx);
     const Shape& shape = state->input_shape;
     Tensor dx(DType::kFloat32, shape, dy->device());
     const int64_t size = PlaneSize(shape);

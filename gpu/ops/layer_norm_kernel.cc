@@ -84,8 +84,7 @@ class CudaLayerNormalizationKernel final : public ops::OpKernel {
 
   void Backward(ops::BackwardContext& ctx) const override {
     const std::string& node = description();
-    const auto* state = dynamic_cast<const CudaLayerNormState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaLayerNormState>(ctx);
     const Tensor& x = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, x);
     const LayerNormLayout l = ops::nn::ResolveLayerNorm(attributes_.axis, x.shape(), node);

@@ -61,8 +61,7 @@ class CudaMaxPoolKernel final : public ops::OpKernel {
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
-    const auto* state = dynamic_cast<const CudaMaxPoolState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaMaxPoolState>(ctx);
     Tensor dx(DType::kFloat32, state->input_shape, dy->device());
     detail::LaunchMaxPoolGrad(dy->device_data<float>(), state->argmax.device_data<int32_t>(),
                               state->input_shape[0] * state->input_shape[1], state->window,

@@ -83,8 +83,7 @@ class CudaNllLossKernel final : public ops::OpKernel {
     const Tensor* dloss = ctx.output_grad(0);
     if (dloss == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
-    const auto* state = dynamic_cast<const CudaNllState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaNllState>(ctx);
     cudaStream_t stream = detail::StreamOf(node, *dloss);
     const detail::CrossEntropyShape shape = Shape3(state->input_shape, state->labels, ctx);
     Tensor dx(DType::kFloat32, state->input_shape, dloss->device());

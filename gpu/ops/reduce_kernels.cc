@@ -70,8 +70,7 @@ class CudaReduceKernel final : public ops::OpKernel {
     if (dy == nullptr || !ctx.needs_grad(0)) return;
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
-    const auto* state = dynamic_cast<const CudaReduceState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaReduceState>(ctx);
     const ops::ReducePlan& plan = state->plan;
     if (plan.identity) {
       ctx.set_input_grad(0, *dy);

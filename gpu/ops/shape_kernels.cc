@@ -78,9 +78,7 @@ class CudaReshapeKernel final : public ops::OpKernel {
   void Backward(ops::BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const auto* state = dynamic_cast<const ShapeState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward",
-             description());
+    const auto* state = &ops::SavedState<ShapeState>(ctx);
     ctx.set_input_grad(0, dy->Reshaped(state->shape));
   }
 
@@ -156,8 +154,7 @@ class CudaSplitKernel final : public ops::OpKernel {
   void Backward(ops::BackwardContext& ctx) const override {
     if (!ctx.needs_grad(0)) return;
     const std::string& node = description();
-    const auto* state = dynamic_cast<const SplitState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<SplitState>(ctx);
     bool all = true;
     const Tensor* any = nullptr;
     for (size_t o = 0; o < state->sizes.size(); ++o) {
@@ -241,8 +238,7 @@ class CudaConcatKernel final : public ops::OpKernel {
     if (dy == nullptr) return;
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
-    const auto* state = dynamic_cast<const ConcatState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<ConcatState>(ctx);
     const Shape& shape = dy->shape();
     const int64_t outer = ops::DimProduct(shape, 0, state->axis);
     const int64_t inner = ops::DimProduct(shape, state->axis + 1, shape.size());

@@ -72,8 +72,7 @@ class CudaSliceKernel final : public ops::OpKernel {
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
     detail::RequireFloat32(node, *dy, "the output gradient");
-    const auto* state = dynamic_cast<const CudaSliceState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CudaSliceState>(ctx);
     const ops::SlicePlan& plan = state->plan;
     Tensor dx(tensor::DType::kFloat32, plan.input_shape, dy->device());
     CheckCuda(cudaMemsetAsync(dx.raw(), 0, dx.nbytes(), stream), node + ": zeroing the gradient");

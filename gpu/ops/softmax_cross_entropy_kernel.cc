@@ -85,8 +85,7 @@ class CudaSoftmaxCrossEntropyKernel final : public ops::OpKernel {
   void Backward(ops::BackwardContext& ctx) const override {
     if (!ctx.needs_grad(0)) return;
     const std::string& node = description();
-    const auto* state = dynamic_cast<const CrossEntropyState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward", node);
+    const auto* state = &ops::SavedState<CrossEntropyState>(ctx);
     const Tensor& scores = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, scores);
     const detail::CrossEntropyShape shape =

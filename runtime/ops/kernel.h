@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/common/error.h"
 #include "runtime/ops/node_info.h"
 #include "runtime/tensor/sparse_gradient.h"
 #include "runtime/tensor/tensor.h"
@@ -101,6 +102,15 @@ class BackwardContext {
   KernelState* state_;
   const NodeInfo* node_;
 };
+
+// The state Forward saved, as S; throws Internal naming the node when there is none.
+template <typename S>
+const S& SavedState(const BackwardContext& ctx) {
+  const auto* state = dynamic_cast<const S*>(ctx.state());
+  AD_CHECK(state != nullptr, kInternal, "{}: backward without the state its forward saved",
+           ctx.Describe());
+  return *state;
+}
 
 class OpKernel {
  public:

@@ -59,9 +59,7 @@ class NllLossKernel final : public OpKernel {
   void Backward(BackwardContext& ctx) const override {
     const Tensor* dloss = ctx.output_grad(0);
     if (dloss == nullptr || !ctx.needs_grad(0)) return;
-    const auto* state = dynamic_cast<const NllState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward",
-             ctx.Describe());
+    const auto* state = &SavedState<NllState>(ctx);
     const int64_t n = state->input_shape[0];
     const int64_t c = state->input_shape[1];
     Tensor dx = Tensor::Zeros(DType::kFloat32, state->input_shape);

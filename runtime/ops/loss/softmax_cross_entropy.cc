@@ -72,7 +72,7 @@ class SoftmaxCrossEntropyKernel final : public OpKernel {
 
   void Backward(BackwardContext& ctx) const override {
     if (!ctx.needs_grad(0)) return;
-    const auto* state = dynamic_cast<const SoftmaxState*>(ctx.state());
+    const auto* state = &SavedState<SoftmaxState>(ctx);
     const Tensor& scores = ctx.input(0);
     const int64_t n = scores.dim(0);
     const int64_t c = scores.dim(1);

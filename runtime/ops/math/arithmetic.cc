@@ -66,9 +66,7 @@ class ArithmeticKernel final : public OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || dy->dtype() != DType::kFloat32) return;
     if constexpr (kOp == Arithmetic::kAdd || kOp == Arithmetic::kSub) {
-      const auto* shapes = dynamic_cast<const OperandShapes*>(ctx.state());
-      AD_CHECK(shapes != nullptr, kInternal, "{}: backward without the state of its forward",
-               ctx.Describe());
+      const auto* shapes = &SavedState<OperandShapes>(ctx);
       if (ctx.needs_grad(0)) ctx.set_input_grad(0, SumToShape(*dy, shapes->a));
       if (ctx.needs_grad(1)) {
         Tensor db = SumToShape(*dy, shapes->b);
@@ -90,9 +88,7 @@ class ArithmeticKernel final : public OpKernel {
         }
         const Shape a_shape = [&] {
           if constexpr (kOp == Arithmetic::kDiv) {
-            const auto* shapes = dynamic_cast<const OperandShapes*>(ctx.state());
-            AD_CHECK(shapes != nullptr, kInternal, "{}: backward without the state of its forward",
-                     ctx.Describe());
+            const auto* shapes = &SavedState<OperandShapes>(ctx);
             return shapes->a;
           } else {
             return ctx.input(0).shape();

@@ -66,9 +66,7 @@ class ReduceKernel final : public OpKernel {
   void Backward(BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0)) return;
-    const auto* state = dynamic_cast<const ReduceState*>(ctx.state());
-    AD_CHECK(state != nullptr, kInternal, "{}: backward without the state of its forward",
-             ctx.Describe());
+    const auto* state = &SavedState<ReduceState>(ctx);
     const ReducePlan& plan = state->plan;
     if (plan.identity) {
       ctx.set_input_grad(0, *dy);

@@ -24,15 +24,6 @@ struct ShapeState final : KernelState {
   Shape shape;
 };
 
-// The state Forward saved, as S; throws Internal naming the node when there is none.
-template <typename S>
-const S& SavedState(const BackwardContext& ctx) {
-  const auto* state = dynamic_cast<const S*>(ctx.state());
-  AD_CHECK(state != nullptr, kInternal, "{}: backward without the state its forward saved",
-           ctx.Describe());
-  return *state;
-}
-
 // For every index i of `shape`: dst[sum i_k * dst_strides[k]] = src[sum i_k * src_strides[k]].
 // Strides are in elements and may be negative; `element_size` is 1, 2, 4 or 8 bytes. Axes that
 // are contiguous in both are merged, so row-major runs become memcpy calls; a transposed inner
