@@ -28,26 +28,15 @@ template <Reduce kOp>
 class CudaReduceKernel final : public ops::OpKernel {
  public:
   explicit CudaReduceKernel(const ops::NodeInfo& node)
-      : OpKernel(node),
-        keepdims_(node.GetInt("keepdims", 1) != 0),
-        axes_from_input_(kOp == Reduce::kSum && node.opset() >= 13),
-        noop_with_empty_axes_(axes_from_input_ && node.GetInt("noop_with_empty_axes", 0) != 0),
-        axes_(node.GetInts("axes", {})) {
-    AD_CHECK(!(axes_from_input_ && node.HasAttribute("axes")), kInvalidArgument,
-             "{}: from opset 13 the axes of ReduceSum are input 1, not an attribute",
-             node.Describe());
-  }
+      : OpKernel(node), attributes_(node, kOp == Reduce::kSum) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
     const Tensor& x = ctx.input(0);
     cudaStream_t stream = detail::StreamOf(node, x);
     detail::RequireFloat32(node, x, "the input");
-    std::vector<int64_t> axes = axes_;
-    if (axes_from_input_ && ctx.has_input(1)) axes = ctx.input(1).ToInt64Vector(node + ": axes");
     auto state = std::make_unique<CudaReduceState>();
-    state->plan =
-        ops::MakeReducePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_, node);
+    state->plan = attributes_.Plan(ctx, node);
     const ops::ReducePlan& plan = state->plan;
     if (plan.identity) {
       ctx.set_output(0, x);
@@ -92,10 +81,7 @@ class CudaReduceKernel final : public ops::OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  bool keepdims_;
-  bool axes_from_input_;
-  bool noop_with_empty_axes_;
-  std::vector<int64_t> axes_;
+  ops::ReduceAttributes attributes_;
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(ReduceSum, 1, 17, CudaReduceKernel<Reduce::kSum>, kCuda);

@@ -30,26 +30,13 @@ template <ReduceOp kOp>
 class ReduceKernel final : public OpKernel {
  public:
   explicit ReduceKernel(const NodeInfo& node)
-      : OpKernel(node),
-        keepdims_(node.GetInt("keepdims", 1) != 0),
-        axes_from_input_(kOp == ReduceOp::kSum && node.opset() >= 13),
-        noop_with_empty_axes_(axes_from_input_ && node.GetInt("noop_with_empty_axes", 0) != 0),
-        axes_(node.GetInts("axes", {})) {
-    AD_CHECK(!(axes_from_input_ && node.HasAttribute("axes")), kInvalidArgument,
-             "{}: from opset 13 the axes of ReduceSum are input 1, not an attribute",
-             node.Describe());
-  }
+      : OpKernel(node), attributes_(node, kOp == ReduceOp::kSum) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& x = ctx.input(0);
     AD_CHECK(x.dtype() == DType::kFloat32, kInvalidArgument, "{}: input must be float32, got {}",
              ctx.Describe(), tensor::DTypeName(x.dtype()));
-    std::vector<int64_t> axes = axes_;
-    if (axes_from_input_ && ctx.has_input(1)) {
-      axes = ctx.input(1).ToInt64Vector(ctx.Describe() + ": axes");
-    }
-    ReducePlan plan = MakeReducePlan(x.shape(), std::move(axes), keepdims_, noop_with_empty_axes_,
-                                     ctx.Describe());
+    ReducePlan plan = attributes_.Plan(ctx, ctx.Describe());
     if (plan.identity) {
       ctx.set_output(0, x);
     } else {
@@ -90,10 +77,7 @@ class ReduceKernel final : public OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
-  bool keepdims_;
-  bool axes_from_input_;
-  bool noop_with_empty_axes_;
-  std::vector<int64_t> axes_;
+  ReduceAttributes attributes_;
 };
 
 using ReduceSumKernel = ReduceKernel<ReduceOp::kSum>;

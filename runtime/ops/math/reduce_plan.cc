@@ -39,4 +39,21 @@ ReducePlan MakeReducePlan(const tensor::Shape& shape, std::vector<int64_t> axes,
   return plan;
 }
 
+ReduceAttributes::ReduceAttributes(const NodeInfo& node, bool sum)
+    : keepdims_(node.GetInt("keepdims", 1) != 0),
+      axes_from_input_(sum && node.opset() >= 13),
+      noop_with_empty_axes_(axes_from_input_ && node.GetInt("noop_with_empty_axes", 0) != 0),
+      axes_(node.GetInts("axes", {})) {
+  AD_CHECK(!(axes_from_input_ && node.HasAttribute("axes")), kInvalidArgument,
+           "{}: from opset 13 the axes of ReduceSum are input 1, not an attribute",
+           node.Describe());
+}
+
+ReducePlan ReduceAttributes::Plan(const ForwardContext& ctx, const std::string& describe) const {
+  std::vector<int64_t> axes = axes_;
+  if (axes_from_input_ && ctx.has_input(1)) axes = ctx.input(1).ToInt64Vector(describe + ": axes");
+  return MakeReducePlan(ctx.input(0).shape(), std::move(axes), keepdims_, noop_with_empty_axes_,
+                        describe);
+}
+
 }  // namespace autodist::ops

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ops/kernel.h"
+#include "runtime/ops/node_info.h"
 #include "runtime/tensor/tensor.h"
 
 namespace autodist::ops {
@@ -22,5 +24,22 @@ struct ReducePlan {
 // Throws InvalidArgument naming `describe` for an axis out of range or given twice.
 ReducePlan MakeReducePlan(const tensor::Shape& shape, std::vector<int64_t> axes, bool keepdims,
                           bool noop_with_empty_axes, const std::string& describe);
+
+// ReduceSum's and ReduceMean's attributes, read once by the kernel of each backend: keepdims,
+// and the axes, an attribute, or for ReduceSum from opset 13 input 1 (with
+// noop_with_empty_axes). Throws InvalidArgument naming the node for an axes attribute where
+// they are an input.
+class ReduceAttributes {
+ public:
+  ReduceAttributes(const NodeInfo& node, bool sum);
+  // The plan of the node's input 0 as `ctx` has it (and its axes, where they are input 1).
+  ReducePlan Plan(const ForwardContext& ctx, const std::string& describe) const;
+
+ private:
+  bool keepdims_;
+  bool axes_from_input_;
+  bool noop_with_empty_axes_;
+  std::vector<int64_t> axes_;
+};
 
 }  // namespace autodist::ops
