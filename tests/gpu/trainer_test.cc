@@ -77,18 +77,17 @@ class CudaTrainerTest : public ::testing::Test {
   std::string dir_;
 };
 
-// 50 steps of `options` on the CPU and on cuda:0: every step's loss, the evaluation, and every
-// trained initializer (BatchNorm's running statistics included) within `tolerance` relative.
-void ExpectFiftyStepsMatchTheCpu(const TrainerOptions& options, const std::string& dir,
-                                 float tolerance) {
+// The 50 steps of `cpu_options` (on the CPU) and of `cuda_options` (on GPUs; both from
+// ParityOptions): every step's loss, the evaluation, and every trained initializer (BatchNorm's
+// running statistics included) within `tolerance` relative.
+void ExpectGpuRunMatchesCpuRun(const TrainerOptions& cpu_options,
+                               const TrainerOptions& cuda_options, float tolerance) {
   std::vector<std::string> cpu_lines;
   std::vector<std::string> cuda_lines;
   const exec::TrainResult cpu =
-      exec::Train(ParityOptions(options, dir + "/cpu.onnx", Device::Cpu()),
-                  [&](const std::string& line) { cpu_lines.push_back(line); });
+      exec::Train(cpu_options, [&](const std::string& line) { cpu_lines.push_back(line); });
   const exec::TrainResult cuda =
-      exec::Train(ParityOptions(options, dir + "/cuda.onnx", Device::Cuda(0)),
-                  [&](const std::string& line) { cuda_lines.push_back(line); });
+      exec::Train(cuda_options, [&](const std::string& line) { cuda_lines.push_back(line); });
   const std::vector<double> cpu_losses = Losses(cpu_lines);
   const std::vector<double> cuda_losses = Losses(cuda_lines);
   ASSERT_EQ(cpu_losses.size(), 50U);
@@ -103,8 +102,8 @@ void ExpectFiftyStepsMatchTheCpu(const TrainerOptions& options, const std::strin
   EXPECT_NEAR(cuda.eval->loss, cpu.eval->loss, 1e-4 * std::max(1.0, cpu.eval->loss));
   EXPECT_EQ(cuda.eval->accuracy, cpu.eval->accuracy);
 
-  const auto cpu_weights = Weights(dir + "/cpu.onnx");
-  const auto cuda_weights = Weights(dir + "/cuda.onnx");
+  const auto cpu_weights = Weights(cpu_options.export_path);
+  const auto cuda_weights = Weights(cuda_options.export_path);
   ASSERT_EQ(cpu_weights.size(), cuda_weights.size());
   for (const auto& [name, expected] : cpu_weights) {
     const tensor::Tensor& actual = cuda_weights.at(name);
@@ -120,6 +119,13 @@ void ExpectFiftyStepsMatchTheCpu(const TrainerOptions& options, const std::strin
     }
     EXPECT_LE(worst, tolerance) << name;
   }
+}
+
+// 50 steps of `options` on the CPU and on cuda:0, as above.
+void ExpectFiftyStepsMatchTheCpu(const TrainerOptions& options, const std::string& dir,
+                                 float tolerance) {
+  ExpectGpuRunMatchesCpuRun(ParityOptions(options, dir + "/cpu.onnx", Device::Cpu()),
+                            ParityOptions(options, dir + "/cuda.onnx", Device::Cuda(0)), tolerance);
 }
 
 TEST_F(CudaTrainerTest, FiftyStepsMatchTheCpuRunStepByStep) {
@@ -146,38 +152,18 @@ TEST_F(CudaTrainerTest, TheCnnsFiftyStepsMatchTheCpuRun) {
 // Several GPU replicas in one process (a worker's towers): their gradients averaged and the
 // update made on the host (host staging around the local synchronizer), the new variables copied
 // back to each replica. Two replicas share cuda:0 here (a one-GPU machine); on a machine with
-// several GPUs replica r takes cuda:r. Every step's loss and the trained weights match two CPU
-// replicas' (the MLP's tolerance).
+// several GPUs replica r takes cuda:r. Every step's loss, the evaluation and the trained weights
+// match two CPU replicas' (the MLP's tolerance).
 TEST_F(CudaTrainerTest, TwoReplicasInOneProcessMatchTwoCpuReplicas) {
   AUTODIST_SKIP_WITHOUT_GPU();
   TrainerOptions options = MlpOptions(dir_ + "/cpu.onnx", Device::Cpu());
   options.local_replicas = 2;
   options.world_size = 2;
   options.batch_size = 16;
-  std::vector<std::string> cpu_lines;
-  std::vector<std::string> cuda_lines;
-  exec::Train(ParityOptions(options, dir_ + "/cpu.onnx", Device::Cpu()),
-              [&](const std::string& line) { cpu_lines.push_back(line); });
   TrainerOptions towers = ParityOptions(options, dir_ + "/cuda.onnx", Device::Cuda(0));
   towers.replica_devices = {Device::Cuda(0), Device::Cuda(0)};
-  exec::Train(towers, [&](const std::string& line) { cuda_lines.push_back(line); });
-  const std::vector<double> cpu_losses = Losses(cpu_lines);
-  const std::vector<double> cuda_losses = Losses(cuda_lines);
-  ASSERT_EQ(cpu_losses.size(), 50U);
-  ASSERT_EQ(cuda_losses.size(), 50U);
-  for (size_t step = 0; step < 50; ++step) {
-    EXPECT_NEAR(cuda_losses[step], cpu_losses[step], 1e-4 * std::max(1.0, cpu_losses[step]) + 1e-4)
-        << "step " << step + 1;
-  }
-  const auto cpu_weights = Weights(dir_ + "/cpu.onnx");
-  const auto cuda_weights = Weights(dir_ + "/cuda.onnx");
-  for (const auto& [name, expected] : cpu_weights) {
-    const tensor::Tensor& actual = cuda_weights.at(name);
-    for (int64_t i = 0; i < expected.numel(); ++i) {
-      const float x = expected.data<float>()[i];
-      ASSERT_NEAR(actual.data<float>()[i], x, 1e-4F * std::max(1.0F, std::abs(x))) << name;
-    }
-  }
+  ExpectGpuRunMatchesCpuRun(ParityOptions(options, dir_ + "/cpu.onnx", Device::Cpu()), towers,
+                            1e-4F);
 }
 
 TEST_F(CudaTrainerTest, ReplicaDevicesMustListEveryReplica) {
