@@ -7,18 +7,9 @@
 #pragma once
 
 #include <memory>
-#include <random>
 
 #include "runtime/exec/executor.h"
-
-namespace onnx {
-class NodeProto;
-}
-
-namespace autodist::ops {
-class NodeInfo;
-class OpKernel;
-}  // namespace autodist::ops
+#include "runtime/exec/standalone_kernel.h"
 
 namespace autodist::exec {
 
@@ -40,16 +31,12 @@ class DeviceFiniteCheck {
   bool TakeAllFinite();
 
  private:
-  struct Kernel;
-  Tensor Run(Kernel& kernel, const Tensor& a, const Tensor& b);
-
   tensor::Device device_;
-  std::unique_ptr<Kernel> multiply_;
-  std::unique_ptr<Kernel> reduce_;
-  std::unique_ptr<Kernel> add_;
-  Tensor zero_;          // a float scalar 0 on the device
-  Tensor total_;         // the step's sum so far; undefined before the first Add
-  std::mt19937_64 rng_;  // ForwardContext wants one; these kernels draw nothing
+  StandaloneKernel multiply_;
+  StandaloneKernel reduce_;
+  StandaloneKernel add_;
+  Tensor zero_;   // a float scalar 0 on the device
+  Tensor total_;  // the step's sum so far; undefined before the first Add
 };
 
 }  // namespace autodist::exec
