@@ -1,6 +1,7 @@
 // The CUDA backend's installer (runtime/exec/device_backend.h), registered when a program links
 // autodist_gpu_backend: a program asking for GPUs gets RequireGpus' check, naming the flag or
-// field that asked, then tensors and fused optimizers on the GPUs.
+// field that asked, then tensors and fused optimizers on the GPUs; and GPUs told apart by their
+// PCI bus ids.
 #include "gpu/device/devices.h"
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/optim/cuda_optimizer.h"
@@ -16,6 +17,7 @@ const bool kRegistered = [] {
     InstallCudaOptimizers();
     return DescribeGpus(inventory);
   });
+  exec::RegisterDeviceIdentifier(tensor::DeviceKind::kCuda, PciBusId);
   return true;
 }();
 

@@ -72,6 +72,14 @@ GpuInventory RequireGpus(std::string_view field, int wanted) {
   return inventory;
 }
 
+std::string PciBusId(int index) {
+  // "[domain]:[bus]:[device].[function]" fits in 13 characters; CUDA asks for room for more.
+  char id[64] = {};
+  CheckCuda(cudaDeviceGetPCIBusId(id, sizeof(id), index),
+            fmt::format("reading the PCI bus id of GPU {}", index));
+  return id;
+}
+
 std::string DescribeGpus(const GpuInventory& inventory) {
   if (inventory.gpus.empty()) return "no GPU: " + inventory.why_none;
   std::string out = Plural(static_cast<int>(inventory.gpus.size()), "GPU") + ":";

@@ -35,6 +35,11 @@ GpuInventory DiscoverGpus();
 // `field` names what asked (a manifest field or a flag). Returns what it found.
 GpuInventory RequireGpus(std::string_view field, int wanted);
 
+// GPU `index`'s PCI bus id ("0000:3B:00.0"): the same GPU has the same id in every process of
+// the machine, whatever CUDA_VISIBLE_DEVICES numbers it. Throws kFailedPrecondition for an index
+// the process does not see.
+std::string PciBusId(int index);
+
 // "4 GPUs: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB), ...", for logs.
 std::string DescribeGpus(const GpuInventory& inventory);
 

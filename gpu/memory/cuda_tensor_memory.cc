@@ -185,7 +185,10 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
     const int index = to.is_cpu() ? from.index : to.index;
     cudaStream_t stream = Context(index).stream->get();
     cudaError_t status = cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream);
-    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+    // Within one GPU the copy is ordered on its tensor stream like a kernel, and every later
+    // reader and writer of either buffer is too: only a copy that involves the host, or another
+    // GPU's stream, must be complete before the call returns.
+    if (status == cudaSuccess && !(to == from)) status = cudaStreamSynchronize(stream);
     // Every step copies its feeds and its loss: the message is formatted only on failure.
     if (status != cudaSuccess) {
       CheckCuda(status, fmt::format("copying {} bytes from {} to {}", bytes,

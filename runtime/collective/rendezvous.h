@@ -32,4 +32,13 @@ std::string ShareFromRankZero(RendezvousStore& store, const std::string& key, in
                               const std::function<std::string()>& make,
                               std::chrono::milliseconds wait);
 
+// Every rank's value, in rank order, where this process runs ranks first_rank ..
+// first_rank + values.size() - 1 (values[i] is rank first_rank + i's): each rank's value is set
+// under "<prefix>/<rank>", then all `size` are read (values are text; the store carries them as
+// they are). Throws the store's errors (kUnavailable naming the keys missing when their ranks
+// have not published within `wait`).
+std::vector<std::string> GatherFromEveryRank(RendezvousStore& store, const std::string& prefix,
+                                             int first_rank, const std::vector<std::string>& values,
+                                             int size, std::chrono::milliseconds wait);
+
 }  // namespace autodist::collective

@@ -38,7 +38,9 @@ class DeviceMemory {
   // `bytes` (> 0) of uninitialized memory on GPU `index`, freed when the last owner goes.
   virtual std::shared_ptr<std::byte[]> Allocate(size_t bytes, int index) = 0;  // NOLINT
   // Copies `bytes` from `source` on `from` to `destination` on `to`, one of them this kind's,
-  // the other this kind's or the CPU; returns once the copy is complete.
+  // the other this kind's or the CPU; returns once the copy is complete, except a copy within
+  // one device, which is ordered before the work queued on that device afterwards (by any thread)
+  // as a kernel is.
   virtual void Copy(void* destination, const Device& to, const void* source, const Device& from,
                     size_t bytes) = 0;
   // Sets `bytes` at `data` on `device` to zero.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,30 @@ TEST(ShareFromRankZeroTest, AValueThatIsNotATokenIsRefusedNamingTheKey) {
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << error.what();
     EXPECT_THAT(error.what(), ::testing::HasSubstr("rendezvous key 'job/nccl-id' holds no base64"));
+  }
+}
+
+TEST(GatherFromEveryRankTest, EveryProcessReadsEveryRanksValueInRankOrder) {
+  MemoryRendezvousStore store;
+  // Two processes: one with ranks 0 and 1, one with rank 2; each waits for the other's.
+  auto second = std::async(std::launch::async, [&] {
+    return GatherFromEveryRank(store, "job/gpus", 2, {"b/0"}, 3, milliseconds(5000));
+  });
+  const std::vector<std::string> first =
+      GatherFromEveryRank(store, "job/gpus", 0, {"a/0", "a/1"}, 3, milliseconds(5000));
+  const std::vector<std::string> expected{"a/0", "a/1", "b/0"};
+  EXPECT_EQ(first, expected);
+  EXPECT_EQ(second.get(), expected);
+}
+
+TEST(GatherFromEveryRankTest, ARankThatNeverPublishesTimesOutNamingItsKey) {
+  MemoryRendezvousStore store;
+  try {
+    GatherFromEveryRank(store, "job/gpus", 0, {"a/0"}, 2, milliseconds(50));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kUnavailable) << error.what();
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("job/gpus/1"));
   }
 }
 

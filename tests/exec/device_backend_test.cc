@@ -52,5 +52,20 @@ TEST(DeviceBackendTest, AMissingBackendIsNamedThenARegisteredOneIsUsed) {
   EXPECT_EQ(cpu.code(), ErrorCode::kInternal);
 }
 
+TEST(DeviceIdentityTest, TheCpuIsItselfAndADeviceIsWhatItsBackendSays) {
+  EXPECT_EQ(DeviceIdentity(tensor::Device::Cpu()), "cpu");
+  const Error missing = autodist::testing::ErrorOf([] { DeviceIdentity(tensor::Device::Cuda(1)); });
+  EXPECT_EQ(missing.code(), ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(missing.what(), HasSubstr("cuda:1: this program was built without the cuda backend"));
+
+  RegisterDeviceIdentifier(DeviceKind::kCuda,
+                           [](int index) { return fmt::format("0000:0{}:00.0", index); });
+  EXPECT_EQ(DeviceIdentity(tensor::Device::Cuda(1)), "0000:01:00.0");
+  const Error twice = autodist::testing::ErrorOf(
+      [] { RegisterDeviceIdentifier(DeviceKind::kCuda, [](int) { return ""; }); });
+  EXPECT_EQ(twice.code(), ErrorCode::kInternal);
+  EXPECT_THAT(twice.what(), HasSubstr("a second cuda device identifier"));
+}
+
 }  // namespace
 }  // namespace autodist::exec
