@@ -13,6 +13,7 @@
 
 #include "runtime/cli/heartbeat.h"
 #include "runtime/cli/trainer_options.h"
+#include "runtime/cli/worker_collectives.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
 #include "runtime/coordinator/job.h"
@@ -110,38 +111,37 @@ std::vector<graph::Variable> ModelVariables(const job::JobSpec& job) {
   return graph::GraphItem::Load(job::RequireLocalModel(job)).TrainableVariables();
 }
 
-// The collectives of the job's workers, when the plan all-reduces anything: Gloo over TCP in host
-// memory (GPU workers stage through it), its rendezvous through the coordinator.
-std::unique_ptr<collective::Communicator> MakeCommunicator(
-    const sync::StrategyPlan& plan, const coordinator::RegisterResult& registration,
-    const MemberOptions& options, const std::string& node, const std::string& host,
-    const tensor::Device& device) {
-  if (!plan.has_all_reduce()) return nullptr;
-  const bool nccl = std::any_of(plan.variables.begin(), plan.variables.end(), [](const auto& v) {
-    return std::any_of(v.shards.begin(), v.shards.end(),
-                       [](const sync::ShardPlan& shard) { return shard.nccl_requested; });
-  });
-  if (nccl) {
-    std::cout << (device.is_cpu()
-                      ? "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
-                        "(recursive doubling or halving-doubling, the ring for the largest "
-                        "messages)"
-                      : "warning: all-reduce spec NCCL: GPU workers reduce through host memory "
-                        "with AUTO until NCCL between workers is built (docs/gpu.md)")
-              << std::endl;
-  }
-  collective::CommunicatorOptions communicator;
-  communicator.rank = registration.rank;
-  communicator.size = registration.world_size;
-  communicator.rendezvous = coordinator::MakeCoordinatorRendezvous(
-      std::make_shared<coordinator::CoordinatorClient>(options.coordinator), node);
-  communicator.prefix = "allreduce";
-  communicator.hostname = host;
-  communicator.connect_timeout = options.rendezvous_timeout;
+// The collectives of the job's workers (worker_collectives.h), meeting through the coordinator.
+cli::WorkerCollectives ConnectCollectives(const sync::StrategyPlan& plan,
+                                          const sync::StrategySynchronizerOptions& synchronizer,
+                                          const coordinator::RegisterResult& registration,
+                                          const MemberOptions& options, const std::string& node,
+                                          const std::string& host) {
+  const auto make_store = [&options, node] {
+    return coordinator::MakeCoordinatorRendezvous(
+        std::make_shared<coordinator::CoordinatorClient>(options.coordinator), node);
+  };
+  cli::CollectivesSetup setup;
+  setup.base.rank = registration.rank;
+  setup.base.size = registration.world_size;
+  setup.base.rendezvous = make_store();
+  setup.base.prefix = "allreduce";
+  setup.base.hostname = host;
+  setup.base.connect_timeout = options.rendezvous_timeout;
   // A peer that dies mid-collective fails the others within the heartbeat deadline, the same
   // bound the coordinator gives a silent member.
-  communicator.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
-  return collective::MakeCommunicator("gloo", communicator);
+  setup.base.timeout = std::max(options.heartbeat_timeout, std::chrono::milliseconds(5000));
+  setup.make_store = make_store;
+  setup.placement = synchronizer.placement;
+  setup.devices = synchronizer.replica_devices;
+  if (observe::ActiveTimeline() != nullptr) {
+    setup.wrap = [](std::unique_ptr<collective::Communicator> communicator) {
+      return std::unique_ptr<collective::Communicator>(
+          std::make_unique<sync::TracedCommunicator>(std::move(communicator)));
+    };
+  }
+  return cli::ConnectWorkerCollectives(
+      plan, setup, [](const std::string& line) { std::cout << line << std::endl; });
 }
 
 // Makes the credentials of --tls-dir this process's (every server and channel of the member uses
@@ -172,9 +172,9 @@ void UseMemberCredentials(const MemberOptions& options) {
 
 // Where a worker's replicas train: the CPU, or with resources.gpusPerWorker its GPUs, one
 // replica each (replica r on the r-th GPU the pod, or `autodist run`, lets it see), checked to
-// be here first (naming the field), never a silent CPU run. Gradients and variables go through
-// host memory (exec/host_staged_synchronizer.h): a worker's replicas are summed there, then
-// reduced across workers by the Strategy's transport.
+// be here first (naming the field), never a silent CPU run. The all-reduce then runs on the GPUs
+// over NCCL where it can (worker_collectives.h); otherwise gradients and variables go through
+// host memory (exec/host_staged_synchronizer.h) to the Strategy's transport.
 tensor::Device WorkerDevice(const job::JobSpec& job, const std::string& node) {
   const int gpus = job.resources.gpus_per_worker;
   if (gpus == 0) return tensor::Device::Cpu();
@@ -269,18 +269,19 @@ void TrainWorker(const job::JobSpec& job, const tensor::Device& device,
                                                             options.placement.local_replicas,
                                                             options.placement.total_replicas);
   trainer.device = device;
+  for (int r = 0; r < trainer.local_replicas; ++r) {
+    options.replica_devices.push_back(exec::ReplicaDevice(trainer, r));
+  }
   // Each worker writes its own run: TensorBoard shows one run per subdirectory.
   const std::string tensorboard =
       member.tensorboard_dir.empty() ? job.training.tensorboard_path : member.tensorboard_dir;
   if (!tensorboard.empty()) {
     trainer.tensorboard_dir = (std::filesystem::path(tensorboard) / node).string();
   }
-  std::unique_ptr<collective::Communicator> communicator =
-      MakeCommunicator(plan, registration, member, node, host, device);
-  if (communicator && observe::ActiveTimeline() != nullptr) {
-    communicator = std::make_unique<sync::TracedCommunicator>(std::move(communicator));
-  }
-  sync::StrategySynchronizer synchronizer(plan, options, coordinator, communicator.get());
+  const cli::WorkerCollectives collectives =
+      ConnectCollectives(plan, options, registration, member, node, host);
+  sync::StrategySynchronizer synchronizer(plan, options, coordinator, collectives.workers.get(),
+                                          collectives.replica_pointers());
   exec::TrainResult trained;
   try {
     trained = exec::Train(trainer, synchronizer,

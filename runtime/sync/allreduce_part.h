@@ -27,40 +27,40 @@
 #include "runtime/exec/session.h"
 #include "runtime/observe/metrics.h"
 #include "runtime/optim/optimizer.h"
+#include "runtime/sync/all_reducer.h"
 #include "runtime/sync/sharded_values.h"
 #include "runtime/sync/strategy_plan.h"
 
 namespace autodist::sync {
 
-class AllReducePart {
+class AllReducePart final : public AllReducer {
  public:
   // `plan` and `communicator` (the job's workers) must outlive the part; `communicator` may be
   // null when the plan all-reduces nothing. Throws InvalidArgument when the members of a fusion
   // group disagree on algorithm or compressor.
   AllReducePart(const StrategyPlan& plan, collective::Communicator* communicator,
                 const optim::OptimizerOptions& optimizer, int total_replicas);
-  ~AllReducePart();
+  ~AllReducePart() override;
 
-  bool empty() const { return plan_.groups.empty(); }
+  bool empty() const override { return plan_.groups.empty(); }
 
   // Takes the gradient of `variable` of the last local replica as backward finishes it (see the
   // header comment); `earlier` holds the other replicas' gradients. Copies what it keeps.
   void GradientReady(int64_t step, int replica, const std::string& variable,
                      const exec::Gradient& gradient,
-                     const std::vector<std::map<std::string, exec::Gradient>>& earlier);
+                     const std::vector<std::map<std::string, exec::Gradient>>& earlier) override;
 
   // Optimizer slots of the all-reduced shards ("<shard>/<slot>") to continue from.
-  void LoadOptimizerState(const TensorMap& shard_slots);
+  void LoadOptimizerState(const TensorMap& shard_slots) override;
 
   void Synchronize(int64_t step, double lr,
                    const std::vector<std::map<std::string, exec::Gradient>>& gradients,
-                   const std::vector<exec::Session*>& replicas);
+                   const std::vector<exec::Session*>& replicas) override;
 
-  // Every all-reduced shard's value (from `replica`) and optimizer slots, added to the maps.
-  void CurrentState(exec::Session& replica, TensorMap& shard_values, TensorMap& shard_slots) const;
+  void CurrentState(exec::Session& replica, TensorMap& shard_values,
+                    TensorMap& shard_slots) const override;
 
-  // Bytes reduced and sent so far, over every group.
-  compress::CompressionStats Stats() const;
+  compress::CompressionStats Stats() const override;
 
  private:
   // A group ready for its collectives: its shards with the local sums of their variables (held

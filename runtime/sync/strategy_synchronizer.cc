@@ -5,6 +5,8 @@
 #include <future>
 
 #include "runtime/common/error.h"
+#include "runtime/sync/allreduce_part.h"
+#include "runtime/sync/device_all_reduce_part.h"
 #include "runtime/sync/sharded_values.h"
 
 namespace autodist::sync {
@@ -40,20 +42,55 @@ TensorMap SlotsOf(const StrategyPlan& plan, const TensorMap& state, SyncKind kin
 // and replica-local state.
 constexpr char kOptimizerPrefix[] = "optimizer:";
 
+// A copy on the host: what the coordinator's messages carry.
+Tensor OnHost(const Tensor& value) {
+  return value.device().is_cpu() ? value.Clone() : value.To(tensor::Device::Cpu());
+}
+
+// `value` (on the host) as `target`'s new value, on target's device and, there, in its storage.
+void Assign(Tensor& target, const Tensor& value) {
+  if (target.device().is_cpu()) {
+    target = value.Clone();
+  } else {
+    target.CopyFrom(value);
+  }
+}
+
+std::unique_ptr<AllReducer> MakeAllReducer(
+    const StrategyPlan& plan, const StrategySynchronizerOptions& options,
+    collective::Communicator* communicator,
+    std::vector<collective::Communicator*> replica_communicators) {
+  if (replica_communicators.empty()) {
+    return std::make_unique<AllReducePart>(plan, communicator, options.parsed_optimizer,
+                                           options.placement.total_replicas);
+  }
+  std::vector<tensor::Device> devices = options.replica_devices;
+  if (devices.empty()) devices.assign(replica_communicators.size(), tensor::Device::Cpu());
+  return std::make_unique<DeviceAllReducePart>(plan, std::move(replica_communicators),
+                                               std::move(devices), options.parsed_optimizer,
+                                               options.placement.total_replicas);
+}
+
 }  // namespace
 
-StrategySynchronizer::StrategySynchronizer(const StrategyPlan& plan,
-                                           StrategySynchronizerOptions options,
-                                           coordinator::CoordinatorClient& coordinator,
-                                           collective::Communicator* communicator)
+StrategySynchronizer::StrategySynchronizer(
+    const StrategyPlan& plan, StrategySynchronizerOptions options,
+    coordinator::CoordinatorClient& coordinator, collective::Communicator* communicator,
+    std::vector<collective::Communicator*> replica_communicators)
     : plan_(plan),
       options_(std::move(options)),
       coordinator_(coordinator),
+      on_devices_(!replica_communicators.empty()),
       servers_(plan, ServerOptions(options_)),
-      all_reduce_(plan, communicator, options_.parsed_optimizer,
-                  options_.placement.total_replicas) {
+      all_reduce_(MakeAllReducer(plan_, options_, communicator, std::move(replica_communicators))) {
   AD_CHECK(options_.placement.local_replicas >= 1, kInvalidArgument,
            "node '{}' runs no replica, so it cannot train", options_.node);
+  AD_CHECK(
+      !on_devices_ ||
+          static_cast<int>(options_.replica_devices.size()) == options_.placement.local_replicas ||
+          options_.replica_devices.empty(),
+      kInternal, "{} replica devices for {} local replicas", options_.replica_devices.size(),
+      options_.placement.local_replicas);
 }
 
 StrategySynchronizer::~StrategySynchronizer() = default;
@@ -73,22 +110,26 @@ exec::ResumePoint StrategySynchronizer::Start(
     initial.step = start.step;
     initial.epoch = start.epoch;
     initial.batch = start.batch;
-    for (const std::string& name : chief.state_names()) initial.tensors[name] = chief.state(name);
+    for (const std::string& name : chief.state_names()) {
+      initial.tensors[name] = chief.state(name).To(tensor::Device::Cpu());
+    }
     for (const VariablePlan& variable : plan_.variables) {
       const bool all_reduced =
           std::any_of(variable.shards.begin(), variable.shards.end(),
                       [](const ShardPlan& shard) { return shard.kind == SyncKind::kAllReduce; });
-      if (all_reduced) initial.tensors[variable.name] = chief.variable(variable.name);
+      if (all_reduced) {
+        initial.tensors[variable.name] = chief.variable(variable.name).To(tensor::Device::Cpu());
+      }
     }
     const TensorMap all_reduce_slots = SlotsOf(plan_, slots, SyncKind::kAllReduce);
     for (const auto& [key, value] : all_reduce_slots) {
       initial.tensors[kOptimizerPrefix + key] = value;
     }
-    all_reduce_.LoadOptimizerState(all_reduce_slots);
+    all_reduce_->LoadOptimizerState(all_reduce_slots);
     coordinator_.PutInitialValues(options_.node, initial);
     for (size_t r = 1; r < replicas.size(); ++r) {
       for (const auto& [name, value] : initial.tensors) {
-        if (plan_.index.contains(name)) replicas[r]->variable(name) = value.Clone();
+        if (plan_.index.contains(name)) Assign(replicas[r]->variable(name), value);
       }
     }
   }
@@ -104,7 +145,7 @@ exec::ResumePoint StrategySynchronizer::Start(
         all_reduce_slots[name.substr(sizeof(kOptimizerPrefix) - 1)] = value;
       }
     }
-    all_reduce_.LoadOptimizerState(all_reduce_slots);
+    all_reduce_->LoadOptimizerState(all_reduce_slots);
     for (Session* replica : replicas) {
       const auto set = [&](const std::string& name, Tensor& target) {
         const auto it = initial.tensors.find(name);
@@ -113,7 +154,7 @@ exec::ResumePoint StrategySynchronizer::Start(
         AD_CHECK(it->second.shape() == target.shape(), kFailedPrecondition,
                  "the chief's '{}' has shape {}, this worker's model has {}", name,
                  tensor::ShapeToString(it->second.shape()), tensor::ShapeToString(target.shape()));
-        target = it->second.Clone();
+        Assign(target, it->second);
       };
       for (const std::string& name : replica->state_names()) set(name, replica->state(name));
       for (const VariablePlan& variable : plan_.variables) {
@@ -134,10 +175,10 @@ void StrategySynchronizer::Synchronize(
   AD_CHECK(local == options_.placement.local_replicas && gradients.size() == replicas.size(),
            kInternal, "expected {} replicas, got {}", options_.placement.local_replicas, local);
   if (servers_.empty()) {
-    all_reduce_.Synchronize(step, lr, gradients, replicas);
+    all_reduce_->Synchronize(step, lr, gradients, replicas);
     return;
   }
-  if (all_reduce_.empty()) {
+  if (all_reduce_->empty()) {
     servers_.Synchronize(step, lr, gradients, replicas);
     return;
   }
@@ -146,7 +187,7 @@ void StrategySynchronizer::Synchronize(
   auto pushes =
       std::async(std::launch::async, [&] { servers_.Synchronize(step, lr, gradients, replicas); });
   try {
-    all_reduce_.Synchronize(step, lr, gradients, replicas);
+    all_reduce_->Synchronize(step, lr, gradients, replicas);
   } catch (...) {
     // The pushes reference this frame's arguments: let them end before the error leaves it.
     pushes.wait();
@@ -159,7 +200,7 @@ exec::TrainingState StrategySynchronizer::CurrentState(const std::vector<Session
   TensorMap shard_values;
   TensorMap shard_slots;
   servers_.CurrentState(shard_values, shard_slots);
-  all_reduce_.CurrentState(*replicas[0], shard_values, shard_slots);
+  all_reduce_->CurrentState(*replicas[0], shard_values, shard_slots);
   exec::TrainingState state;
   state.variables = AssembleVariables(plan_, shard_values);
   state.optimizer = AssembleOptimizerState(plan_, shard_slots);
@@ -184,7 +225,7 @@ exec::CheckpointState StrategySynchronizer::StateForCheckpoint(
   }
   TensorMap shard_values;
   TensorMap shard_slots;
-  all_reduce_.CurrentState(*replicas[0], shard_values, shard_slots);
+  all_reduce_->CurrentState(*replicas[0], shard_values, shard_slots);
   state.in_memory.variables = AssembleVariables(plan_, shard_values, /*skip_absent=*/true);
   state.in_memory.optimizer = AssembleOptimizerState(plan_, shard_slots);
   PiecesOfSavedShards(plan_, saved, checkpoint_path, state.pieced_variables,
@@ -196,18 +237,24 @@ std::map<std::string, Tensor> StrategySynchronizer::ReduceStates(
     const std::string& round, const std::vector<Session*>& replicas) {
   // This process's replicas summed in order; the coordinator adds the workers' sums in rank
   // order and divides by the job's replica count where the reduction is a mean.
+  // On the host: the coordinator's messages carry host tensors.
   std::map<std::string, Tensor> sums;
   for (const std::string& name : replicas[0]->state_names()) {
-    Tensor total = replicas[0]->state(name).Clone();
+    Tensor total = OnHost(replicas[0]->state(name));
     float* out = total.data<float>();
     for (size_t r = 1; r < replicas.size(); ++r) {
-      const float* add = replicas[r]->state(name).data<float>();
-      for (int64_t i = 0; i < total.numel(); ++i) out[i] += add[i];
+      const Tensor add = replicas[r]->state(name).To(tensor::Device::Cpu());
+      const float* in = add.data<float>();
+      for (int64_t i = 0; i < total.numel(); ++i) out[i] += in[i];
     }
     sums.emplace(name, std::move(total));
   }
-  return coordinator_.ReduceStates(options_.node, round, static_cast<int>(replicas.size()), sums,
-                                   options_.sum_states, options_.wait);
+  std::map<std::string, Tensor> reduced =
+      coordinator_.ReduceStates(options_.node, round, static_cast<int>(replicas.size()), sums,
+                                options_.sum_states, options_.wait);
+  // Evaluation puts them into the first replica's session, on its device.
+  for (auto& [name, value] : reduced) value = value.To(replicas[0]->state(name).device());
+  return reduced;
 }
 
 void StrategySynchronizer::ReportProgress(int64_t step, int64_t total, double loss,
@@ -225,7 +272,7 @@ void StrategySynchronizer::ReportProgress(int64_t step, int64_t total, double lo
 SynchronizerTraffic StrategySynchronizer::Traffic() {
   SynchronizerTraffic traffic;
   if (is_chief()) traffic.servers = servers_.ServerStats();
-  traffic.all_reduce = all_reduce_.Stats();
+  traffic.all_reduce = all_reduce_->Stats();
   return traffic;
 }
 

@@ -3,6 +3,10 @@
 // AllReducePart (Parallax uses both: dense variables all-reduced, sparse ones on servers); the
 // two run at the same time. Starting, checkpoints and replica-local state go through the
 // coordinator.
+//
+// With one communicator per replica (GPU workers over NCCL), the all-reduce runs on the
+// replicas' devices (DeviceAllReducePart) and nothing of a step passes through host memory;
+// starting, checkpoints and replica-local state copy what they need to and from the host.
 #pragma once
 
 #include <chrono>
@@ -14,7 +18,8 @@
 
 #include "runtime/coordinator/client.h"
 #include "runtime/exec/step_synchronizer.h"
-#include "runtime/sync/allreduce_part.h"
+#include "runtime/optim/optimizer_options.h"
+#include "runtime/sync/all_reducer.h"
 #include "runtime/sync/ps_part.h"
 #include "runtime/sync/replicator.h"
 #include "runtime/sync/strategy_plan.h"
@@ -33,6 +38,8 @@ struct StrategySynchronizerOptions {
   std::set<std::string> sum_states;          // replica-local state reduced by sum, not mean
   int64_t batch_size = 0;                    // per replica, for the progress report
   std::chrono::milliseconds wait{std::chrono::minutes(10)};  // rendezvous-like waits
+  // Where this worker's replicas are, with replica communicators (the CPU's for each when empty).
+  std::vector<tensor::Device> replica_devices;
 };
 
 // What a worker moved, for the run's summary.
@@ -44,10 +51,13 @@ struct SynchronizerTraffic {
 class StrategySynchronizer final : public exec::StepSynchronizer {
  public:
   // `plan`, `coordinator` and `communicator` (may be null without all-reduce groups) must
-  // outlive the synchronizer.
+  // outlive the synchronizer. With `replica_communicators` (one per local replica, ranks of the
+  // job's replicas; they must outlive it too) the all-reduce runs on the replicas' devices
+  // instead of through `communicator`; the plan must then have no DeviceAllReduceObstacle.
   StrategySynchronizer(const StrategyPlan& plan, StrategySynchronizerOptions options,
                        coordinator::CoordinatorClient& coordinator,
-                       collective::Communicator* communicator);
+                       collective::Communicator* communicator,
+                       std::vector<collective::Communicator*> replica_communicators = {});
   ~StrategySynchronizer() override;
 
   exec::ResumePoint Start(const std::vector<exec::Session*>& replicas, exec::ResumePoint start,
@@ -65,13 +75,14 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   std::map<std::string, tensor::Tensor> ReduceStates(
       const std::string& round, const std::vector<exec::Session*>& replicas) override;
   bool is_chief() const override { return options_.worker_rank == 0; }
-  // Gloo's collectives and the parameter servers' RPCs read and write host memory.
-  bool works_on_host() const override { return true; }
-  bool overlaps_backward() const override { return !all_reduce_.empty(); }
+  // Gloo's collectives and the parameter servers' RPCs read and write host memory; the
+  // all-reduce on the replicas' devices does not.
+  bool works_on_host() const override { return !on_devices_; }
+  bool overlaps_backward() const override { return !all_reduce_->empty(); }
   void GradientReady(int64_t step, int replica, const std::string& variable,
                      const exec::Gradient& gradient,
                      const std::vector<std::map<std::string, exec::Gradient>>& earlier) override {
-    all_reduce_.GradientReady(step, replica, variable, gradient, earlier);
+    all_reduce_->GradientReady(step, replica, variable, gradient, earlier);
   }
   void ReportProgress(int64_t step, int64_t total, double loss, double samples_per_second) override;
 
@@ -83,8 +94,9 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   const StrategyPlan& plan_;
   StrategySynchronizerOptions options_;
   coordinator::CoordinatorClient& coordinator_;
+  const bool on_devices_;
   ParameterServerPart servers_;
-  AllReducePart all_reduce_;
+  std::unique_ptr<AllReducer> all_reduce_;
 };
 
 }  // namespace autodist::sync

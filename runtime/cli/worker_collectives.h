@@ -1,0 +1,74 @@
+// The collectives a worker's all-reduce runs on, chosen once per job and the same on every
+// worker (each decides from the same plan, binary and gathered facts):
+//
+// * CPU workers, or GPU workers whose plan or machines NCCL cannot serve: one Gloo communicator of
+//   the job's workers, in host memory (GPU replicas stage through it);
+// * GPU workers otherwise: one NCCL rank per replica on its GPU, numbered by the job's global
+//   replica index, so that the all-reduce stays on the GPUs (sync/device_all_reduce_part.h).
+//
+// Both meet through the coordinator's key-value store; NCCL's set-up adds a gather of every
+// rank's GPU (host and PCI bus id) first, because NCCL refuses two ranks on one GPU, which is what
+// `autodist run` gives a job asking for more GPUs than the machine has.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/collective/communicator.h"
+#include "runtime/collective/registry.h"
+#include "runtime/sync/replicator.h"
+#include "runtime/sync/strategy_plan.h"
+#include "runtime/tensor/device.h"
+
+namespace autodist::cli {
+
+// "replicas 0 and 1 share GPU 0000:3B:00.0 on host-a" for the first two entries of `devices`
+// (one per rank, "<host>/<device identity>") that are equal; nullopt when all differ.
+std::optional<std::string> SharedDevice(const std::vector<std::string>& devices);
+
+// How a worker's all-reduce is carried, and the line that says so (empty: nothing to say).
+struct CollectivesChoice {
+  bool nccl = false;
+  std::string note;
+};
+
+// The choice for a worker whose replicas are on `devices` (the CPU, or GPUs), under `plan`
+// (which all-reduces something). `nccl_built`: this binary has the "nccl" communicator.
+// `gather_devices` gathers every rank's "<host>/<device identity>" (a collective: it is called
+// on every worker or on none, as the earlier conditions are the same everywhere).
+CollectivesChoice ChooseCollectives(
+    const sync::StrategyPlan& plan, const std::vector<tensor::Device>& devices, bool nccl_built,
+    const std::function<std::vector<std::string>()>& gather_devices);
+
+struct WorkerCollectives {
+  std::unique_ptr<collective::Communicator> workers;                // Gloo; null when unused
+  std::vector<std::unique_ptr<collective::Communicator>> replicas;  // NCCL, by local replica
+
+  std::vector<collective::Communicator*> replica_pointers() const;
+};
+
+// What connecting needs besides the plan: `base` holds the rendezvous store, host, timeouts and
+// the worker's rank among the workers; `make_store` a fresh store for each of a process's
+// concurrent NCCL set-ups.
+struct CollectivesSetup {
+  collective::CommunicatorOptions base;
+  std::function<std::shared_ptr<collective::RendezvousStore>()> make_store;
+  sync::ReplicaPlacement placement;
+  std::vector<tensor::Device> devices;  // of this worker's replicas
+  // Wraps each communicator (the timeline's tracing); identity when null.
+  std::function<std::unique_ptr<collective::Communicator>(
+      std::unique_ptr<collective::Communicator>)>
+      wrap;
+};
+
+// Connects the collectives ChooseCollectives picks, printing its note through `print`. Nothing
+// when the plan all-reduces nothing.
+WorkerCollectives ConnectWorkerCollectives(const sync::StrategyPlan& plan,
+                                           const CollectivesSetup& setup,
+                                           const std::function<void(const std::string&)>& print);
+
+}  // namespace autodist::cli

@@ -1,0 +1,340 @@
+#include "runtime/sync/device_all_reduce_part.h"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <utility>
+
+#include "runtime/common/error.h"
+#include "runtime/observe/runtime_metrics.h"
+#include "runtime/observe/timeline.h"
+
+namespace autodist::sync {
+namespace {
+
+using exec::Gradient;
+using exec::Session;
+using tensor::Tensor;
+
+// Members start at multiples of 4 elements (16 bytes): the fused optimizer's float4 path.
+constexpr int64_t kAlignElements = 4;
+
+int64_t Aligned(int64_t elements) {
+  return (elements + kAlignElements - 1) / kAlignElements * kAlignElements;
+}
+
+// Makes `device` the calling thread's before it queues work there (several GPUs, one thread).
+void Select(const tensor::Device& device) {
+  if (!device.is_cpu()) tensor::MemoryOf(device).Select(device);
+}
+
+Tensor OnHost(const Tensor& value) {
+  return value.device().is_cpu() ? value.Clone() : value.To(tensor::Device::Cpu());
+}
+
+}  // namespace
+
+std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan) {
+  for (const VariablePlan& variable : plan.variables) {
+    if (variable.sparse) {
+      return fmt::format(
+          "variable '{}' has row-sparse gradients (an embedding), which are all-gathered through "
+          "host memory",
+          variable.name);
+    }
+    if (variable.partitioned) {
+      return fmt::format("variable '{}' is partitioned, and shards are reduced in host memory",
+                         variable.name);
+    }
+    for (const ShardPlan& shard : variable.shards) {
+      if (shard.kind == SyncKind::kParameterServer) {
+        return fmt::format("variable '{}' is on parameter server {}", variable.name, shard.ps_node);
+      }
+      if (shard.compressor.kind != compress::CompressorKind::kNone) {
+        return fmt::format("variable '{}' is compressed with {}, which runs on the host",
+                           variable.name, compress::CompressorName(shard.compressor.kind));
+      }
+      if (shard.algorithm != collective::AllReduceAlgorithm::kAuto) {
+        return fmt::format(
+            "variable '{}' asks for all-reduce spec RING (Gloo's ring in host memory)",
+            variable.name);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
+                                         std::vector<collective::Communicator*> communicators,
+                                         std::vector<tensor::Device> devices,
+                                         const optim::OptimizerOptions& optimizer,
+                                         int total_replicas)
+    : plan_(plan) {
+  if (const std::optional<std::string> obstacle = DeviceAllReduceObstacle(plan)) {
+    Fail(ErrorCode::kInvalidArgument, "all-reduce on the replicas' devices: {}", *obstacle);
+  }
+  AD_CHECK(!communicators.empty() && communicators.size() == devices.size(), kInternal,
+           "{} communicators for {} replica devices", communicators.size(), devices.size());
+  for (const int id : plan_.groups) {
+    Group group;
+    group.id = id;
+    group.name = fmt::format("group-{}", id);
+    for (const ShardPlan* shard : plan_.GroupMembers(id)) {
+      const int64_t count = tensor::NumElements(shard->shape);
+      where_[shard->variable] = {groups_.size(), group.members.size()};
+      group.members.push_back(Member{shard, group.padded, count});
+      group.elements += count;
+      group.padded += Aligned(count);
+      group.algorithm = shard->algorithm;
+    }
+    group.duration = &observe::ProcessMetrics().all_reduce_duration.With({group.name});
+    groups_.push_back(std::move(group));
+  }
+  const float inverse = 1.0F / static_cast<float>(total_replicas);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    AD_CHECK(communicators[r] != nullptr, kInternal, "replica {} has no communicator", r);
+    auto replica = std::make_unique<Replica>();
+    replica->device = devices[r];
+    replica->communicator = communicators[r];
+    Select(replica->device);
+    replica->optimizer = optim::MakeOptimizer(optimizer, replica->device);
+    replica->multiply =
+        std::make_unique<exec::StandaloneKernel>("Mul", "all-reduce mean", replica->device);
+    replica->inverse = Tensor::Scalar(inverse).To(replica->device);
+    replica->buffers.resize(groups_.size());
+    replicas_.push_back(std::move(replica));
+  }
+  if (groups_.empty()) return;
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    replicas_[r]->thread = std::thread([this, r] { CommunicationLoop(r); });
+  }
+}
+
+DeviceAllReducePart::~DeviceAllReducePart() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (const auto& replica : replicas_) {
+    if (replica->thread.joinable()) replica->thread.join();
+  }
+}
+
+void DeviceAllReducePart::BeginStep(int64_t step) {
+  step_ = step;
+  packed_.assign(groups_.size(), {});
+  missing_.assign(groups_.size(), 0);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    packed_[g].assign(groups_[g].members.size(), false);
+    missing_[g] = groups_[g].members.size();
+  }
+  queued_.assign(groups_.size(), false);
+}
+
+Tensor& DeviceAllReducePart::Buffer(size_t r, size_t g) {
+  Tensor& buffer = replicas_[r]->buffers[g];
+  if (!buffer.defined()) {
+    buffer = Tensor(tensor::DType::kFloat32, {groups_[g].padded}, replicas_[r]->device);
+    buffer.SetZero();  // the padding stays zero, so it sums to zero
+  }
+  return buffer;
+}
+
+void DeviceAllReducePart::Pack(size_t g, size_t m, const std::vector<const Gradient*>& sources) {
+  const Member& member = groups_[g].members[m];
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    const Gradient& source = *sources[r];
+    AD_CHECK(!source.is_sparse() && source.dense.numel() == member.count, kInternal,
+             "replica {}'s gradient of '{}' is not the planned dense {} elements", r,
+             member.shard->variable, member.count);
+    Select(replicas_[r]->device);
+    Buffer(r, g).RowsView(member.offset, member.count).CopyFrom(source.dense);
+  }
+  packed_[g][m] = true;
+  --missing_[g];
+}
+
+void DeviceAllReducePart::Queue(size_t g) {
+  queued_[g] = true;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& replica : replicas_) replica->queued.emplace_back(g, step_);
+  }
+  changed_.notify_all();
+  if (observe::Timeline* timeline = observe::ActiveTimeline()) {
+    timeline->Instant("sync", groups_[g].name + " ready", fmt::format(R"("step":{})", step_ + 1));
+  }
+}
+
+void DeviceAllReducePart::GradientReady(
+    int64_t step, int replica, const std::string& variable, const Gradient& gradient,
+    const std::vector<std::map<std::string, Gradient>>& earlier) {
+  const auto it = where_.find(variable);
+  if (it == where_.end()) return;
+  std::vector<const Gradient*> sources;
+  for (int r = 0; r < replica; ++r) {
+    const auto found = earlier[static_cast<size_t>(r)].find(variable);
+    if (found == earlier[static_cast<size_t>(r)].end()) return;  // no gradient this step
+    sources.push_back(&found->second);
+  }
+  sources.push_back(&gradient);
+  AD_CHECK(sources.size() == replicas_.size(), kInternal,
+           "gradients of {} replicas for a part of {}", sources.size(), replicas_.size());
+  if (step_ != step) BeginStep(step);
+  const auto [g, m] = it->second;
+  if (packed_[g][m]) return;
+  Pack(g, m, sources);
+  if (missing_[g] == 0) Queue(g);
+}
+
+void DeviceAllReducePart::CommunicationLoop(size_t r) {
+  Replica& replica = *replicas_[r];
+  if (observe::Timeline* timeline = observe::ActiveTimeline()) {
+    timeline->NameThread(fmt::format("all-reduce {}", r));
+  }
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || !replica.queued.empty(); });
+    if (stopping_) return;
+    const size_t g = replica.queued.front().first;
+    const int64_t step = replica.queued.front().second;
+    replica.queued.pop_front();
+    replica.busy = true;
+    lock.unlock();
+    const Group& group = groups_[g];
+    std::exception_ptr error;
+    try {
+      // One replica's thread times the group and counts its bytes: they are the same on all.
+      std::optional<observe::Span> span;
+      std::optional<observe::ScopedDuration> timed;
+      if (r == 0) {
+        span.emplace("sync", [&] {
+          return observe::SpanText{"reduce " + group.name, fmt::format(R"("step":{})", step + 1)};
+        });
+        timed.emplace(*group.duration);
+      }
+      replica.communicator->AllReduceSum(
+          replica.buffers[g].raw(), static_cast<size_t>(group.padded),
+          collective::ElementType::kFloat32, group.algorithm, group.name);
+      if (r == 0) reduced_bytes_ += group.elements * static_cast<int64_t>(sizeof(float));
+    } catch (...) {
+      error = std::current_exception();  // rethrown by Synchronize on the training thread
+    }
+    lock.lock();
+    replica.busy = false;
+    if (error) {
+      if (!error_) error_ = error;
+      replica.queued.clear();
+    }
+    changed_.notify_all();
+  }
+}
+
+void DeviceAllReducePart::WaitIdle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] {
+    for (const auto& replica : replicas_) {
+      if (replica->busy || (!replica->queued.empty() && !error_)) return false;
+    }
+    return true;
+  });
+  if (error_) {
+    std::exception_ptr error = std::exchange(error_, nullptr);
+    for (const auto& replica : replicas_) replica->queued.clear();
+    std::rethrow_exception(error);
+  }
+}
+
+void DeviceAllReducePart::Synchronize(int64_t step, double lr,
+                                      const std::vector<std::map<std::string, Gradient>>& gradients,
+                                      const std::vector<Session*>& replicas) {
+  if (groups_.empty()) return;
+  AD_CHECK(gradients.size() == replicas_.size() && replicas.size() == replicas_.size(), kInternal,
+           "{} replicas' gradients for a part of {}", gradients.size(), replicas_.size());
+  if (step_ != step) BeginStep(step);
+  try {
+    // The groups backward did not complete (all of them without overlap), in group order.
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (queued_[g]) continue;
+      for (size_t m = 0; m < groups_[g].members.size(); ++m) {
+        if (packed_[g][m]) continue;
+        const std::string& variable = groups_[g].members[m].shard->variable;
+        // Without a gradient this step its place is reduced as it is, and not applied.
+        if (!gradients[0].contains(variable)) continue;
+        std::vector<const Gradient*> sources;
+        sources.reserve(gradients.size());
+        for (const auto& replica : gradients) sources.push_back(&replica.at(variable));
+        Pack(g, m, sources);
+      }
+      Queue(g);
+    }
+    WaitIdle();
+  } catch (...) {
+    step_ = -1;
+    throw;
+  }
+  const observe::Span span("optimizer", "optimizer");
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    Replica& replica = *replicas_[r];
+    Select(replica.device);
+    replica.optimizer->set_learning_rate(lr);
+    std::deque<Tensor> means;  // views of the scaled buffers, kept alive for ApplyAll
+    std::vector<optim::DenseUpdate> updates;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const Tensor mean = replica.multiply->Run({&replica.buffers[g], &replica.inverse});
+      for (size_t m = 0; m < groups_[g].members.size(); ++m) {
+        if (!packed_[g][m]) continue;
+        const Member& member = groups_[g].members[m];
+        means.push_back(mean.RowsView(member.offset, member.count).Reshaped(member.shard->shape));
+        updates.push_back(optim::DenseUpdate{
+            &member.shard->name, &replicas[r]->variable(member.shard->variable), &means.back()});
+      }
+    }
+    replica.optimizer->ApplyAll(updates);
+  }
+  step_ = -1;
+  CountTraffic();
+}
+
+void DeviceAllReducePart::CountTraffic() {
+  int64_t sent = 0;
+  int64_t received = 0;
+  for (const auto& replica : replicas_) {
+    sent += replica->communicator->bytes_sent();
+    received += replica->communicator->bytes_received();
+  }
+  observe::RuntimeMetrics& metrics = observe::ProcessMetrics();
+  metrics.all_reduce_sent_bytes.Inc(static_cast<double>(sent - counted_sent_));
+  metrics.all_reduce_received_bytes.Inc(static_cast<double>(received - counted_received_));
+  counted_sent_ = sent;
+  counted_received_ = received;
+}
+
+void DeviceAllReducePart::LoadOptimizerState(const TensorMap& shard_slots) {
+  if (shard_slots.empty()) return;
+  for (const auto& replica : replicas_) {
+    Select(replica->device);
+    replica->optimizer->LoadState(shard_slots);
+  }
+}
+
+void DeviceAllReducePart::CurrentState(Session& replica, TensorMap& shard_values,
+                                       TensorMap& shard_slots) const {
+  for (const Group& group : groups_) {
+    for (const Member& member : group.members) {
+      shard_values[member.shard->name] = OnHost(replica.variable(member.shard->variable));
+    }
+  }
+  Select(replicas_[0]->device);
+  for (auto& [key, value] : replicas_[0]->optimizer->SaveState()) {
+    shard_slots[key] = value.device().is_cpu() ? std::move(value) : OnHost(value);
+  }
+}
+
+compress::CompressionStats DeviceAllReducePart::Stats() const {
+  const int64_t bytes = reduced_bytes_.load();
+  return compress::CompressionStats{bytes, bytes};
+}
+
+}  // namespace autodist::sync

@@ -1,0 +1,141 @@
+// The all-reduce half of a worker's step where the replicas' tensors are, for replicas on GPUs
+// (NCCL): every replica is a rank of its own (the job's global replica index), so a worker's
+// replicas are not summed first; NCCL reduces over all of them and sees the pod's GPUs as one
+// node. Per fusion group and replica:
+//
+// * the group's gradients are copied into one flat buffer on the replica's device as backward
+//   finishes them (Horovod's fusion buffer; each member starts at a multiple of 4 elements, so
+//   that the fused optimizer's vector loads stay aligned);
+// * once a group is complete, a communication thread per replica all-reduces its buffer (sum)
+//   while backward goes on, groups in the order they complete, which is the same on every rank;
+// * after backward, each replica multiplies its sums by 1 / (the job's replicas) and applies its
+//   own optimizer to its own variables, on its device: every rank holds the same sums, so the
+//   replicas stay identical without a broadcast.
+//
+// A process's ranks call their collectives from their own threads at once: NCCL's "one thread
+// per GPU". Nothing here names a device library: buffers are tensors, the mean is the backend's
+// Mul kernel and the optimizer the backend's, so the same part runs on CPU tensors (with Gloo),
+// which is how the CPU tests check it against AllReducePart. What it cannot do lives on the
+// host path (AllReducePart through host staging): DeviceAllReduceObstacle says which.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/collective/communicator.h"
+#include "runtime/exec/standalone_kernel.h"
+#include "runtime/observe/metrics.h"
+#include "runtime/optim/optimizer.h"
+#include "runtime/sync/all_reducer.h"
+#include "runtime/sync/strategy_plan.h"
+
+namespace autodist::sync {
+
+// Why `plan` cannot be all-reduced by DeviceAllReducePart ("variable 'w' is partitioned ..."),
+// nullopt when it can: parameter-server shards, partitioned or row-sparse variables, a
+// compressor, and an all-reduce spec other than AUTO and NCCL (RING asks for Gloo's ring) stay
+// on the host path.
+std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan);
+
+class DeviceAllReducePart final : public AllReducer {
+ public:
+  // communicators[r] is this process's replica r's rank (all of size `total_replicas`), and
+  // devices[r] where that replica's tensors are. `plan` and the communicators must outlive the
+  // part. Throws InvalidArgument with DeviceAllReduceObstacle's reason for a plan it cannot
+  // run, and Internal unless there is one communicator per device.
+  DeviceAllReducePart(const StrategyPlan& plan,
+                      std::vector<collective::Communicator*> communicators,
+                      std::vector<tensor::Device> devices, const optim::OptimizerOptions& optimizer,
+                      int total_replicas);
+  ~DeviceAllReducePart() override;
+  DeviceAllReducePart(const DeviceAllReducePart&) = delete;
+  DeviceAllReducePart& operator=(const DeviceAllReducePart&) = delete;
+
+  bool empty() const override { return groups_.empty(); }
+  void GradientReady(int64_t step, int replica, const std::string& variable,
+                     const exec::Gradient& gradient,
+                     const std::vector<std::map<std::string, exec::Gradient>>& earlier) override;
+  // Loaded into every replica's optimizer.
+  void LoadOptimizerState(const TensorMap& shard_slots) override;
+  void Synchronize(int64_t step, double lr,
+                   const std::vector<std::map<std::string, exec::Gradient>>& gradients,
+                   const std::vector<exec::Session*>& replicas) override;
+  // The optimizer slots are the first replica's (every replica's are the same).
+  void CurrentState(exec::Session& replica, TensorMap& shard_values,
+                    TensorMap& shard_slots) const override;
+  // Raw and wire bytes are the float32 gradients each replica reduced (no compression).
+  compress::CompressionStats Stats() const override;
+
+ private:
+  struct Member {
+    const ShardPlan* shard = nullptr;
+    int64_t offset = 0;  // elements into the group's buffer
+    int64_t count = 0;
+  };
+  struct Group {
+    int id = 0;
+    std::string name;  // "group-<id>": collective tag, metric label
+    std::vector<Member> members;
+    int64_t elements = 0;  // the members' elements
+    int64_t padded = 0;    // the buffer's elements
+    collective::AllReduceAlgorithm algorithm = collective::AllReduceAlgorithm::kAuto;
+    observe::Histogram* duration = nullptr;
+  };
+  struct Replica {
+    tensor::Device device;
+    collective::Communicator* communicator = nullptr;
+    std::unique_ptr<optim::Optimizer> optimizer;
+    std::unique_ptr<exec::StandaloneKernel> multiply;
+    tensor::Tensor inverse;                         // 1 / total replicas, a scalar on the device
+    std::vector<tensor::Tensor> buffers;            // by group index; allocated on first use
+    std::deque<std::pair<size_t, int64_t>> queued;  // (group, step) to reduce, in order
+                                                    // (under mutex_)
+    bool busy = false;                              // reducing a group (under mutex_)
+    std::thread thread;
+  };
+
+  // Starts step `step`'s bookkeeping: no member packed, no group queued.
+  void BeginStep(int64_t step);
+  // Group `g`'s buffer on replica `r`, zero-filled when first made.
+  tensor::Tensor& Buffer(size_t r, size_t g);
+  // Copies each replica's gradient of member `m` of group `g` into its buffer.
+  void Pack(size_t g, size_t m, const std::vector<const exec::Gradient*>& sources);
+  // Hands group `g` to every replica's communication thread.
+  void Queue(size_t g);
+  // Waits until every communication thread is idle; rethrows the first error one met.
+  void WaitIdle();
+  void CommunicationLoop(size_t r);
+  void CountTraffic();
+
+  const StrategyPlan& plan_;
+  std::vector<Group> groups_;                               // ascending ids
+  std::map<std::string, std::pair<size_t, size_t>> where_;  // variable -> (group, member)
+  std::vector<std::unique_ptr<Replica>> replicas_;
+
+  // The step being packed (training thread only).
+  int64_t step_ = -1;
+  std::vector<std::vector<bool>> packed_;  // by group, member
+  std::vector<size_t> missing_;            // by group: members not packed yet
+  std::vector<bool> queued_;               // by group: handed to the threads this step
+
+  std::atomic<int64_t> reduced_bytes_{0};
+  int64_t counted_sent_ = 0;  // the communicators' totals at the last CountTraffic
+  int64_t counted_received_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::exception_ptr error_;
+  bool stopping_ = false;
+};
+
+}  // namespace autodist::sync

@@ -1,0 +1,312 @@
+// The all-reduce on the replicas' devices (one rank per replica, the optimizer where the replicas
+// are), run on CPU tensors over Gloo against the host path (AllReducePart: a worker's replicas
+// summed first, one rank per worker). Two workers of one replica each reduce the same two
+// gradients either way, so the variables and optimizer slots must match bit for bit, overlapped
+// or not; with two replicas each the sums are added in another order, so they match within float
+// tolerance, and every replica of the job holds the same bits. On a GPU the same part runs over
+// NCCL (tests/gpu/nccl_job_test.cc).
+#include "runtime/sync/device_all_reduce_part.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <future>
+#include <random>
+#include <thread>
+
+#include "runtime/collective/memory_rendezvous_store.h"
+#include "runtime/collective/registry.h"
+#include "runtime/common/error.h"
+#include "runtime/common/file_io.h"
+#include "runtime/graph/graph_item.h"
+#include "runtime/optim/optimizer_options.h"
+#include "runtime/strategy/compiler.h"
+#include "runtime/sync/allreduce_part.h"
+
+namespace autodist::sync {
+namespace {
+
+using tensor::Tensor;
+using ::testing::HasSubstr;
+
+const std::string kModel = std::string(AUTODIST_FIXTURES_DIR) + "/parity/mlp/model.onnx";
+
+struct Job {
+  int workers = 2;
+  int replicas_per_worker = 1;
+  strategy::BuilderOptions options;
+  std::string builder = "AllReduce";
+  int total() const { return workers * replicas_per_worker; }
+};
+
+StrategyPlan PlanOf(const Job& job) {
+  const auto variables = graph::GraphItem::Load(kModel).TrainableVariables();
+  const auto resources = strategy::ResourceSpec::FromReplicaCounts(
+      {job.workers, 0, job.replicas_per_worker, 0, std::nullopt});
+  strategy::CompileRequest request;
+  request.builder = job.builder;
+  request.options = job.options;
+  return PlanStrategy(strategy::Compile(variables, resources, request).strategy, variables,
+                      resources);
+}
+
+// A worker's replicas: sessions of the parity MLP, all starting from its initializers.
+struct Worker {
+  std::vector<exec::Session> sessions;
+  std::vector<exec::Session*> pointers;
+};
+
+std::vector<Worker> MakeWorkers(const Job& job) {
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(ReadFileBytes(kModel, "model")));
+  std::vector<Worker> workers(static_cast<size_t>(job.workers));
+  for (Worker& worker : workers) {
+    for (int r = 0; r < job.replicas_per_worker; ++r) {
+      worker.sessions.emplace_back(model, kModel, exec::SessionOptions{});
+    }
+    for (exec::Session& session : worker.sessions) worker.pointers.push_back(&session);
+  }
+  return workers;
+}
+
+// Gloo communicators of `size` ranks, connected at once (each waits for the others).
+std::vector<std::unique_ptr<collective::Communicator>> Connect(int size, const std::string& name) {
+  auto store = std::make_shared<collective::MemoryRendezvousStore>();
+  std::vector<std::future<std::unique_ptr<collective::Communicator>>> joining;
+  for (int rank = 0; rank < size; ++rank) {
+    collective::CommunicatorOptions options;
+    options.rank = rank;
+    options.size = size;
+    options.rendezvous = store;
+    options.prefix = name;
+    options.connect_timeout = std::chrono::seconds(30);
+    options.timeout = std::chrono::seconds(30);
+    joining.push_back(std::async(
+        std::launch::async, [options] { return collective::MakeCommunicator("gloo", options); }));
+  }
+  std::vector<std::unique_ptr<collective::Communicator>> out;
+  for (auto& future : joining) out.push_back(future.get());
+  return out;
+}
+
+// Closes every rank at once: each one's close waits for the others' (a barrier).
+void CloseAll(std::vector<std::unique_ptr<collective::Communicator>>& communicators) {
+  std::vector<std::thread> closing;
+  for (auto& communicator : communicators) {
+    closing.emplace_back([&communicator] { communicator.reset(); });
+  }
+  for (std::thread& thread : closing) thread.join();
+}
+
+// Step `step`'s gradient of every variable for global replica `replica`: seeded noise, the same
+// on both paths. `skip` has no gradient that step.
+using Gradients = std::vector<std::map<std::string, exec::Gradient>>;
+Gradients StepGradients(const StrategyPlan& plan, int first_replica, int replicas, int64_t step,
+                        const std::string& skip) {
+  Gradients out(static_cast<size_t>(replicas));
+  for (int r = 0; r < replicas; ++r) {
+    std::mt19937 rng(static_cast<uint32_t>(1000 * step + first_replica + r));
+    std::normal_distribution<float> noise(0.0F, 1.0F);
+    for (const VariablePlan& variable : plan.variables) {
+      if (variable.name == skip) continue;
+      Tensor dense(tensor::DType::kFloat32, variable.shape);
+      for (int64_t i = 0; i < dense.numel(); ++i) dense.data<float>()[i] = noise(rng);
+      exec::Gradient gradient;
+      gradient.dense = std::move(dense);
+      out[static_cast<size_t>(r)].emplace(variable.name, std::move(gradient));
+    }
+  }
+  return out;
+}
+
+// Trains `steps` steps on every worker at once, a thread each, through `part(w)`. Steps in
+// `overlapped` hand the last replica's gradients out first (in reverse model order, as backward
+// finishes them). The variable named `skip` has no gradient in step 1.
+void Train(const Job& job, const StrategyPlan& plan, std::vector<Worker>& workers,
+           const std::function<AllReducer&(int worker)>& part, int steps,
+           const std::set<int64_t>& overlapped, const std::string& skip = "") {
+  std::vector<std::thread> threads;
+  std::vector<std::optional<std::string>> errors(workers.size());
+  for (int w = 0; w < job.workers; ++w) {
+    threads.emplace_back([&, w] {
+      try {
+        AllReducer& reducer = part(w);
+        for (int64_t step = 0; step < steps; ++step) {
+          const Gradients gradients =
+              StepGradients(plan, w * job.replicas_per_worker, job.replicas_per_worker, step,
+                            step == 1 ? skip : "");
+          if (overlapped.contains(step)) {
+            const int last = job.replicas_per_worker - 1;
+            const Gradients earlier(gradients.begin(), gradients.end() - 1);
+            for (auto it = plan.variables.rbegin(); it != plan.variables.rend(); ++it) {
+              const auto found = gradients.back().find(it->name);
+              if (found == gradients.back().end()) continue;
+              reducer.GradientReady(step, last, it->name, found->second, earlier);
+            }
+          }
+          reducer.Synchronize(step, 0.05, gradients, workers[static_cast<size_t>(w)].pointers);
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(w)] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t w = 0; w < errors.size(); ++w) EXPECT_FALSE(errors[w].has_value()) << *errors[w];
+}
+
+struct PathRun {
+  std::vector<Worker> workers;
+  TensorMap slots;  // worker 0's optimizer slots
+};
+
+// Trains every worker's part, takes worker 0's optimizer slots, then closes the parts and the
+// communicators.
+template <typename Part>
+void TrainAndClose(const Job& job, const StrategyPlan& plan, PathRun& run,
+                   std::vector<std::unique_ptr<Part>>& parts,
+                   std::vector<std::unique_ptr<collective::Communicator>>& communicators, int steps,
+                   const std::set<int64_t>& overlapped, const std::string& skip) {
+  Train(
+      job, plan, run.workers, [&](int w) -> AllReducer& { return *parts[static_cast<size_t>(w)]; },
+      steps, overlapped, skip);
+  TensorMap values;
+  parts[0]->CurrentState(*run.workers[0].pointers[0], values, run.slots);
+  parts.clear();
+  CloseAll(communicators);
+}
+
+optim::OptimizerOptions Adam() { return optim::ParseOptimizerOptions("adam", {{"lr", "0.01"}}); }
+
+PathRun HostPath(const Job& job, int steps, const std::set<int64_t>& overlapped,
+                 const std::string& skip = "") {
+  const StrategyPlan plan = PlanOf(job);
+  PathRun run{MakeWorkers(job), {}};
+  auto communicators = Connect(job.workers, "host");
+  std::vector<std::unique_ptr<AllReducePart>> parts;
+  for (int w = 0; w < job.workers; ++w) {
+    parts.push_back(std::make_unique<AllReducePart>(
+        plan, communicators[static_cast<size_t>(w)].get(), Adam(), job.total()));
+  }
+  TrainAndClose(job, plan, run, parts, communicators, steps, overlapped, skip);
+  return run;
+}
+
+PathRun DevicePath(const Job& job, int steps, const std::set<int64_t>& overlapped,
+                   const std::string& skip = "") {
+  const StrategyPlan plan = PlanOf(job);
+  PathRun run{MakeWorkers(job), {}};
+  auto communicators = Connect(job.total(), "device");
+  std::vector<std::unique_ptr<DeviceAllReducePart>> parts;
+  for (int w = 0; w < job.workers; ++w) {
+    std::vector<collective::Communicator*> mine;
+    for (int r = 0; r < job.replicas_per_worker; ++r) {
+      mine.push_back(communicators[static_cast<size_t>(w * job.replicas_per_worker + r)].get());
+    }
+    parts.push_back(std::make_unique<DeviceAllReducePart>(
+        plan, mine,
+        std::vector<tensor::Device>(static_cast<size_t>(job.replicas_per_worker),
+                                    tensor::Device::Cpu()),
+        Adam(), job.total()));
+  }
+  TrainAndClose(job, plan, run, parts, communicators, steps, overlapped, skip);
+  return run;
+}
+
+void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << what << " differs";
+}
+
+void ExpectClose(const Tensor& a, const Tensor& b, float tolerance, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float x = a.data<float>()[i];
+    const float y = b.data<float>()[i];
+    ASSERT_NEAR(x, y, tolerance * std::max(1.0F, std::abs(y))) << what << " element " << i;
+  }
+}
+
+TEST(DeviceAllReducePartTest, TwoWorkersMatchTheHostPathBitForBit) {
+  const Job job;
+  const std::set<int64_t> overlapped{0, 2};
+  PathRun host = HostPath(job, 4, overlapped);
+  PathRun device = DevicePath(job, 4, overlapped);
+  exec::Session& reference = host.workers[0].sessions[0];
+  std::vector<Worker> fresh = MakeWorkers(job);
+  for (const std::string& name : reference.trainable_names()) {
+    const Tensor before = fresh[0].sessions[0].variable(name);
+    for (int w = 0; w < job.workers; ++w) {
+      exec::Session& session = device.workers[static_cast<size_t>(w)].sessions[0];
+      ExpectSameBits(session.variable(name), host.workers[0].sessions[0].variable(name),
+                     fmt::format("worker {} '{}'", w, name));
+    }
+    // The steps moved it: the comparison is not between two untouched copies.
+    EXPECT_NE(std::memcmp(before.raw(), host.workers[0].sessions[0].variable(name).raw(),
+                          before.nbytes()),
+              0)
+        << name;
+  }
+  ASSERT_EQ(host.slots.size(), device.slots.size());
+  for (const auto& [key, value] : host.slots) {
+    ASSERT_TRUE(device.slots.contains(key)) << key;
+    ExpectSameBits(device.slots.at(key), value, "slot " + key);
+  }
+}
+
+TEST(DeviceAllReducePartTest, AVariableWithoutAGradientKeepsItsValueAsOnTheHostPath) {
+  const Job job;
+  const std::string skip = "fc2.bias";
+  const StrategyPlan plan = PlanOf(job);
+  ASSERT_TRUE(plan.index.contains(skip));
+  PathRun host = HostPath(job, 3, {1}, skip);
+  PathRun device = DevicePath(job, 3, {1}, skip);
+  for (const std::string& name : host.workers[0].sessions[0].trainable_names()) {
+    ExpectSameBits(device.workers[1].sessions[0].variable(name),
+                   host.workers[1].sessions[0].variable(name), name);
+  }
+}
+
+TEST(DeviceAllReducePartTest, TwoReplicasPerWorkerStayIdenticalAndCloseToTheHostPath) {
+  Job job;
+  job.replicas_per_worker = 2;
+  PathRun host = HostPath(job, 4, {1, 3});
+  PathRun device = DevicePath(job, 4, {1, 3});
+  for (const std::string& name : host.workers[0].sessions[0].trainable_names()) {
+    const Tensor& first = device.workers[0].sessions[0].variable(name);
+    for (Worker& worker : device.workers) {
+      for (exec::Session& session : worker.sessions) {
+        ExpectSameBits(session.variable(name), first, name);
+      }
+    }
+    ExpectClose(first, host.workers[0].sessions[0].variable(name), 1e-5F, name);
+  }
+}
+
+TEST(DeviceAllReducePartTest, PlansItCannotRunAreRefusedWithTheReason) {
+  Job ps;
+  ps.builder = "PS";
+  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(ps)).value_or(""),
+              HasSubstr("is on parameter server"));
+  Job compressed;
+  compressed.options = {{"compressor", "HorovodCompressor"}};
+  const StrategyPlan plan = PlanOf(compressed);
+  EXPECT_THAT(DeviceAllReduceObstacle(plan).value_or(""),
+              HasSubstr("is compressed with HorovodCompressor"));
+  const auto communicators = Connect(1, "refused");
+  try {
+    DeviceAllReducePart part(plan, {communicators[0].get()}, {tensor::Device::Cpu()}, Adam(), 1);
+    ADD_FAILURE() << "a compressed plan was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("all-reduce on the replicas' devices"));
+  }
+  Job ring;
+  ring.options = {{"all_reduce_spec", "RING"}};
+  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(ring)).value_or(""), HasSubstr("spec RING"));
+  EXPECT_EQ(DeviceAllReduceObstacle(PlanOf(Job{})), std::nullopt);
+}
+
+}  // namespace
+}  // namespace autodist::sync
