@@ -84,7 +84,7 @@ def worker(rank, args, port):
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port),
                       GLOO_SOCKET_IFNAME=args.ifname)
-    dist.init_process_group("gloo", rank=rank, world_size=args.world)
+    dist.init_process_group(args.backend, rank=rank, world_size=args.world)
     device = torch.device(args.device)
     images, labels = load("train", args.data)
     images, labels = images.to(device), labels.to(device)
@@ -154,6 +154,8 @@ def main():
     parser.add_argument("--master-port", type=int, help="with --rank: rank 0's port")
     parser.add_argument("--ifname", default="lo", help="gloo's network interface")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: every replica on GPU 0")
+    parser.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
+                        help="DDP's collectives (nccl: GPUs, one per process)")
     parser.add_argument("--data", default=DATA, help="the directory of Fashion-MNIST's files")
     args = parser.parse_args()
     assert 0 <= args.warmup < args.steps

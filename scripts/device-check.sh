@@ -139,6 +139,20 @@ pack_data() {
 # There: the MLP and the CNN trained on the GPU in fp32 and in bf16 on the whole training set,
 # evaluated on the test set (bf16 must end within 0.5 points of fp32's accuracy); then 2 GPU
 # workers against PyTorch DDP.
+# NCCL is the machine's too (autodist-runtime and the NCCL tests link it): its CUDA's, or the one
+# PyTorch's wheels bring, which the loader does not know of. Notes which in OUT/device.txt.
+use_machine_nccl() {
+  local out=$1
+  if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
+    local nccl
+    nccl=$(find / -xdev -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
+    if [[ -n "$nccl" ]]; then
+      export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "NCCL from $nccl" >>"$out/device.txt"
+    fi
+  fi
+}
+
 run_data() {
   local out=${1:?usage: scripts/device-check.sh run-data OUT_DIR [EPOCHS]}
   local epochs=${2:-3}
@@ -148,6 +162,7 @@ run_data() {
   tar -C "$unpacked" -xzf "$data_bundle"
   local dir="$unpacked/autodist-data" model precision status=0
   { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L; } >"$out/device.txt" 2>&1
+  use_machine_nccl "$out"
   for model in mlp cnn; do
     for precision in fp32 bf16; do
       "$dir/bin/autodist-runtime" --model "$root/examples/fashion-mnist/fmnist_$model.onnx" \
@@ -196,16 +211,7 @@ run() {
   if [[ "$source" != "$root" && ! -e "$source" ]]; then
     mkdir -p "$(dirname "$source")" && ln -s "$root" "$source"
   fi
-  # NCCL is the machine's too: its CUDA's, or the one PyTorch's wheels bring, which the loader
-  # does not know of.
-  if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
-    local nccl
-    nccl=$(find / -xdev -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
-    if [[ -n "$nccl" ]]; then
-      export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      echo "NCCL from $nccl" >>"$out/device.txt"
-    fi
-  fi
+  use_machine_nccl "$out"
   local status=0 test
   # The GPU job tests start the bundle's members.
   export AUTODIST_RUNTIME="$dir/bin/autodist-runtime"

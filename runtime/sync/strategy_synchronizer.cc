@@ -241,10 +241,10 @@ std::map<std::string, Tensor> StrategySynchronizer::ReduceStates(
   std::map<std::string, Tensor> sums;
   for (const std::string& name : replicas[0]->state_names()) {
     Tensor total = OnHost(replicas[0]->state(name));
-    float* out = total.data<float>();
+    auto* out = total.data<float>();
     for (size_t r = 1; r < replicas.size(); ++r) {
       const Tensor add = replicas[r]->state(name).To(tensor::Device::Cpu());
-      const float* in = add.data<float>();
+      const auto* in = add.data<float>();
       for (int64_t i = 0; i < total.numel(); ++i) out[i] += in[i];
     }
     sums.emplace(name, std::move(total));
