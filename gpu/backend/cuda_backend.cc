@@ -1,7 +1,8 @@
 // The CUDA backend's installer (runtime/exec/device_backend.h), registered when a program links
 // autodist_gpu_backend: a program asking for GPUs gets RequireGpus' check, naming the flag or
-// field that asked, then tensors and fused optimizers on the GPUs; and GPUs told apart by their
-// PCI bus ids.
+// field that asked, then tensors and fused optimizers on the GPUs. It also registers how GPUs are
+// told apart (their PCI bus ids) and the Horovod compressors of the all-reduce on the GPUs.
+#include "gpu/compress/half_flat_compressor.h"
 #include "gpu/device/devices.h"
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/optim/cuda_optimizer.h"
@@ -18,6 +19,7 @@ const bool kRegistered = [] {
     return DescribeGpus(inventory);
   });
   exec::RegisterDeviceIdentifier(tensor::DeviceKind::kCuda, PciBusId);
+  HalfFlatCompressor::Register();
   return true;
 }();
 

@@ -62,7 +62,7 @@ CollectivesChoice ChooseCollectives(
                                "messages)"
                              : ""};
   }
-  std::optional<std::string> obstacle = sync::DeviceAllReduceObstacle(plan);
+  std::optional<std::string> obstacle = sync::DeviceAllReduceObstacle(plan, devices[0].kind);
   if (!obstacle && !nccl_built) {
     obstacle = "this build has no NCCL (the CUDA toolkit it was built with lacked nccl.h)";
   }

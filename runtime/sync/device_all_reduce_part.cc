@@ -34,7 +34,8 @@ Tensor OnHost(const Tensor& value) {
 
 }  // namespace
 
-std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan) {
+std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan,
+                                                   tensor::DeviceKind device) {
   for (const VariablePlan& variable : plan.variables) {
     if (variable.sparse) {
       return fmt::format(
@@ -50,8 +51,9 @@ std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan) {
       if (shard.kind == SyncKind::kParameterServer) {
         return fmt::format("variable '{}' is on parameter server {}", variable.name, shard.ps_node);
       }
-      if (shard.compressor.kind != compress::CompressorKind::kNone) {
-        return fmt::format("variable '{}' is compressed with {}, which runs on the host",
+      if (shard.compressor.kind != compress::CompressorKind::kNone &&
+          !compress::HasFlatCompressor(shard.compressor.kind, device)) {
+        return fmt::format("variable '{}' is compressed with {}, which runs on the host only",
                            variable.name, compress::CompressorName(shard.compressor.kind));
       }
       if (shard.algorithm != collective::AllReduceAlgorithm::kAuto) {
@@ -70,16 +72,24 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
                                          const optim::OptimizerOptions& optimizer,
                                          int total_replicas)
     : plan_(plan) {
-  if (const std::optional<std::string> obstacle = DeviceAllReduceObstacle(plan)) {
-    Fail(ErrorCode::kInvalidArgument, "all-reduce on the replicas' devices: {}", *obstacle);
-  }
   AD_CHECK(!communicators.empty() && communicators.size() == devices.size(), kInternal,
            "{} communicators for {} replica devices", communicators.size(), devices.size());
+  if (const std::optional<std::string> obstacle = DeviceAllReduceObstacle(plan, devices[0].kind)) {
+    Fail(ErrorCode::kInvalidArgument, "all-reduce on the replicas' devices: {}", *obstacle);
+  }
   for (const int id : plan_.groups) {
     Group group;
     group.id = id;
     group.name = fmt::format("group-{}", id);
-    for (const ShardPlan* shard : plan_.GroupMembers(id)) {
+    const std::vector<const ShardPlan*> members = plan_.GroupMembers(id);
+    group.compressor = members.front()->compressor;
+    for (const ShardPlan* shard : members) {
+      AD_CHECK(shard->compressor.kind == group.compressor.kind &&
+                   shard->algorithm == members.front()->algorithm,
+               kInvalidArgument,
+               "strategy: '{}' and '{}' share all-reduce group {} but not its algorithm and "
+               "compressor",
+               members.front()->name, shard->name, id);
       const int64_t count = tensor::NumElements(shard->shape);
       where_[shard->variable] = {groups_.size(), group.members.size()};
       group.members.push_back(Member{shard, group.padded, count});
@@ -102,6 +112,12 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
         std::make_unique<exec::StandaloneKernel>("Mul", "all-reduce mean", replica->device);
     replica->inverse = Tensor::Scalar(inverse).To(replica->device);
     replica->buffers.resize(groups_.size());
+    for (const Group& group : groups_) {
+      replica->compressors.push_back(
+          group.compressor.kind == compress::CompressorKind::kNone
+              ? nullptr
+              : compress::MakeFlatCompressor(group.compressor, replica->device.kind));
+    }
     replicas_.push_back(std::move(replica));
   }
   if (groups_.empty()) return;
@@ -130,6 +146,7 @@ void DeviceAllReducePart::BeginStep(int64_t step) {
     missing_[g] = groups_[g].members.size();
   }
   queued_.assign(groups_.size(), false);
+  present_.assign(groups_.size(), {});
 }
 
 Tensor& DeviceAllReducePart::Buffer(size_t r, size_t g) {
@@ -157,6 +174,12 @@ void DeviceAllReducePart::Pack(size_t g, size_t m, const std::vector<const Gradi
 
 void DeviceAllReducePart::Queue(size_t g) {
   queued_[g] = true;
+  for (size_t m = 0; m < groups_[g].members.size(); ++m) {
+    if (!packed_[g][m]) continue;
+    const Member& member = groups_[g].members[m];
+    present_[g].push_back(
+        compress::FlatMember{member.shard->name, member.offset, member.shard->shape});
+  }
   {
     std::lock_guard lock(mutex_);
     for (const auto& replica : replicas_) replica->queued.emplace_back(g, step_);
@@ -193,6 +216,7 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
   if (observe::Timeline* timeline = observe::ActiveTimeline()) {
     timeline->NameThread(fmt::format("all-reduce {}", r));
   }
+  Select(replica.device);  // a compressor's kernels go to this replica's GPU
   std::unique_lock lock(mutex_);
   while (true) {
     changed_.wait(lock, [&] { return stopping_ || !replica.queued.empty(); });
@@ -214,10 +238,15 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
         });
         timed.emplace(*group.duration);
       }
-      replica.communicator->AllReduceSum(
-          replica.buffers[g].raw(), static_cast<size_t>(group.padded),
-          collective::ElementType::kFloat32, group.algorithm, group.name);
-      if (r == 0) reduced_bytes_ += group.elements * static_cast<int64_t>(sizeof(float));
+      if (compress::FlatCompressor* compressor = replica.compressors[g].get()) {
+        compressor->Reduce(group.name, replica.buffers[g], present_[g], *replica.communicator,
+                           step);
+      } else {
+        replica.communicator->AllReduceSum(
+            replica.buffers[g].raw(), static_cast<size_t>(group.padded),
+            collective::ElementType::kFloat32, group.algorithm, group.name);
+        if (r == 0) reduced_bytes_ += group.elements * static_cast<int64_t>(sizeof(float));
+      }
     } catch (...) {
       error = std::current_exception();  // rethrown by Synchronize on the training thread
     }
@@ -334,7 +363,14 @@ void DeviceAllReducePart::CurrentState(Session& replica, TensorMap& shard_values
 
 compress::CompressionStats DeviceAllReducePart::Stats() const {
   const int64_t bytes = reduced_bytes_.load();
-  return compress::CompressionStats{bytes, bytes};
+  compress::CompressionStats total{bytes, bytes};
+  for (const auto& compressor : replicas_[0]->compressors) {
+    if (!compressor) continue;
+    const compress::CompressionStats stats = compressor->stats();
+    total.raw_bytes += stats.raw_bytes;
+    total.wire_bytes += stats.wire_bytes;
+  }
+  return total;
 }
 
 }  // namespace autodist::sync

@@ -7,7 +7,8 @@
 //   finishes them (Horovod's fusion buffer; each member starts at a multiple of 4 elements, so
 //   that the fused optimizer's vector loads stay aligned);
 // * once a group is complete, a communication thread per replica all-reduces its buffer (sum)
-//   while backward goes on, groups in the order they complete, which is the same on every rank;
+//   while backward goes on, groups in the order they complete, which is the same on every rank
+//   (through the group's compressor, compress/flat_compressor.h, when it has one);
 // * after backward, each replica multiplies its sums by 1 / (the job's replicas) and applies its
 //   own optimizer to its own variables, on its device: every rank holds the same sums, so the
 //   replicas stay identical without a broadcast.
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "runtime/collective/communicator.h"
+#include "runtime/compress/flat_compressor.h"
 #include "runtime/exec/standalone_kernel.h"
 #include "runtime/observe/metrics.h"
 #include "runtime/optim/optimizer.h"
@@ -41,11 +43,13 @@
 
 namespace autodist::sync {
 
-// Why `plan` cannot be all-reduced by DeviceAllReducePart ("variable 'w' is partitioned ..."),
-// nullopt when it can: parameter-server shards, partitioned or row-sparse variables, a
-// compressor, and an all-reduce spec other than AUTO and NCCL (RING asks for Gloo's ring) stay
-// on the host path.
-std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan);
+// Why `plan` cannot be all-reduced by DeviceAllReducePart on devices of `device`
+// ("variable 'w' is partitioned ..."), nullopt when it can: parameter-server shards, partitioned
+// or row-sparse variables, a compressor without a flat form there (compress/flat_compressor.h),
+// and an all-reduce spec other than AUTO and NCCL (RING asks for Gloo's ring) stay on the host
+// path.
+std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan,
+                                                   tensor::DeviceKind device);
 
 class DeviceAllReducePart final : public AllReducer {
  public:
@@ -73,7 +77,7 @@ class DeviceAllReducePart final : public AllReducer {
   // The optimizer slots are the first replica's (every replica's are the same).
   void CurrentState(exec::Session& replica, TensorMap& shard_values,
                     TensorMap& shard_slots) const override;
-  // Raw and wire bytes are the float32 gradients each replica reduced (no compression).
+  // Over every group: the compressors' totals, and the float32 bytes of uncompressed groups.
   compress::CompressionStats Stats() const override;
 
  private:
@@ -89,6 +93,7 @@ class DeviceAllReducePart final : public AllReducer {
     int64_t elements = 0;  // the members' elements
     int64_t padded = 0;    // the buffer's elements
     collective::AllReduceAlgorithm algorithm = collective::AllReduceAlgorithm::kAuto;
+    compress::CompressorOptions compressor;  // kNone: a plain all-reduce of the buffer
     observe::Histogram* duration = nullptr;
   };
   struct Replica {
@@ -96,8 +101,9 @@ class DeviceAllReducePart final : public AllReducer {
     collective::Communicator* communicator = nullptr;
     std::unique_ptr<optim::Optimizer> optimizer;
     std::unique_ptr<exec::StandaloneKernel> multiply;
-    tensor::Tensor inverse;                         // 1 / total replicas, a scalar on the device
-    std::vector<tensor::Tensor> buffers;            // by group index; allocated on first use
+    tensor::Tensor inverse;               // 1 / total replicas, a scalar on the device
+    std::vector<tensor::Tensor> buffers;  // by group index; allocated on first use
+    std::vector<std::unique_ptr<compress::FlatCompressor>> compressors;  // by group; null: none
     std::deque<std::pair<size_t, int64_t>> queued;  // (group, step) to reduce, in order
                                                     // (under mutex_)
     bool busy = false;                              // reducing a group (under mutex_)
@@ -127,6 +133,8 @@ class DeviceAllReducePart final : public AllReducer {
   std::vector<std::vector<bool>> packed_;  // by group, member
   std::vector<size_t> missing_;            // by group: members not packed yet
   std::vector<bool> queued_;               // by group: handed to the threads this step
+  // By group: the members with a gradient, set before the group is handed to the threads.
+  std::vector<std::vector<compress::FlatMember>> present_;
 
   std::atomic<int64_t> reduced_bytes_{0};
   int64_t counted_sent_ = 0;  // the communicators' totals at the last CountTraffic

@@ -23,6 +23,7 @@ struct GpuJobCase {
   const char* model;
   int parameter_servers;
   int workers = 2;
+  const char* strategy_options = "";  // YAML lines under spec.strategy.options, indented
 };
 
 // The chief's train/loss scalars, one per step (logIntervalSteps: 1).
@@ -52,6 +53,7 @@ inline JobRun RunJobOn(const GpuJobCase& job, bool gpus, const TempDir& dir, int
   params.model = job.model;
   params.parameter_servers = job.parameter_servers;
   params.workers = job.workers;
+  params.strategy_options = job.strategy_options;
   params.steps = steps;
   params.extra_training =
       fmt::format("    tensorboard:\n      path: {}\n", dir / (name + "-boards"));

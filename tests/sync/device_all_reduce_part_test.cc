@@ -228,8 +228,13 @@ void ExpectClose(const Tensor& a, const Tensor& b, float tolerance, const std::s
   }
 }
 
-TEST(DeviceAllReducePartTest, TwoWorkersMatchTheHostPathBitForBit) {
-  const Job job;
+// The all-reduce builder's compressor options: none, and each compressor (on the CPU the flat
+// form hands views of the buffer to the CPU compressor).
+class TwoWorkers : public ::testing::TestWithParam<strategy::BuilderOptions> {};
+
+TEST_P(TwoWorkers, MatchTheHostPathBitForBit) {
+  Job job;
+  job.options = GetParam();
   const std::set<int64_t> overlapped{0, 2};
   PathRun host = HostPath(job, 4, overlapped);
   PathRun device = DevicePath(job, 4, overlapped);
@@ -254,6 +259,17 @@ TEST(DeviceAllReducePartTest, TwoWorkersMatchTheHostPathBitForBit) {
     ExpectSameBits(device.slots.at(key), value, "slot " + key);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Compressors, TwoWorkers,
+    ::testing::Values(strategy::BuilderOptions{},
+                      strategy::BuilderOptions{{"compressor", "HorovodCompressorEF"}},
+                      strategy::BuilderOptions{{"compressor", "PowerSGDCompressor"}},
+                      strategy::BuilderOptions{{"compressor", "TopKCompressorEF"},
+                                               {"topkFraction", "0.1"}}),
+    [](const ::testing::TestParamInfo<strategy::BuilderOptions>& param) {
+      return param.param.empty() ? std::string("NoneCompressor") : param.param.at("compressor");
+    });
 
 TEST(DeviceAllReducePartTest, AVariableWithoutAGradientKeepsItsValueAsOnTheHostPath) {
   const Job job;
@@ -285,27 +301,31 @@ TEST(DeviceAllReducePartTest, TwoReplicasPerWorkerStayIdenticalAndCloseToTheHost
 }
 
 TEST(DeviceAllReducePartTest, PlansItCannotRunAreRefusedWithTheReason) {
+  const tensor::DeviceKind cpu = tensor::DeviceKind::kCpu;
   Job ps;
   ps.builder = "PS";
-  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(ps)).value_or(""),
+  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(ps), cpu).value_or(""),
               HasSubstr("is on parameter server"));
   Job compressed;
-  compressed.options = {{"compressor", "HorovodCompressor"}};
-  const StrategyPlan plan = PlanOf(compressed);
-  EXPECT_THAT(DeviceAllReduceObstacle(plan).value_or(""),
-              HasSubstr("is compressed with HorovodCompressor"));
+  compressed.options = {{"compressor", "PowerSGDCompressor"}};
+  // On the CPU every compressor has its flat form; this test binary has no GPU backend, so no
+  // CUDA device has one.
+  EXPECT_EQ(DeviceAllReduceObstacle(PlanOf(compressed), cpu), std::nullopt);
+  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(compressed), tensor::DeviceKind::kCuda).value_or(""),
+              HasSubstr("is compressed with PowerSGDCompressor, which runs on the host only"));
+  Job ring;
+  ring.options = {{"all_reduce_spec", "RING"}};
+  const StrategyPlan plan = PlanOf(ring);
+  EXPECT_THAT(DeviceAllReduceObstacle(plan, cpu).value_or(""), HasSubstr("spec RING"));
   const auto communicators = Connect(1, "refused");
   try {
     DeviceAllReducePart part(plan, {communicators[0].get()}, {tensor::Device::Cpu()}, Adam(), 1);
-    ADD_FAILURE() << "a compressed plan was accepted";
+    ADD_FAILURE() << "a RING plan was accepted";
   } catch (const Error& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
     EXPECT_THAT(error.what(), HasSubstr("all-reduce on the replicas' devices"));
   }
-  Job ring;
-  ring.options = {{"all_reduce_spec", "RING"}};
-  EXPECT_THAT(DeviceAllReduceObstacle(PlanOf(ring)).value_or(""), HasSubstr("spec RING"));
-  EXPECT_EQ(DeviceAllReduceObstacle(PlanOf(Job{})), std::nullopt);
+  EXPECT_EQ(DeviceAllReduceObstacle(PlanOf(Job{}), cpu), std::nullopt);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+#include "gpu/compress/half_flat_compressor.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "gpu/compress/half_compression.h"
+#include "gpu/device/cuda_error.h"
+#include "gpu/device/stream.h"
+#include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/common/error.h"
+
+namespace autodist::gpu {
+namespace {
+
+// `elements` zeroed elements of `bytes_per` bytes on GPU `index`, ordered on `stream`.
+DeviceBuffer ZeroedBuffer(int index, int64_t elements, size_t bytes_per, cudaStream_t stream) {
+  const size_t bytes = static_cast<size_t>(elements) * bytes_per;
+  DeviceBuffer buffer = TensorPool(index).Allocate(bytes, stream);
+  CheckCuda(cudaMemsetAsync(buffer.data(), 0, bytes, stream), "zeroing a compression buffer");
+  return buffer;
+}
+
+}  // namespace
+
+HalfFlatCompressor::HalfFlatCompressor(const compress::CompressorOptions& options)
+    : options_(options) {
+  AD_CHECK(options.kind == compress::CompressorKind::kHorovod ||
+               options.kind == compress::CompressorKind::kHorovodEF,
+           kInternal, "HalfFlatCompressor made for {}", compress::CompressorName(options.kind));
+}
+
+void HalfFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer,
+                                const std::vector<compress::FlatMember>& members,
+                                collective::Communicator& communicator, int64_t /*step*/) {
+  AD_CHECK(buffer.device().kind == tensor::DeviceKind::kCuda &&
+               buffer.dtype() == tensor::DType::kFloat32,
+           kInternal, "{}: group '{}' needs a float32 buffer on a GPU, got {} on {}",
+           compress::CompressorName(options_.kind), group, tensor::DTypeName(buffer.dtype()),
+           tensor::DeviceName(buffer.device()));
+  if (members.empty()) return;
+  const int index = buffer.device().index;
+  UseGpu(index);  // a communication thread's current GPU may be another
+  cudaStream_t stream = TensorStream(index);
+  const int64_t count = buffer.numel();
+  if (halves_elements_ < count) {
+    // Zeroed once: places of no member are summed as they are, and never read.
+    halves_ = ZeroedBuffer(index, count, sizeof(uint16_t), stream);
+    halves_elements_ = count;
+  }
+  auto* values = static_cast<float*>(buffer.raw());
+  auto* halves = halves_.as<uint16_t>();
+  int64_t elements = 0;
+  for (const compress::FlatMember& member : members) {
+    const int64_t n = tensor::NumElements(member.shape);
+    AD_CHECK(member.offset >= 0 && member.offset + n <= count, kInternal,
+             "{}: group '{}': '{}' lies outside the buffer",
+             compress::CompressorName(options_.kind), group, member.name);
+    float* residual = nullptr;
+    if (options_.kind == compress::CompressorKind::kHorovodEF) {
+      auto [it, inserted] = residuals_.try_emplace(member.name);
+      if (inserted) {
+        it->second = Residual{ZeroedBuffer(index, n, sizeof(float), stream), n};
+      } else {
+        AD_CHECK(it->second.elements == n, kFailedPrecondition,
+                 "{}: group '{}': gradient '{}' needs a residual of {} elements but has one of {} "
+                 "from an earlier step; a name must denote the same tensor every step",
+                 compress::CompressorName(options_.kind), group, member.name, n,
+                 it->second.elements);
+      }
+      residual = it->second.buffer.as<float>();
+    }
+    FloatsToHalvesOnDevice(values + member.offset, residual, halves + member.offset,
+                           static_cast<size_t>(n), stream);
+    elements += n;
+  }
+  CheckCuda(cudaGetLastError(), fmt::format("compressing group '{}' to float16", group));
+  communicator.AllReduceSum(halves, static_cast<size_t>(count), collective::ElementType::kFloat16,
+                            options_.algorithm, group);
+  for (const compress::FlatMember& member : members) {
+    HalvesToFloatsOnDevice(halves + member.offset, values + member.offset,
+                           static_cast<size_t>(tensor::NumElements(member.shape)), stream);
+  }
+  CheckCuda(cudaGetLastError(), fmt::format("restoring group '{}' from float16", group));
+  stats_.raw_bytes += elements * static_cast<int64_t>(sizeof(float));
+  stats_.wire_bytes += elements * static_cast<int64_t>(sizeof(uint16_t));
+}
+
+void HalfFlatCompressor::Register() {
+  const auto make = [](const compress::CompressorOptions& options) {
+    return std::unique_ptr<compress::FlatCompressor>(std::make_unique<HalfFlatCompressor>(options));
+  };
+  compress::RegisterFlatCompressor(compress::CompressorKind::kHorovod, tensor::DeviceKind::kCuda,
+                                   make);
+  compress::RegisterFlatCompressor(compress::CompressorKind::kHorovodEF, tensor::DeviceKind::kCuda,
+                                   make);
+}
+
+}  // namespace autodist::gpu
