@@ -1,7 +1,10 @@
 // The float16 compression kernels against the CPU's routines on the same inputs, bit for bit:
 // the cast (round to nearest, ties to even, overflow, subnormals), the error-feedback residual
 // (0 where a finite value overflowed), and the way back; aligned arrays (the vector path) and
-// misaligned ones with odd lengths (the scalar path). SKIPPED without a GPU.
+// misaligned ones with odd lengths (the scalar path). And the Horovod compressors' flat form on
+// the GPU (half_flat_compressor.h, the all-reduce on the GPUs) against the CPU compressor on the
+// same group buffers, three steps, with and without error feedback, on a 1-rank stand-in
+// communicator (NCCL's part is the job tests'). SKIPPED without a GPU.
 #include "gpu/compress/half_compression.h"
 
 #include <cuda_runtime_api.h>
@@ -15,8 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "gpu/compress/half_flat_compressor.h"
 #include "gpu/device/cuda_error.h"
+#include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/compress/error_feedback.h"
+#include "runtime/compress/flat_compressor.h"
 #include "runtime/tensor/float16.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -150,6 +156,98 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HalfCompressionTest,
                            return std::to_string(param.param.count) +
                                   (param.param.offset == 0 ? "_aligned" : "_misaligned");
                          });
+
+using collective::AllReduceAlgorithm;
+using collective::ElementType;
+using tensor::Tensor;
+
+// One rank: every collective is the identity, wherever the buffers are (a sum over one rank is the
+// value itself), so the compressors' own work is all that is compared.
+class OneRank final : public collective::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void AllReduceSum(void*, size_t, ElementType, AllReduceAlgorithm, const std::string&) override {}
+  void AllGather(const void* in, size_t count, ElementType type, void* out,
+                 const std::string&) override {
+    std::memcpy(out, in, count * collective::ElementBytes(type));
+  }
+  void ReduceScatterSum(const void* in, void* out, size_t count, ElementType type,
+                        const std::string&) override {
+    if (in != out) std::memcpy(out, in, count * collective::ElementBytes(type));
+  }
+  std::vector<size_t> AllGatherV(const void* in, size_t count, ElementType type,
+                                 std::vector<std::byte>& out, const std::string&) override {
+    out.resize(count * collective::ElementBytes(type));
+    std::memcpy(out.data(), in, out.size());
+    return {count};
+  }
+  void Broadcast(void*, size_t, int, const std::string&) override {}
+  void Barrier(const std::string&) override {}
+  int64_t bytes_sent() const override { return 0; }
+  int64_t bytes_received() const override { return 0; }
+};
+
+// Two members at 4-element boundaries, as the all-reduce part lays them out.
+const std::vector<compress::FlatMember> kMembers{{"fc.weight", 0, {3, 5}}, {"fc.bias", 16, {7}}};
+constexpr int64_t kBuffer = 24;
+
+// Step `step`'s buffer: normal values, some past float16's range, a few below its subnormals.
+Tensor StepBuffer(int step) {
+  std::mt19937 rng(static_cast<uint32_t>(step + 1));
+  std::normal_distribution<float> noise(0.0F, 1.0F);
+  Tensor buffer(tensor::DType::kFloat32, {kBuffer});
+  for (int64_t i = 0; i < kBuffer; ++i) buffer.data<float>()[i] = noise(rng);
+  buffer.data<float>()[2] = 70000.0F;   // overflows to infinity
+  buffer.data<float>()[17] = 1.0e-9F;   // rounds to zero, all of it kept as residual
+  buffer.data<float>()[18] = -3.3e-5F;  // a subnormal half
+  return buffer;
+}
+
+class HalfFlatCompressorTest : public ::testing::TestWithParam<compress::CompressorKind> {};
+
+TEST_P(HalfFlatCompressorTest, MatchesTheCpuCompressorBitForBit) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  compress::CompressorOptions options;
+  options.kind = GetParam();
+  HalfFlatCompressor gpu(options);
+  const std::unique_ptr<compress::FlatCompressor> cpu =
+      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
+  OneRank one;
+  for (int step = 0; step < 3; ++step) {
+    Tensor expected = StepBuffer(step);
+    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
+    cpu->Reduce("group-0", expected, kMembers, one, step);
+    gpu.Reduce("group-0", on_gpu, kMembers, one, step);
+    const Tensor got = on_gpu.To(tensor::Device::Cpu());
+    for (const compress::FlatMember& member : kMembers) {
+      const int64_t n = tensor::NumElements(member.shape);
+      EXPECT_EQ(std::memcmp(got.data<float>() + member.offset,
+                            expected.data<float>() + member.offset, n * sizeof(float)),
+                0)
+          << member.name << " at step " << step;
+    }
+    EXPECT_TRUE(std::isinf(got.data<float>()[2])) << "step " << step;
+  }
+  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
+  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+  EXPECT_EQ(gpu.stats().raw_bytes, 3 * 22 * 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, HalfFlatCompressorTest,
+                         ::testing::Values(compress::CompressorKind::kHorovod,
+                                           compress::CompressorKind::kHorovodEF),
+                         [](const ::testing::TestParamInfo<compress::CompressorKind>& param) {
+                           return std::string(compress::CompressorName(param.param));
+                         });
+
+TEST(HalfFlatCompressorTest, IsWhatTheBackendRegistersForCuda) {
+  EXPECT_TRUE(
+      compress::HasFlatCompressor(compress::CompressorKind::kHorovodEF, tensor::DeviceKind::kCuda));
+  EXPECT_FALSE(
+      compress::HasFlatCompressor(compress::CompressorKind::kPowerSGD, tensor::DeviceKind::kCuda));
+}
 
 }  // namespace
 }  // namespace autodist::gpu

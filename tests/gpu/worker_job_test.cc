@@ -1,9 +1,15 @@
-// GPU workers in a job, on one GPU: `autodist run` with two workers of gpusPerWorker: 1 shares
-// the machine's one GPU between them. NCCL refuses two ranks on one GPU, so each worker stages
-// its gradients and variables through host memory to Gloo or the parameter servers
-// (exec/host_staged_synchronizer.h), and says so. Over 50 steps the chief's per-step losses and
-// the trained variables match the same job's run on the CPU (fp32: 1e-4 relative), for an
-// all-reduce and a parameter-server strategy. Needs a GPU (SKIPPED without one).
+// GPU workers in a job, on one GPU, against the same job's run on the CPU over 50 steps (the
+// chief's per-step losses and the trained variables). Needs a GPU (SKIPPED without one).
+//
+// * Two workers of gpusPerWorker: 1 share the machine's one GPU. NCCL refuses two ranks on one
+//   GPU, so each worker stages its gradients and variables through host memory to Gloo or the
+//   parameter servers (exec/host_staged_synchronizer.h), and says so; fp32: 1e-4 relative, for
+//   an all-reduce and a parameter-server strategy.
+// * One worker takes the NCCL path (one rank; worker_collectives.h) and keeps its gradients,
+//   their fusion buffers, the mean and the optimizer on the GPU (sync/device_all_reduce_part.h),
+//   float16 compression with error feedback included (gpu/compress/half_flat_compressor.h): 1e-4
+//   relative, 1e-3 with float16 on the wire. One rank shows the path from end to end, not a
+//   multi-rank sum: the CPU tests check the part's arithmetic on several ranks (tests/sync).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +21,7 @@ namespace {
 
 using testing::GpuJobCase;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class GpuWorkerJob : public ::testing::TestWithParam<GpuJobCase> {};
 
@@ -36,6 +43,35 @@ INSTANTIATE_TEST_SUITE_P(Builders, GpuWorkerJob,
                          [](const ::testing::TestParamInfo<GpuJobCase>& param) {
                            return std::string(param.param.builder) + "_" + param.param.model;
                          });
+
+struct NcclCase {
+  const char* name;
+  const char* strategy_options;
+  // float16 on the wire turns the GPU's last-bit differences from the CPU into half-precision
+  // steps now and then.
+  double tolerance;
+};
+
+class NcclJob : public ::testing::TestWithParam<NcclCase> {};
+
+TEST_P(NcclJob, OneGpuWorkerReducesOverNcclAndMatchesTheCpuRunOver50Steps) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  if (!AUTODIST_WITH_NCCL) GTEST_SKIP() << "this build has no NCCL (the toolkit lacked nccl.h)";
+  TempDir dir;
+  const GpuJobCase job{"AllReduce", "mlp", 0, 1, GetParam().strategy_options};
+  const testing::JobRun cpu = testing::RunJobOn(job, false, dir);
+  const testing::JobRun gpu = testing::RunJobOn(job, true, dir);
+  EXPECT_THAT(gpu.logs, HasSubstr("all-reduce: NCCL between the job's GPUs"));
+  EXPECT_THAT(gpu.logs, Not(HasSubstr("through host memory")));
+  testing::ExpectRunsMatch(cpu, gpu, 50, GetParam().tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Compressors, NcclJob,
+    ::testing::Values(NcclCase{"NoneCompressor", "", 1e-4},
+                      NcclCase{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n",
+                               1e-3}),
+    [](const ::testing::TestParamInfo<NcclCase>& param) { return param.param.name; });
 
 }  // namespace
 }  // namespace autodist::launcher

@@ -4,7 +4,7 @@
 // gradients either way, so the variables and optimizer slots must match bit for bit, overlapped
 // or not; with two replicas each the sums are added in another order, so they match within float
 // tolerance, and every replica of the job holds the same bits. On a GPU the same part runs over
-// NCCL (tests/gpu/nccl_job_test.cc).
+// NCCL (tests/gpu/worker_job_test.cc).
 #include "runtime/sync/device_all_reduce_part.h"
 
 #include <gmock/gmock.h>
