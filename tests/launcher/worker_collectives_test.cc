@@ -10,24 +10,19 @@
 
 #include "runtime/collective/memory_rendezvous_store.h"
 #include "runtime/strategy/compiler.h"
+#include "tests/strategy/test_support.h"
 
 namespace autodist::cli {
 namespace {
 
+using strategy::testing::FloatVariable;
+
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-graph::Variable Dense(std::string name, std::vector<int64_t> shape) {
-  graph::Variable v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.bytes = graph::NumElements(v.shape) * 4;
-  v.gradient_name = v.name + "_grad";
-  return v;
-}
-
 sync::StrategyPlan Plan(const std::string& builder, strategy::BuilderOptions options = {}) {
-  const std::vector<graph::Variable> variables{Dense("fc.weight", {3, 4}), Dense("fc.bias", {3})};
+  const std::vector<graph::Variable> variables{FloatVariable("fc.weight", {3, 4}),
+                                               FloatVariable("fc.bias", {3})};
   const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 1, 1, 1, std::nullopt});
   strategy::CompileRequest request;
   request.builder = builder;

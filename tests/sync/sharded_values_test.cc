@@ -14,21 +14,15 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/strategy/compiler.h"
+#include "tests/strategy/test_support.h"
 
 namespace autodist::sync {
 namespace {
 
+using strategy::testing::FloatVariable;
+
 namespace fs = std::filesystem;
 using tensor::Tensor;
-
-graph::Variable Float(std::string name, std::vector<int64_t> shape) {
-  graph::Variable v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.bytes = graph::NumElements(v.shape) * 4;
-  v.gradient_name = v.name + "_grad";
-  return v;
-}
 
 Tensor Ramp(tensor::Shape shape, float start) {
   Tensor t(tensor::DType::kFloat32, std::move(shape));
@@ -42,8 +36,8 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 }
 
 TEST(ShardedValuesTest, PiecesOfTheServersShardFilesRebuildTheWholeValues) {
-  const std::vector<graph::Variable> model = {Float("embedding", {10, 4}), Float("w", {3, 4}),
-                                              Float("b", {3})};
+  const std::vector<graph::Variable> model = {FloatVariable("embedding", {10, 4}),
+                                              FloatVariable("w", {3, 4}), FloatVariable("b", {3})};
   const auto resources = strategy::ResourceSpec::FromReplicaCounts({2, 0, 1, 2, std::nullopt});
   strategy::CompileRequest request;
   request.builder = "PartitionedPS";

@@ -7,24 +7,18 @@
 #include "runtime/strategy/compiler.h"
 #include "runtime/strategy/sharding.h"
 #include "runtime/sync/replicator.h"
+#include "tests/strategy/test_support.h"
 
 namespace autodist::sync {
 namespace {
 
+using strategy::testing::FloatVariable;
+
 using ::testing::HasSubstr;
 
-graph::Variable Float(std::string name, std::vector<int64_t> shape, bool sparse = false) {
-  graph::Variable v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.bytes = graph::NumElements(v.shape) * 4;
-  v.sparse = sparse;
-  v.gradient_name = v.name + "_grad";
-  return v;
-}
-
 std::vector<graph::Variable> Model() {
-  return {Float("embedding", {10, 4}, true), Float("fc.weight", {3, 4}), Float("fc.bias", {3})};
+  return {FloatVariable("embedding", {10, 4}, true), FloatVariable("fc.weight", {3, 4}),
+          FloatVariable("fc.bias", {3})};
 }
 
 strategy::ResourceSpec TwoWorkersOnePs() {
@@ -133,10 +127,10 @@ TEST(StrategyPlanTest, StrategyForAnotherModelIsRejected) {
   const auto resources = TwoWorkersOnePs();
   const auto strategy = Compile("PS", resources);
   std::vector<graph::Variable> other = Model();
-  other.push_back(Float("extra", {2}));
+  other.push_back(FloatVariable("extra", {2}));
   EXPECT_THAT([&] { PlanStrategy(strategy, other, resources); },
               ::testing::ThrowsMessage<Error>(HasSubstr("'extra' has no node_config")));
-  other = {Float("fc.weight", {3, 4}), Float("fc.bias", {3})};
+  other = {FloatVariable("fc.weight", {3, 4}), FloatVariable("fc.bias", {3})};
   EXPECT_THAT([&] { PlanStrategy(strategy, other, resources); },
               ::testing::ThrowsMessage<Error>(HasSubstr("'embedding', which is not")));
 }
