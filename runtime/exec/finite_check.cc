@@ -7,7 +7,7 @@
 namespace autodist::exec {
 namespace {
 
-constexpr char kName[] = "finiteness check";
+constexpr const char* kName = "finiteness check";
 
 }  // namespace
 
@@ -22,8 +22,7 @@ bool GradientFiniteOnHost(const Gradient& gradient) {
 }
 
 DeviceFiniteCheck::DeviceFiniteCheck(const tensor::Device& device)
-    : device_(device),
-      multiply_("Mul", kName, device),
+    : multiply_("Mul", kName, device),
       reduce_("ReduceSum", kName, device, {{"keepdims", 0}}),
       add_("Add", kName, device),
       zero_(Tensor::Scalar(0.0F).To(device)) {}

@@ -31,7 +31,6 @@ class DeviceFiniteCheck {
   bool TakeAllFinite();
 
  private:
-  tensor::Device device_;
   StandaloneKernel multiply_;
   StandaloneKernel reduce_;
   StandaloneKernel add_;

@@ -28,10 +28,6 @@ void Select(const tensor::Device& device) {
   if (!device.is_cpu()) tensor::MemoryOf(device).Select(device);
 }
 
-Tensor OnHost(const Tensor& value) {
-  return value.device().is_cpu() ? value.Clone() : value.To(tensor::Device::Cpu());
-}
-
 }  // namespace
 
 std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan,
@@ -352,12 +348,12 @@ void DeviceAllReducePart::CurrentState(Session& replica, TensorMap& shard_values
                                        TensorMap& shard_slots) const {
   for (const Group& group : groups_) {
     for (const Member& member : group.members) {
-      shard_values[member.shard->name] = OnHost(replica.variable(member.shard->variable));
+      shard_values[member.shard->name] = HostCopy(replica.variable(member.shard->variable));
     }
   }
   Select(replicas_[0]->device);
-  for (auto& [key, value] : replicas_[0]->optimizer->SaveState()) {
-    shard_slots[key] = value.device().is_cpu() ? std::move(value) : OnHost(value);
+  for (const auto& [key, value] : replicas_[0]->optimizer->SaveState()) {
+    shard_slots[key] = value.To(tensor::Device::Cpu());  // SaveState's are copies already
   }
 }
 

@@ -169,4 +169,8 @@ void WriteShard(Tensor& variable, const ShardPlan& shard, const Tensor& value,
   WriteSlice(variable, value, shard.range, what.c_str());
 }
 
+Tensor HostCopy(const Tensor& value) {
+  return value.device().is_cpu() ? value.Clone() : value.To(tensor::Device::Cpu());
+}
+
 }  // namespace autodist::sync

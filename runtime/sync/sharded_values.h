@@ -15,6 +15,10 @@ namespace autodist::sync {
 
 using TensorMap = std::map<std::string, tensor::Tensor>;
 
+// A fresh copy of `value` in host memory, wherever it is: what checkpoints and the coordinator's
+// messages carry from replicas that may sit on a device.
+tensor::Tensor HostCopy(const tensor::Tensor& value);
+
 // Every shard of every planned variable, keyed by shard name, cut from `variables` (whole values
 // by variable name). Throws InvalidArgument naming a planned variable that is missing or has
 // another shape.

@@ -42,11 +42,6 @@ TensorMap SlotsOf(const StrategyPlan& plan, const TensorMap& state, SyncKind kin
 // and replica-local state.
 constexpr char kOptimizerPrefix[] = "optimizer:";
 
-// A copy on the host: what the coordinator's messages carry.
-Tensor OnHost(const Tensor& value) {
-  return value.device().is_cpu() ? value.Clone() : value.To(tensor::Device::Cpu());
-}
-
 // `value` (on the host) as `target`'s new value, on target's device and, there, in its storage.
 void Assign(Tensor& target, const Tensor& value) {
   if (target.device().is_cpu()) {
@@ -240,7 +235,7 @@ std::map<std::string, Tensor> StrategySynchronizer::ReduceStates(
   // On the host: the coordinator's messages carry host tensors.
   std::map<std::string, Tensor> sums;
   for (const std::string& name : replicas[0]->state_names()) {
-    Tensor total = OnHost(replicas[0]->state(name));
+    Tensor total = HostCopy(replicas[0]->state(name));
     auto* out = total.data<float>();
     for (size_t r = 1; r < replicas.size(); ++r) {
       const Tensor add = replicas[r]->state(name).To(tensor::Device::Cpu());

@@ -34,6 +34,14 @@ sync::StrategyPlan Plan(const std::string& builder, strategy::BuilderOptions opt
 const std::vector<tensor::Device> kGpu{tensor::Device::Cuda(0)};
 const std::vector<tensor::Device> kCpu{tensor::Device::Cpu()};
 
+// A gather of the ranks' GPUs that must not happen: it fails the test, naming why not.
+std::function<std::vector<std::string>()> NeverGathered(const std::string& why) {
+  return [why] {
+    ADD_FAILURE() << "gathered the ranks' GPUs, though " << why;
+    return std::vector<std::string>{};
+  };
+}
+
 TEST(SharedDeviceTest, NamesTheFirstTwoRanksOnOneGpu) {
   EXPECT_EQ(SharedDevice({"a/0000:01:00.0", "a/0000:02:00.0", "b/0000:01:00.0"}), std::nullopt);
   EXPECT_EQ(SharedDevice({"a/0000:01:00.0", "a/0000:02:00.0", "a/0000:01:00.0"}),
@@ -62,10 +70,7 @@ TEST(ChooseCollectivesTest, SharedGpusFallBackToGlooSayingWhich) {
 }
 
 TEST(ChooseCollectivesTest, WhatNcclCannotServeStaysOnTheHostWithoutAskingTheGpus) {
-  const auto never = []() -> std::vector<std::string> {
-    ADD_FAILURE() << "gathered the GPUs though NCCL was out of the question";
-    return {};
-  };
+  const auto never = NeverGathered("NCCL was out of the question");
   const CollectivesChoice ps = ChooseCollectives(Plan("PS"), kGpu, true, never);
   EXPECT_FALSE(ps.nccl);
   EXPECT_THAT(ps.note, HasSubstr("is on parameter server"));
@@ -83,10 +88,7 @@ TEST(ChooseCollectivesTest, WhatNcclCannotServeStaysOnTheHostWithoutAskingTheGpu
 }
 
 TEST(ChooseCollectivesTest, CpuWorkersUseGlooAndWarnOnlyWhenNcclWasAskedFor) {
-  const auto never = []() -> std::vector<std::string> {
-    ADD_FAILURE() << "gathered devices for a CPU run";
-    return {};
-  };
+  const auto never = NeverGathered("a CPU run");
   const CollectivesChoice nccl = ChooseCollectives(Plan("AllReduce"), kCpu, true, never);
   EXPECT_FALSE(nccl.nccl);
   EXPECT_THAT(nccl.note, HasSubstr("all-reduce spec NCCL needs GPUs"));
