@@ -33,14 +33,6 @@ void CopyInto(Tensor& to, const Tensor& from) {
   }
 }
 
-bool SameSettings(const ShardPlan& a, const ShardPlan& b) {
-  return a.algorithm == b.algorithm && a.compressor.kind == b.compressor.kind &&
-         a.compressor.rank == b.compressor.rank &&
-         a.compressor.start_step == b.compressor.start_step &&
-         a.compressor.min_compression_elements == b.compressor.min_compression_elements &&
-         a.compressor.fraction == b.compressor.fraction;
-}
-
 }  // namespace
 
 AllReducePart::AllReducePart(const StrategyPlan& plan, collective::Communicator* communicator,
@@ -52,13 +44,7 @@ AllReducePart::AllReducePart(const StrategyPlan& plan, collective::Communicator*
   if (plan_.groups.empty()) return;
   AD_CHECK(communicator_ != nullptr, kInternal, "all-reduce groups without a communicator");
   for (const int group : plan_.groups) {
-    const std::vector<const ShardPlan*> members = plan_.GroupMembers(group);
-    for (const ShardPlan* member : members) {
-      AD_CHECK(SameSettings(*member, *members.front()), kInvalidArgument,
-               "strategy: '{}' and '{}' share all-reduce group {} but not its algorithm and "
-               "compressor settings",
-               members.front()->name, member->name, group);
-    }
+    const std::vector<const ShardPlan*> members = plan_.UniformGroupMembers(group);
     compressors_[group] = compress::MakeCompressor(members.front()->compressor);
     durations_[group] = &observe::ProcessMetrics().all_reduce_duration.With({GroupName(group)});
     std::set<std::string> variables;

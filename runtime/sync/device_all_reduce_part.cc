@@ -77,21 +77,15 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
     Group group;
     group.id = id;
     group.name = fmt::format("group-{}", id);
-    const std::vector<const ShardPlan*> members = plan_.GroupMembers(id);
+    const std::vector<const ShardPlan*> members = plan_.UniformGroupMembers(id);
     group.compressor = members.front()->compressor;
+    group.algorithm = members.front()->algorithm;
     for (const ShardPlan* shard : members) {
-      AD_CHECK(shard->compressor.kind == group.compressor.kind &&
-                   shard->algorithm == members.front()->algorithm,
-               kInvalidArgument,
-               "strategy: '{}' and '{}' share all-reduce group {} but not its algorithm and "
-               "compressor",
-               members.front()->name, shard->name, id);
       const int64_t count = tensor::NumElements(shard->shape);
       where_[shard->variable] = {groups_.size(), group.members.size()};
       group.members.push_back(Member{shard, group.padded, count});
       group.elements += count;
       group.padded += Aligned(count);
-      group.algorithm = shard->algorithm;
     }
     group.duration = &observe::ProcessMetrics().all_reduce_duration.With({group.name});
     groups_.push_back(std::move(group));

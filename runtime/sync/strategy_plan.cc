@@ -190,6 +190,24 @@ std::vector<const ShardPlan*> StrategyPlan::GroupMembers(int group) const {
   return members;
 }
 
+std::vector<const ShardPlan*> StrategyPlan::UniformGroupMembers(int group) const {
+  std::vector<const ShardPlan*> members = GroupMembers(group);
+  for (const ShardPlan* member : members) {
+    const ShardPlan& first = *members.front();
+    const bool same =
+        member->algorithm == first.algorithm && member->compressor.kind == first.compressor.kind &&
+        member->compressor.rank == first.compressor.rank &&
+        member->compressor.start_step == first.compressor.start_step &&
+        member->compressor.min_compression_elements == first.compressor.min_compression_elements &&
+        member->compressor.fraction == first.compressor.fraction;
+    AD_CHECK(same, kInvalidArgument,
+             "strategy: '{}' and '{}' share all-reduce group {} but not its algorithm and "
+             "compressor settings",
+             first.name, member->name, group);
+  }
+  return members;
+}
+
 const VariablePlan& StrategyPlan::Variable(const std::string& name) const {
   const auto it = index.find(name);
   AD_CHECK(it != index.end(), kInternal, "the strategy plan has no variable '{}'", name);

@@ -63,6 +63,9 @@ struct StrategyPlan {
   std::vector<const ShardPlan*> HostedBy(const std::string& node) const;
   // The all-reduced shards of fusion group `group`, in variable then shard order.
   std::vector<const ShardPlan*> GroupMembers(int group) const;
+  // The same, checked to share one algorithm and one compressor with the same settings (one
+  // collective carries them all): throws InvalidArgument naming two members that differ.
+  std::vector<const ShardPlan*> UniformGroupMembers(int group) const;
   bool has_parameter_servers() const { return !ps_nodes.empty(); }
   bool has_all_reduce() const { return !groups.empty(); }
   // Throw Internal for a name that is not planned.

@@ -156,6 +156,30 @@ TEST(StrategyPlanTest, BadDevicesAndPartsAreRejected) {
               ::testing::ThrowsMessage<Error>(HasSubstr("part_config entries")));
 }
 
+TEST(StrategyPlanTest, AGroupsMembersMustShareAlgorithmAndCompressor) {
+  const auto resources = TwoWorkersOnePs();
+  autodist::proto::Strategy strategy = Compile("AllReduce", resources);
+  // The default chunk puts every variable in group 0; give one member another compressor.
+  const StrategyPlan uniform = PlanStrategy(strategy, Model(), resources);
+  ASSERT_EQ(uniform.groups, std::vector<int>{0});
+  EXPECT_EQ(uniform.UniformGroupMembers(0).size(), 3u);
+  for (auto& node : *strategy.mutable_node_config()) {
+    if (node.var_name() == "fc.bias") {
+      node.mutable_allreducesynchronizer()->set_compressor(
+          autodist::proto::AllReduceSynchronizer::HorovodCompressor);
+    }
+  }
+  const StrategyPlan mixed = PlanStrategy(strategy, Model(), resources);
+  try {
+    mixed.UniformGroupMembers(0);
+    ADD_FAILURE() << "a group with two compressors was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("and 'fc.bias' share all-reduce group 0 but not its "
+                                        "algorithm and compressor settings"));
+  }
+}
+
 TEST(StrategyPlanTest, NodeOfDeviceReadsAddresses) {
   EXPECT_EQ(NodeOfDevice("worker-0:CPU:0", "t"), "worker-0");
   EXPECT_EQ(NodeOfDevice("10.0.0.1:GPU:3", "t"), "10.0.0.1");
