@@ -144,6 +144,13 @@ class OpKernel {
   // then a sparse gradient passes through as it is instead of being made dense.
   virtual bool PassesGradientThrough() const { return false; }
 
+  // Whether this kernel can apply `activation` to its output itself when its NodeInfo says so
+  // (NodeInfo::fused_activation): the planner fuses an activation only into such a kernel.
+  virtual bool TakesFusedActivation(FusedActivation activation) const {
+    (void)activation;
+    return false;
+  }
+
   // Replica-local state written by a training forward: (output, input) pairs whose output
   // replaces the initializer feeding the input (BatchNormalization's running statistics).
   virtual std::vector<std::pair<size_t, size_t>> StateUpdates() const { return {}; }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/ops/fused_activation.h"
 #include "runtime/ops/precision.h"
 #include "runtime/tensor/tensor.h"
 
@@ -36,6 +37,11 @@ class NodeInfo {
   // GPU reads such an input here once rather than copying it back from the device every step.
   const tensor::Tensor* ConstantInput(size_t i) const;
   void SetConstantInput(size_t i, tensor::Tensor value);
+  // The activation the planner fused into this node's output (kNone unless it did): the kernel
+  // applies it to its result, which is then the activation node's output. Set only on a node
+  // whose kernel says it takes it (OpKernel::TakesFusedActivation), before that kernel is made.
+  FusedActivation fused_activation() const { return fused_activation_; }
+  void SetFusedActivation(FusedActivation activation) { fused_activation_ = activation; }
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Whether input i is given (ONNX marks absent optional inputs with an empty name).
@@ -62,6 +68,7 @@ class NodeInfo {
   tensor::Device device_;
   std::string name_;
   std::map<size_t, tensor::Tensor> constant_inputs_;
+  FusedActivation fused_activation_ = FusedActivation::kNone;
 };
 
 }  // namespace autodist::ops

@@ -65,6 +65,8 @@ struct OpCase {
   size_t num_outputs = 1;
   int64_t opset = 17;
   bool training = true;
+  // An activation fused into the op, as the planner fuses one (NodeInfo::fused_activation).
+  FusedActivation activation = FusedActivation::kNone;
 };
 
 struct OpResult {
@@ -90,6 +92,7 @@ class OpRunner {
     info_ = std::make_unique<NodeInfo>(
         node_, op_case.opset, Precision::kFp32,
         backend == tensor::DeviceKind::kCpu ? tensor::Device::Cpu() : tensor::Device{backend, 0});
+    info_->SetFusedActivation(op_case.activation);
     kernel_ = KernelRegistry::Global().Create(*info_, backend);
   }
 

@@ -24,7 +24,7 @@ void SgemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
 }  // namespace
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           const float* b, float beta, float* c) {
+           const float* b, float beta, float* c, FusedActivation activation) {
   if (m == 0 || n == 0) return;
   const int64_t lda = trans_a ? m : k;
   const int64_t ldb = trans_b ? k : n;
@@ -33,6 +33,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   // is an ordinary GEMM on a sub-matrix (same leading dimensions, offset pointers).
   if (NumThreads() <= 1 || m * n * k < kParallelWork) {
     SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    ApplyFusedActivation(activation, c, m * n);
     return;
   }
   if (m >= n) {
@@ -40,12 +41,17 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
       const float* a_rows = trans_a ? a + begin : a + begin * k;
       SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
                   c + begin * n, n);
+      ApplyFusedActivation(activation, c + begin * n, (end - begin) * n);
     });
   } else {
     ParallelFor(n, std::max<int64_t>(16, n / (4 * NumThreads())), [&](int64_t begin, int64_t end) {
       const float* b_cols = trans_b ? b + begin * k : b + begin;
       SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta, c + begin,
                   n);
+      if (activation == FusedActivation::kNone) return;
+      for (int64_t row = 0; row < m; ++row) {
+        ApplyFusedActivation(activation, c + row * n + begin, end - begin);
+      }
     });
   }
 }

@@ -1,5 +1,9 @@
-// Gemm: Y = alpha * op(A) op(B) + beta * C, with C broadcast to [M, N] (opsets 11..17).
+// Gemm: Y = alpha * op(A) op(B) + beta * C, with C broadcast to [M, N] (opsets 11..17). With a
+// Relu the planner fused into it (NodeInfo::fused_activation), Y = relu(...), applied slice by
+// slice as the product is computed (blas.h); backward reads Relu's gradient off Y first, as the
+// Relu kernel does, so the fused step gives Gemm-then-Relu's bits.
 #include "runtime/common/error.h"
+#include "runtime/ops/fused_activation.h"
 #include "runtime/ops/math/blas.h"
 #include "runtime/ops/math/gemm_shape.h"
 #include "runtime/ops/registry.h"
@@ -15,7 +19,8 @@ class GemmKernel final : public OpKernel {
         trans_a_(node.GetInt("transA", 0) != 0),
         trans_b_(node.GetInt("transB", 0) != 0),
         alpha_(node.GetFloat("alpha", 1.0F)),
-        beta_(node.GetFloat("beta", 1.0F)) {}
+        beta_(node.GetFloat("beta", 1.0F)),
+        activation_(node.fused_activation()) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -28,8 +33,8 @@ class GemmKernel final : public OpKernel {
     if (use_c) {
       const Tensor& c = ctx.input(2);
       // Broadcast C into Y, then let GEMM accumulate onto it with beta.
-      float* out = y.data<float>();
-      const float* bias = c.data<float>();
+      auto* out = y.data<float>();
+      const auto* bias = c.data<float>();
       const std::vector<int64_t> strides = tensor::BroadcastStrides(c.shape(), {m, n});
       const std::vector<int64_t> none(2, 0);
       tensor::ForEachBroadcast({m, n}, strides, none,
@@ -37,13 +42,19 @@ class GemmKernel final : public OpKernel {
       beta = beta_;
     }
     Sgemm(trans_a_, trans_b_, m, n, k, alpha_, a.data<float>(), b.data<float>(), beta,
-          y.data<float>());
+          y.data<float>(), activation_);
     ctx.set_output(0, std::move(y));
   }
 
   void Backward(BackwardContext& ctx) const override {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr) return;
+    // The fused activation's gradient first: dY becomes the gradient of the product.
+    Tensor dz;
+    if (activation_ != FusedActivation::kNone) {
+      dz = FusedActivationGrad(activation_, *dy, ctx.output(0));
+      dy = &dz;
+    }
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const int64_t m = dy->dim(0);
@@ -73,19 +84,27 @@ class GemmKernel final : public OpKernel {
     }
     if (ctx.has_input(2) && ctx.needs_grad(2)) {
       Tensor dc = tensor::ReduceToShape(*dy, ctx.input(2).shape()).Clone();
-      float* data = dc.data<float>();
+      auto* data = dc.data<float>();
       for (int64_t i = 0; i < dc.numel(); ++i) data[i] *= beta_;
       ctx.set_input_grad(2, std::move(dc));
     }
   }
 
-  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+  // Only a fused activation's gradient reads the output.
+  bool BackwardNeedsOutput(size_t /*output*/) const override {
+    return activation_ != FusedActivation::kNone;
+  }
+
+  bool TakesFusedActivation(FusedActivation activation) const override {
+    return activation == FusedActivation::kRelu;
+  }
 
  private:
   bool trans_a_;
   bool trans_b_;
   float alpha_;
   float beta_;
+  FusedActivation activation_;
 };
 
 AUTODIST_REGISTER_KERNEL(Gemm, 11, 17, GemmKernel);
