@@ -9,6 +9,7 @@
 #include <set>
 
 #include "runtime/common/error.h"
+#include "runtime/exec/activation_fusion.h"
 #include "runtime/exec/initializer_value.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/ops/registry.h"
@@ -43,7 +44,8 @@ int ExecutionPlan::IdOf(const std::string& name) {
 
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                             const std::string& loss, std::vector<Tensor>& initializers,
-                            const tensor::Device& device, ops::Precision precision) {
+                            const tensor::Device& device, ops::Precision precision,
+                            bool fuse_activations) {
   AD_CHECK(precision == ops::Precision::kFp32 || !device.is_cpu(), kInvalidArgument,
            "model '{}': precision {} is for GPUs; the CPU computes fp32", source,
            ops::PrecisionName(precision));
@@ -55,7 +57,7 @@ ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& so
   plan.CheckKernelsExist();
   plan.LoadInitializers(initializers);
   plan.LoadInputsAndOutputs();
-  plan.LoadNodes(initializers);
+  plan.LoadNodes(initializers, loss, fuse_activations);
   plan.FindLoss(loss);
   plan.PlanGradients();
   plan.PlanLifetimes();
@@ -136,8 +138,13 @@ void ExecutionPlan::CheckKernelsExist() const {
            tensor::DeviceKindName(device.kind), fmt::join(described, ", "));
 }
 
-void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
+void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers, const std::string& loss,
+                              bool fuse_activations) {
   const int64_t opset = DefaultOpset(*model);
+  const std::map<int, ActivationFusion> fusions =
+      fuse_activations ? FindActivationFusions(model->graph(), loss, opset, device.kind)
+                       : std::map<int, ActivationFusion>{};
+  std::set<int> fused;  // activation nodes planned inside their producer's step
   // Kahn's algorithm, stable in model order: ONNX requires sorted graphs, but we do not rely
   // on it.
   const auto& protos = model->graph().node();
@@ -177,6 +184,8 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
   // lengths; never trained), handed to their consumers' NodeInfo.
   std::unordered_map<std::string, Tensor> constants;
   for (const int n : order) {
+    // Its producer came first (it reads that node's output) and took its place.
+    if (fused.contains(n)) continue;
     const onnx::NodeProto& proto = protos[n];
     AD_CHECK(proto.domain().empty() || proto.domain() == "ai.onnx", kInvalidArgument,
              "model '{}': node '{}' uses op {} of domain '{}'; only the default ONNX domain is "
@@ -203,6 +212,14 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
       constants.emplace(proto.output(0), ops::ConstantValue(*node.info));
     }
     node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
+    if (const auto fusion = fusions.find(n);
+        fusion != fusions.end() && node.kernel->TakesFusedActivation(fusion->second.kind)) {
+      // The step computes the activation's output; the tensor between the two is never made.
+      node.info->SetFusedActivation(fusion->second.kind);
+      node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
+      node.fused = &protos[fusion->second.activation];
+      fused.insert(fusion->second.activation);
+    }
     const int position = static_cast<int>(nodes.size());
     for (const auto& input : proto.input()) {
       if (input.empty()) {
@@ -213,7 +230,7 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers) {
       node.inputs.push_back(id);
       values[static_cast<size_t>(id)].consumers.push_back(position);
     }
-    for (const auto& output : proto.output()) {
+    for (const auto& output : node.fused != nullptr ? node.fused->output() : proto.output()) {
       if (output.empty()) {
         node.outputs.push_back(-1);
         continue;

@@ -1,8 +1,10 @@
 // The planner: an ONNX training graph resolved and planned once, at load. Every node gets its
 // kernel (an unsupported op fails here, naming op type, node and opset); nodes are put in
-// topological order; the loss and the trainable variables are found; the plan marks which nodes
-// backward runs, when each gradient becomes final, and how long each value must live. The
-// executor (executor.h) runs a plan; Session (session.h) puts the two together.
+// topological order; an activation whose input only it reads is fused into the node producing
+// that input (activation_fusion.h: Gemm -> Relu as one step); the loss and the trainable
+// variables are found; the plan marks which nodes backward runs, when each gradient becomes
+// final, and how long each value must live. The executor (executor.h) runs a plan; Session
+// (session.h) puts the two together.
 #pragma once
 
 #include <memory>
@@ -55,6 +57,9 @@ struct PlannedNode {
   std::vector<int> inputs;   // value ids; -1 for an absent optional input
   std::vector<int> outputs;  // value ids; -1 for an unused optional output
   bool in_backward = false;
+  // The activation node fused into this one (info->fused_activation() says which op), whose
+  // outputs are this node's; null when none is.
+  const onnx::NodeProto* fused = nullptr;
 };
 
 struct ExecutionPlan {
@@ -94,11 +99,13 @@ struct ExecutionPlan {
  private:
   friend ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                                      const std::string& loss, std::vector<Tensor>& initializers,
-                                     const tensor::Device& device, ops::Precision precision);
+                                     const tensor::Device& device, ops::Precision precision,
+                                     bool fuse_activations);
   // The planning steps, in the order PlanExecution takes them.
   void LoadInitializers(std::vector<Tensor>& initializers);
   void LoadInputsAndOutputs();
-  void LoadNodes(std::vector<Tensor>& initializers);
+  // `loss` as PlanExecution's; activations are fused when `fuse_activations`.
+  void LoadNodes(std::vector<Tensor>& initializers, const std::string& loss, bool fuse_activations);
   // Throws InvalidArgument listing every op of the graph without a kernel on `device`.
   void CheckKernelsExist() const;
   void FindLoss(const std::string& requested);
@@ -111,10 +118,12 @@ struct ExecutionPlan {
 // receives every initializer's tensor, by value id (empty for other values), on the CPU. The
 // kernels are `device`'s backend's, computing products in `precision`. Throws InvalidArgument
 // naming the model for a graph it cannot train, one with ops that backend has no kernel for (all
-// of them listed), or a precision other than fp32 on the CPU.
+// of them listed), or a precision other than fp32 on the CPU. `fuse_activations` false plans
+// every node as a step of its own (the fused plan's reference in tests and benchmarks).
 ExecutionPlan PlanExecution(const onnx::ModelProto& model, const std::string& source,
                             const std::string& loss, std::vector<Tensor>& initializers,
                             const tensor::Device& device = tensor::Device::Cpu(),
-                            ops::Precision precision = ops::Precision::kFp32);
+                            ops::Precision precision = ops::Precision::kFp32,
+                            bool fuse_activations = true);
 
 }  // namespace autodist::exec

@@ -37,8 +37,8 @@ Tensor& Session::Impl::Stored(const std::string& name, ValueKind kind, const cha
 Session::Session(const onnx::ModelProto& model, const std::string& source,
                  const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  impl_->plan =
-      PlanExecution(model, source, options.loss, impl_->stored, options.device, options.precision);
+  impl_->plan = PlanExecution(model, source, options.loss, impl_->stored, options.device,
+                              options.precision, options.fuse_activations);
   for (Tensor& value : impl_->stored) value = value.To(options.device);
   impl_->rng.seed(options.seed);
 }
