@@ -50,9 +50,22 @@ void CheckLt(cublasStatus_t status, const char* what) {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 // What makes one plan: the shape, the transposes, whether beta and a bias take part, the
-// arithmetic, and the batch.
-using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, GemmMath, int64_t,
-                           int64_t, int64_t, int64_t>;
+// activation, the arithmetic, and the batch. The epilogue (bias, activation) is part of the
+// descriptor the candidate kernels were chosen and timed for, so it is part of the key.
+using PlanKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, bool, GemmActivation,
+                           GemmMath, int64_t, int64_t, int64_t, int64_t>;
+
+// The epilogue of a call: its bias and its activation, in one cuBLASLt epilogue.
+cublasLtEpilogue_t EpilogueOf(const GemmCall& call) {
+  const bool bias = call.bias != nullptr;
+  switch (call.activation) {
+    case GemmActivation::kRelu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case GemmActivation::kNone:
+      break;
+  }
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
 
 cublasComputeType_t ComputeTypeOf(GemmMath math) {
   switch (math) {
@@ -158,9 +171,10 @@ class GemmContext {
   }
 
   Plan& PlanFor(const GemmCall& call) {
-    const PlanKey key{call.trans_a,      call.trans_b,         call.m,    call.n,     call.k,
-                      call.beta != 0.0F, call.bias != nullptr, call.math, call.batch, call.stride_a,
-                      call.stride_b,     call.stride_c};
+    const PlanKey key{
+        call.trans_a,      call.trans_b,         call.m,          call.n,    call.k,
+        call.beta != 0.0F, call.bias != nullptr, call.activation, call.math, call.batch,
+        call.stride_a,     call.stride_b,        call.stride_c};
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
@@ -178,11 +192,13 @@ class GemmContext {
     CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                                            sizeof op_second),
             "setting a transpose");
-    if (call.bias != nullptr) {
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (const cublasLtEpilogue_t epilogue = EpilogueOf(call);
+        epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
       CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                              sizeof epilogue),
-              "setting the bias epilogue");
+              "setting the epilogue");
+    }
+    if (call.bias != nullptr) {
       const cudaDataType_t bias_type = CUDA_R_32F;
       CheckLt(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                              &bias_type, sizeof bias_type),

@@ -1,6 +1,7 @@
 // Matrix products on the GPU through cuBLASLt, in the CPU's row-major terms (runtime/ops/math/
 // blas.h's Sgemm): C[m, n] = alpha * op(A) op(B) + beta * C, optionally plus a bias row added to
-// every row of C in the same call (cuBLASLt's bias epilogue). FP32 arithmetic throughout, for
+// every row of C in the same call (cuBLASLt's bias epilogue), and optionally Relu applied to the
+// result in that epilogue (a Gemm -> Relu the planner fused). FP32 arithmetic throughout, for
 // parity with the CPU, unless the call asks for TF32 or BF16. The plan of each shape (descriptors,
 // layouts and the algorithm cuBLASLt's heuristic picks) is made once and reused.
 #pragma once
@@ -19,6 +20,12 @@ enum class GemmMath : uint8_t {
           // fp32 (COMPUTE_32F_FAST_16BF): bf16 compute over fp32 storage
 };
 
+// An activation applied to the result in the product's epilogue, after beta C and the bias.
+enum class GemmActivation : uint8_t {
+  kNone,
+  kRelu,  // max(x, 0): CUBLASLT_EPILOGUE_RELU, or CUBLASLT_EPILOGUE_RELU_BIAS with a bias
+};
+
 struct GemmCall {
   bool trans_a = false;
   bool trans_b = false;
@@ -26,11 +33,12 @@ struct GemmCall {
   int64_t n = 0;
   int64_t k = 0;
   float alpha = 1.0F;
-  const float* a = nullptr;     // [m, k], or [k, m] with trans_a
-  const float* b = nullptr;     // [k, n], or [n, k] with trans_b
-  float beta = 0.0F;            // C's weight; C is read only when beta != 0
-  float* c = nullptr;           // [m, n]
-  const float* bias = nullptr;  // [n], added to every row; null for none
+  const float* a = nullptr;                           // [m, k], or [k, m] with trans_a
+  const float* b = nullptr;                           // [k, n], or [n, k] with trans_b
+  float beta = 0.0F;                                  // C's weight; C is read only when beta != 0
+  float* c = nullptr;                                 // [m, n]
+  const float* bias = nullptr;                        // [n], added to every row; null for none
+  GemmActivation activation = GemmActivation::kNone;  // applied last, to every element of C
   // The session's precision: fp32 throughout, or tensor-core TF32 or BF16 multiplies.
   GemmMath math = GemmMath::kFp32;
   // `batch` products of packed operands, operand X of product j at X + j * stride_x (a stride of

@@ -2,18 +2,32 @@
 // float32. A bias C of shape [N] or [1, N] with beta = 1 (every exported Linear layer) rides in
 // the product's epilogue; any other C is broadcast into Y first and weighted by beta. Gradients
 // as on the CPU (runtime/ops/math/gemm.cc). Products run in TF32 or BF16 when the session's
-// precision asks.
+// precision asks. A Relu the planner fused into the node (NodeInfo::fused_activation) rides in
+// the same epilogue (cuBLASLt's RELU or RELU_BIAS); backward reads its gradient off Y first with
+// the Relu kernel's own math, then runs Gemm's backward on it.
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
 #include "runtime/ops/math/gemm_shape.h"
+#include "runtime/ops/math/unary_math.h"
 #include "runtime/ops/registry.h"
 
 namespace autodist::gpu {
 namespace {
 
+using ops::FusedActivation;
 using tensor::DType;
 using tensor::Tensor;
+
+GemmActivation GemmActivationOf(FusedActivation activation) {
+  switch (activation) {
+    case FusedActivation::kRelu:
+      return GemmActivation::kRelu;
+    case FusedActivation::kNone:
+      break;
+  }
+  return GemmActivation::kNone;
+}
 
 class CudaGemmKernel final : public ops::OpKernel {
  public:
@@ -23,7 +37,8 @@ class CudaGemmKernel final : public ops::OpKernel {
         trans_b_(node.GetInt("transB", 0) != 0),
         alpha_(node.GetFloat("alpha", 1.0F)),
         beta_(node.GetFloat("beta", 1.0F)),
-        math_(detail::GemmMathOf(node.precision())) {}
+        math_(detail::GemmMathOf(node.precision())),
+        activation_(node.fused_activation()) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -50,6 +65,7 @@ class CudaGemmKernel final : public ops::OpKernel {
                   .a = a.device_data<float>(),
                   .b = b.device_data<float>(),
                   .c = y.device_data<float>(),
+                  .activation = GemmActivationOf(activation_),
                   .math = math_};
     const bool bias_row = c != nullptr && beta_ == 1.0F && c->numel() == n &&
                           (c->shape() == tensor::Shape{n} || c->shape() == tensor::Shape{1, n});
@@ -61,11 +77,15 @@ class CudaGemmKernel final : public ops::OpKernel {
           detail::PlanBroadcast({m, n}, c->shape(), {m, n}, node), stream);
       call.beta = beta_;
     }
-    if (k == 0) {  // no products: Y is beta * C, or zeros
+    if (k == 0) {  // no products: Y is beta * C, or zeros, and its activation
       if (c == nullptr) {
         y.SetZero();
       } else {
         detail::LaunchScale(y.device_data<float>(), y.numel(), beta_, stream);
+      }
+      if (activation_ == FusedActivation::kRelu) {
+        detail::LaunchUnaryForward<ops::ReluOp>(y.device_data<float>(), y.device_data<float>(),
+                                                y.numel(), stream);
       }
     } else {
       Sgemm(call, a.device().index, stream);
@@ -79,12 +99,21 @@ class CudaGemmKernel final : public ops::OpKernel {
     const std::string& node = description();
     cudaStream_t stream = detail::StreamOf(node, *dy);
     const int device = dy->device().index;
+    // The fused activation's gradient first: dY becomes the gradient of the product.
+    Tensor dz;
+    if (activation_ == FusedActivation::kRelu) {
+      const Tensor& y = ctx.output(0);
+      dz = Tensor(DType::kFloat32, y.shape(), y.device());
+      detail::LaunchUnaryGrad<ops::ReluOp>(dy->device_data<float>(), y.device_data<float>(),
+                                           dz.device_data<float>(), dz.numel(), stream);
+      dy = &dz;
+    }
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     const int64_t m = dy->dim(0);
     const int64_t n = dy->dim(1);
     const int64_t k = trans_a_ ? a.dim(0) : a.dim(1);
-    const float* g = dy->device_data<float>();
+    const auto* g = dy->device_data<float>();
     if (ctx.needs_grad(0)) {
       Tensor da(DType::kFloat32, a.shape(), a.device());
       if (!trans_a_) {  // dA [M,K] = alpha dY op(B)^T
@@ -113,7 +142,14 @@ class CudaGemmKernel final : public ops::OpKernel {
     }
   }
 
-  bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+  // Only a fused activation's gradient reads the output.
+  bool BackwardNeedsOutput(size_t /*output*/) const override {
+    return activation_ != FusedActivation::kNone;
+  }
+
+  bool TakesFusedActivation(FusedActivation activation) const override {
+    return activation == FusedActivation::kRelu;
+  }
 
  private:
   // out = alpha op(x) op(y), or zeros when the inner dimension is empty.
@@ -141,6 +177,7 @@ class CudaGemmKernel final : public ops::OpKernel {
   float alpha_;
   float beta_;
   GemmMath math_;  // the session's precision
+  FusedActivation activation_;
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(Gemm, 11, 17, CudaGemmKernel, kCuda);

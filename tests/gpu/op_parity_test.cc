@@ -103,6 +103,37 @@ std::vector<ParityCase> Cases() {
     const int64_t longest = std::max({form.a[0], form.a[1], form.b[0], form.b[1]});
     cases.push_back({op, std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
   }
+  // Gemm with the Relu the planner fuses into it (cuBLASLt's RELU_BIAS epilogue with a bias row,
+  // RELU with any other C or none, a separate Relu pass when k = 0). The operands are small
+  // integers, so every sum of products is exact in any order and Y, and with it Relu's mask
+  // (y > 0) in backward, is the same on both backends: rounding in another order could put an
+  // element near 0 on the other side. The gradients' products are of random output gradients,
+  // held as Gemm's.
+  const auto integers = [&](const Shape& shape) {
+    Tensor t = RandomTensor(shape, seed++, -3.0F, 3.0F);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::round(t.data<float>()[i]);
+    return t;
+  };
+  const std::vector<GemmForm> fused_gemms{
+      {{64, 784}, {256, 784}, {256}, true, 0, 1, 1.0F, 1.0F},
+      {{64, 256}, {128, 256}, {1, 128}, true, 0, 1, 1.0F, 1.0F},
+      {{5, 7}, {7, 3}, {5, 3}, true, 0, 0, 0.5F, 2.0F},
+      {{7, 5}, {3, 7}, {}, true, 1, 1, 1.5F, -1.0F},
+      {{5, 7}, {7, 3}, {}, false, 0, 0, 1.0F, 1.0F},
+      {{4, 0}, {0, 6}, {6}, true, 0, 0, 1.0F, 1.0F},
+  };
+  for (const GemmForm& form : fused_gemms) {
+    OpCase op{
+        "Gemm",
+        {integers(form.a), integers(form.b)},
+        {ops::testing::AttrInt("transA", form.trans_a),
+         ops::testing::AttrInt("transB", form.trans_b),
+         ops::testing::AttrFloat("alpha", form.alpha), ops::testing::AttrFloat("beta", form.beta)}};
+    if (form.has_c) op.inputs.push_back(integers(form.c));
+    op.activation = ops::FusedActivation::kRelu;
+    const int64_t longest = std::max({form.a[0], form.a[1], form.b[0], form.b[1]});
+    cases.push_back({op, std::max(1e-5F, 4e-6F * std::sqrt(static_cast<float>(longest)))});
+  }
   // SoftmaxCrossEntropyLoss: each reduction, weights, ignore_index, more axes, and the log_prob
   // output (whose gradient takes the other path of the backward). Exponentials and logarithms
   // are each backend's library functions.
@@ -618,6 +649,9 @@ bool HasGradients(OpRunner& runner, const OpCase& op) {
 
 std::string Describe(const OpCase& op) {
   std::string out = op.op_type;
+  if (op.activation != ops::FusedActivation::kNone) {
+    out += std::string("+") + ops::FusedActivationName(op.activation);
+  }
   for (const Tensor& t : op.inputs) out += " " + tensor::ShapeToString(t.shape());
   out += " opset " + std::to_string(op.opset) + (op.training ? "" : ", not training");
   return out;

@@ -15,6 +15,7 @@
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
+#include "runtime/exec/execution_plan.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace autodist::gpu {
@@ -109,6 +110,49 @@ void ExpectStepMatchesTheCpu(const std::string& model_name, float gradient_toler
 TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
   AUTODIST_SKIP_WITHOUT_GPU();
   ExpectStepMatchesTheCpu("fmnist_mlp.onnx", 1e-4F);
+}
+
+// The planner fuses the MLP's two Gemm -> Relu pairs on cuda as on the CPU (CudaGemmKernel takes
+// the activation). Planning touches no device, so this runs without a GPU.
+TEST(CudaSessionTest, TheMlpsGemmReluPairsAreFusedOnCuda) {
+  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+  std::vector<Tensor> initializers;
+  const exec::ExecutionPlan plan = exec::PlanExecution(model, "fmnist_mlp.onnx", "", initializers,
+                                                       Device::Cuda(0), ops::Precision::kFp32);
+  int fused = 0;
+  for (const exec::PlannedNode& node : plan.nodes) {
+    if (node.fused == nullptr) continue;
+    ++fused;
+    EXPECT_EQ(node.info->op_type(), "Gemm");
+    EXPECT_EQ(node.info->fused_activation(), ops::FusedActivation::kRelu);
+  }
+  EXPECT_EQ(fused, 2);
+}
+
+// The fused steps on the GPU (the epilogue's Relu) against the same model run unfused there (a
+// Gemm, then the Relu kernel): the same training step to float tolerance (cuBLASLt may pick
+// another kernel for another epilogue, adding in another order).
+TEST(CudaSessionTest, TheMlpFusedOnCudaMatchesItUnfused) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+  SessionOptions options;
+  options.device = Device::Cuda(0);
+  Session fused(model, "fmnist_mlp.onnx", options);
+  options.fuse_activations = false;
+  Session unfused(model, "fmnist_mlp.onnx", options);
+  const Feeds feeds = Batch(256, 11);
+  const Session::StepResult expected = unfused.ForwardBackward(feeds, nullptr);
+  const Session::StepResult actual = fused.ForwardBackward(feeds, nullptr);
+  EXPECT_NEAR(actual.loss, expected.loss, 1e-5 * std::max(1.0F, std::abs(expected.loss)));
+  ExpectClose(expected.outputs.at("logits").To(Device::Cpu()), actual.outputs.at("logits"), 1e-5F,
+              "logits");
+  ASSERT_EQ(actual.gradients.size(), expected.gradients.size());
+  for (const auto& [name, gradient] : expected.gradients) {
+    ASSERT_TRUE(actual.gradients.contains(name)) << name;
+    ExpectClose(gradient.dense.To(Device::Cpu()), actual.gradients.at(name).dense, 1e-4F,
+                "gradient of " + name);
+  }
 }
 
 // Conv, BatchNormalization (training statistics, running statistics) and MaxPool on the GPU.
