@@ -76,9 +76,10 @@ class NcclCommunicator final : public collective::Communicator {
   int64_t bytes_received() const override { return bytes_received_.load(); }
 
   // From any thread: the collective in flight, if any, and every later one fail with
-  // kUnavailable naming `reason`, and the communicator is aborted (by the thread of the call in
-  // flight, or the next call, or the destructor).
-  void Abort(const std::string& reason);
+  // kUnavailable naming `reason` at the next poll (within 50 us plus a yield), and the
+  // communicator is aborted (ncclCommAbort, by the thread of the call in flight, or the next
+  // call, or the destructor).
+  void Abort(const std::string& reason) override;
 
  private:
   // What the polling waits for after NCCL has taken a call.

@@ -14,6 +14,7 @@
 #include "runtime/cli/heartbeat.h"
 #include "runtime/cli/trainer_options.h"
 #include "runtime/cli/worker_collectives.h"
+#include "runtime/collective/abort_list.h"
 #include "runtime/collective/registry.h"
 #include "runtime/common/error.h"
 #include "runtime/coordinator/job.h"
@@ -73,9 +74,10 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
 // parameter server that waits for a dead peer cannot be unwound from this thread.
 // `own_failure` is this member's own exit code once it has failed itself (0 before): the job's
 // failure it then hears of is its own, and the launcher and the operator must see the cause's
-// code, not "stopped because another member failed".
+// code, not "stopped because another member failed". `aborted`: how many communicators the
+// heartbeat's handler aborted first (collective::AbortList), said so that a log shows it.
 [[noreturn]] void AbortProcess(const std::string& node, const std::string& reason, bool job_failed,
-                               int own_failure) {
+                               int own_failure, size_t aborted) {
   // The timeline of a failed job is the one most worth reading: finish its file first.
   observe::FinishTimeline(observe::ActiveTimeline(), "autodist-runtime: " + node);
   std::fflush(stdout);
@@ -86,6 +88,10 @@ coordinator::MemberInfo FindSelf(const std::vector<coordinator::MemberInfo>& mem
     // Another member's failure (its node and error) or the lost coordinator: the cause, not
     // whatever this member was doing when it heard.
     std::fprintf(stderr, "autodist-runtime: %s: stopped: %s\n", node.c_str(), reason.c_str());
+  }
+  if (aborted > 0) {
+    std::fprintf(stderr, "autodist-runtime: %s: aborted %zu collective communicator%s\n",
+                 node.c_str(), aborted, aborted == 1 ? "" : "s");
   }
   std::fflush(stderr);
   std::_Exit(own_failure != 0 ? own_failure : job::kMemberExitJobFailed);
@@ -116,7 +122,8 @@ cli::WorkerCollectives ConnectCollectives(const sync::StrategyPlan& plan,
                                           const sync::StrategySynchronizerOptions& synchronizer,
                                           const coordinator::RegisterResult& registration,
                                           const MemberOptions& options, const std::string& node,
-                                          const std::string& host) {
+                                          const std::string& host,
+                                          collective::AbortList& abort_list) {
   const auto make_store = [&options, node] {
     return coordinator::MakeCoordinatorRendezvous(
         std::make_shared<coordinator::CoordinatorClient>(options.coordinator), node);
@@ -134,6 +141,7 @@ cli::WorkerCollectives ConnectCollectives(const sync::StrategyPlan& plan,
   setup.make_store = make_store;
   setup.placement = synchronizer.placement;
   setup.devices = synchronizer.replica_devices;
+  setup.abort_list = &abort_list;
   if (observe::ActiveTimeline() != nullptr) {
     setup.wrap = [](std::unique_ptr<collective::Communicator> communicator) {
       return std::unique_ptr<collective::Communicator>(
@@ -249,7 +257,7 @@ void TrainWorker(const job::JobSpec& job, const tensor::Device& device,
                  const coordinator::RegisterResult& registration, const MemberOptions& member,
                  const std::string& node, const std::string& host,
                  coordinator::CoordinatorClient& coordinator, FailureVerdict& verdict,
-                 job::MemberResult& result) {
+                 collective::AbortList& abort_list, job::MemberResult& result) {
   const sync::StrategyPlan plan =
       sync::PlanStrategy(registration.strategy, ModelVariables(job), resources);
   sync::StrategySynchronizerOptions options;
@@ -279,7 +287,7 @@ void TrainWorker(const job::JobSpec& job, const tensor::Device& device,
     trainer.tensorboard_dir = (std::filesystem::path(tensorboard) / node).string();
   }
   const cli::WorkerCollectives collectives =
-      ConnectCollectives(plan, options, registration, member, node, host);
+      ConnectCollectives(plan, options, registration, member, node, host, abort_list);
   sync::StrategySynchronizer synchronizer(plan, options, coordinator, collectives.workers.get(),
                                           collectives.replica_pointers());
   exec::TrainResult trained;
@@ -395,11 +403,16 @@ int RunMember(const MemberOptions& options) {
                std::max(options.heartbeat_interval * 2, std::chrono::milliseconds(500)));
   coordinator::CoordinatorClient heartbeat_client(options.coordinator, heartbeat_calls);
   std::atomic<int> own_failure{0};
-  Heartbeat heartbeat(heartbeat_client, node,
-                      HeartbeatOptions{options.heartbeat_interval, options.heartbeat_timeout},
-                      [node, &own_failure](const std::string& reason, bool job_failed) {
-                        AbortProcess(node, reason, job_failed, own_failure.load());
-                      });
+  // Outlives the heartbeat, whose handler aborts the collectives before the process ends: a
+  // collective waiting for a dead peer on a GPU is only ended by NCCL's abort.
+  collective::AbortList collectives;
+  Heartbeat heartbeat(
+      heartbeat_client, node,
+      HeartbeatOptions{options.heartbeat_interval, options.heartbeat_timeout},
+      [node, &own_failure, &collectives](const std::string& reason, bool job_failed) {
+        const size_t aborted = collectives.AbortAll(reason);
+        AbortProcess(node, reason, job_failed, own_failure.load(), aborted);
+      });
   FailureVerdict verdict(coordinator, node, own_failure);
   job::MemberResult result;
   result.node = node;
@@ -409,7 +422,7 @@ int RunMember(const MemberOptions& options) {
   try {
     if (worker) {
       TrainWorker(job, device, resources, registration, options, node,
-                  HostOf(me.endpoint, "endpoint"), coordinator, verdict, result);
+                  HostOf(me.endpoint, "endpoint"), coordinator, verdict, collectives, result);
       coordinator.Finish(node, false, "");
     }
     // Parameter servers (dedicated, or hosted by a worker) serve until every worker is done.

@@ -106,8 +106,13 @@ WorkerCollectives ConnectWorkerCollectives(const sync::StrategyPlan& plan,
                                            setup.base.connect_timeout);
   });
   if (!choice.note.empty()) print(choice.note);
+  const auto abort_on_failure = [&](collective::Communicator& communicator) {
+    if (setup.abort_list != nullptr)
+      out.abort_entries.push_back(setup.abort_list->Add(communicator));
+  };
   if (!choice.nccl) {
     out.workers = wrap(collective::MakeCommunicator("gloo", setup.base));
+    abort_on_failure(*out.workers);
     return out;
   }
   // NCCL's set-up waits for every rank: this worker's ranks join at once, a thread each.
@@ -131,6 +136,7 @@ WorkerCollectives ConnectWorkerCollectives(const sync::StrategyPlan& plan,
     }
   }
   if (error) std::rethrow_exception(error);
+  for (const auto& replica : out.replicas) abort_on_failure(*replica);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collective/abort_list.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/registry.h"
 #include "runtime/sync/replicator.h"
@@ -47,6 +48,8 @@ CollectivesChoice ChooseCollectives(
 struct WorkerCollectives {
   std::unique_ptr<collective::Communicator> workers;                // Gloo; null when unused
   std::vector<std::unique_ptr<collective::Communicator>> replicas;  // NCCL, by local replica
+  // Each communicator above on the setup's abort list; declared after them, so destroyed first.
+  std::vector<collective::AbortList::Entry> abort_entries;
 
   std::vector<collective::Communicator*> replica_pointers() const;
 };
@@ -63,6 +66,9 @@ struct CollectivesSetup {
   std::function<std::unique_ptr<collective::Communicator>(
       std::unique_ptr<collective::Communicator>)>
       wrap;
+  // Where every communicator connected is added, for the heartbeat to abort when the job fails;
+  // none when null.
+  collective::AbortList* abort_list = nullptr;
 };
 
 // Connects the collectives ChooseCollectives picks, printing its note through `print`. Nothing

@@ -59,6 +59,12 @@ class Communicator {
 
   virtual void Barrier(const std::string& tag) = 0;
 
+  // From any thread, once the job has failed (a peer died or missed the heartbeat deadline): the
+  // collective in flight and every later one fail with kUnavailable naming `reason`, without
+  // waiting for the peers or the timeout where the library can be interrupted (each
+  // implementation says where it cannot). The communicator cannot be used again.
+  virtual void Abort(const std::string& reason) = 0;
+
   // Payload bytes this rank has sent so far (an estimate from the algorithm used), for the
   // run's summary and compression ratios.
   virtual int64_t bytes_sent() const = 0;

@@ -28,6 +28,8 @@ class TracedCommunicator final : public collective::Communicator {
                                  std::vector<std::byte>& out, const std::string& tag) override;
   void Broadcast(void* data, size_t bytes, int root, const std::string& tag) override;
   void Barrier(const std::string& tag) override;
+  // Not traced: it comes from the heartbeat's thread, not a step.
+  void Abort(const std::string& reason) override { inner_->Abort(reason); }
   int64_t bytes_sent() const override { return inner_->bytes_sent(); }
   int64_t bytes_received() const override { return inner_->bytes_received(); }
 

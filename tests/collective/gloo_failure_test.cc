@@ -8,8 +8,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+#include "runtime/collective/abort_list.h"
 #include "runtime/collective/gloo/communicator.h"
 #include "runtime/collective/gloo/store_adapter.h"
 #include "runtime/coordinator/client.h"
@@ -24,6 +26,7 @@ namespace {
 using std::chrono::milliseconds;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::RunRanks;
 using Clock = std::chrono::steady_clock;
 using coordinator::CoordinatorClient;
@@ -216,6 +219,90 @@ TEST(GlooFailureTest, ARankThatGoesAwayFailsTheOthersAtOnce) {
         EXPECT_LT(testing::Seconds(Clock::now() - started), 5.0);  // well within the 30 s
       },
       WithTimeout(milliseconds(30000)));
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+}
+
+// The heartbeat's abort: rank 0 waits in an all-reduce for rank 1, which hangs (its connections
+// open, as in a stuck process); the job's abort list ends rank 0's call with the reason, long
+// before the timeout, and rank 1's next call finds the links shut.
+void ExpectAnAbortEndsTheCallInFlight(AllReduceAlgorithm algorithm) {
+  constexpr milliseconds kLongTimeout{60000};
+  AbortList job_failed;
+  Latch rank0_done;
+  std::atomic<bool> rank0_listed{false};
+  std::thread heartbeat([&] {
+    const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
+    while (!rank0_listed && Clock::now() < until) std::this_thread::sleep_for(milliseconds(10));
+    std::this_thread::sleep_for(milliseconds(200));  // rank 0 is in its call by then
+    EXPECT_EQ(job_failed.AbortAll("worker-1 missed its heartbeats"), 1U);
+  });
+  const auto errors = RunRanks(
+      2,
+      [&](Communicator& comm) {
+        std::vector<float> data(100000, 1.0F);
+        // Both check the tag once (the call check runs on Gloo's own allgather, which an abort
+        // cannot interrupt); the next call goes straight to the links.
+        comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32, algorithm, "grads");
+        if (comm.rank() == 1) {
+          rank0_done.WaitFor(1);
+          const Clock::time_point started = Clock::now();
+          EXPECT_THROW(comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32, algorithm,
+                                         "grads"),
+                       Error);
+          EXPECT_LT(testing::Seconds(Clock::now() - started), 20.0);  // not the 60 s timeout
+          return;
+        }
+        const AbortList::Entry entry = job_failed.Add(comm);
+        rank0_listed = true;
+        const Clock::time_point started = Clock::now();
+        try {
+          comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32, algorithm, "grads");
+          ADD_FAILURE() << "no error";
+        } catch (const Error& error) {
+          EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+          EXPECT_THAT(error.what(), AllOf(HasSubstr("AllReduceSum 'grads' (rank 0 of 2)"),
+                                          HasSubstr("aborted: worker-1 missed its heartbeats")));
+        }
+        EXPECT_LT(testing::Seconds(Clock::now() - started), 20.0);
+        try {
+          comm.Barrier("after");
+          ADD_FAILURE() << "no error after the abort";
+        } catch (const Error& error) {
+          EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+          EXPECT_THAT(error.what(), HasSubstr("aborted: worker-1 missed its heartbeats"));
+        }
+        rank0_done.CountDown();
+      },
+      WithTimeout(kLongTimeout));
+  heartbeat.join();
+  for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
+  EXPECT_EQ(job_failed.size(), 0U);  // the entry went with rank 0's scope
+}
+
+TEST(GlooFailureTest, AnAbortEndsRecursiveDoublingInFlightNamingTheReason) {
+  ExpectAnAbortEndsTheCallInFlight(AllReduceAlgorithm::kRecursiveDoubling);
+}
+
+TEST(GlooFailureTest, AnAbortEndsHalvingDoublingInFlightNamingTheReason) {
+  ExpectAnAbortEndsTheCallInFlight(AllReduceAlgorithm::kHalvingDoubling);
+}
+
+TEST(GlooFailureTest, ACallAfterAnAbortFailsAtOnceNamingTheReason) {
+  const auto errors = RunRanks(2, [&](Communicator& comm) {
+    comm.Barrier("start");
+    comm.Abort("the coordinator is unreachable");
+    comm.Abort("a second reason is ignored");
+    std::vector<float> data(10, 1.0F);
+    try {
+      comm.AllReduceSum(data.data(), data.size(), ElementType::kFloat32, AllReduceAlgorithm::kAuto,
+                        "grads");
+      ADD_FAILURE() << "rank " << comm.rank() << ": no error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kUnavailable);
+      EXPECT_THAT(error.what(), HasSubstr("aborted: the coordinator is unreachable"));
+      EXPECT_THAT(error.what(), Not(HasSubstr("second")));
+    }
+  });
   for (const auto& error : errors) EXPECT_FALSE(error) << testing::Describe(error);
 }
 

@@ -184,6 +184,9 @@ class ThreadCommunicator : public collective::Communicator {
     world_->Wait();
   }
 
+  // Every rank's collective in flight, and each later one, fails (as when a rank throws).
+  void Abort(const std::string& /*reason*/) override { world_->Abort(); }
+
  private:
   // Fills this rank's slot, waits for all, and checks that they call the same collective.
   void Publish(const void* data, size_t count, collective::ElementType type, const std::string& tag,

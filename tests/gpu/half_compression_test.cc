@@ -184,6 +184,7 @@ class OneRank final : public collective::Communicator {
   }
   void Broadcast(void*, size_t, int, const std::string&) override {}
   void Barrier(const std::string&) override {}
+  void Abort(const std::string&) override {}
   int64_t bytes_sent() const override { return 0; }
   int64_t bytes_received() const override { return 0; }
 };

@@ -87,6 +87,14 @@ TEST_P(HungWorker, FailsTheJobWithinTheHeartbeatDeadline) {
   EXPECT_THAT(outcome.err, HasSubstr("worker-1 (worker rank 1"));
   EXPECT_THAT(outcome.err, HasSubstr("sent no heartbeat"));
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+  // The worker left waiting for worker-1 aborted its communicator on the way out (NCCL's
+  // kernels on a GPU would wait for ever otherwise); parameter servers have none.
+  const std::string survivor = ReadText(dir / "logs/worker-0.log");
+  if (params.builder == "AllReduce") {
+    EXPECT_THAT(survivor, HasSubstr("worker-0: aborted 1 collective communicator"));
+  } else {
+    EXPECT_THAT(survivor, ::testing::Not(HasSubstr("collective communicator")));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, HungWorker, ::testing::Values("PS", "AllReduce"));

@@ -120,7 +120,7 @@ class GlooCommunicator final : public Communicator {
   // destructor has no one to tell.
   ~GlooCommunicator() override {
     std::lock_guard lock(mutex_);
-    if (failure_.has_value() || !ran_exchanges_) return;
+    if (failure_.has_value() || !ran_exchanges_ || abort_requested_.load()) return;
     try {
       gloo::BarrierOptions options(context_);
       options.setTag(gloo_detail::kCloseTag);
@@ -249,7 +249,27 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
+  // Shuts the links down at once, so that a collective waiting on them (every all-reduce but the
+  // ring, the gathers, the reduce-scatter) fails now; one inside Gloo's own (the ring, broadcast,
+  // barrier) fails at its timeout, as Gloo's waits cannot be interrupted from another thread.
+  void Abort(const std::string& reason) override {
+    {
+      const std::lock_guard lock(abort_mutex_);
+      if (abort_requested_.load()) return;
+      abort_reason_ = reason;
+      abort_requested_.store(true);
+    }
+    links_->Shutdown();
+  }
+
  private:
+  // "aborted: <reason>" once Abort was called, else nullopt.
+  std::optional<std::string> AbortCause() {
+    if (!abort_requested_.load()) return std::nullopt;
+    const std::lock_guard lock(abort_mutex_);
+    return "aborted: " + abort_reason_;
+  }
+
   AllReduceAlgorithm AutoAlgorithm(size_t bytes) const {
     if (bytes >= auto_ring_min_bytes_) return AllReduceAlgorithm::kRing;
     if (bytes <= auto_recursive_doubling_max_bytes_) return AllReduceAlgorithm::kRecursiveDoubling;
@@ -280,6 +300,11 @@ class GlooCommunicator final : public Communicator {
     AD_CHECK(!failure_.has_value(), kFailedPrecondition,
              "{}: the communicator failed earlier and cannot be used again: {}", Describe(call),
              failure_.value_or(""));
+    if (const std::optional<std::string> aborted = AbortCause()) {
+      failure_ = fmt::format("{}: {}", Describe(call), *aborted);
+      CloseConnections();
+      throw Error(ErrorCode::kUnavailable, *failure_);
+    }
     try {
       body();
     } catch (const Error&) {
@@ -299,9 +324,15 @@ class GlooCommunicator final : public Communicator {
     }
   }
 
-  // A connection broke or a peer did not take part in time: ends the communicator.
+  // A connection broke or a peer did not take part in time: ends the communicator. After an
+  // Abort the links broke because of it, and its reason is the cause.
   [[noreturn]] void Broken(const CallSignature& call, bool timed_out, const char* where,
                            const std::string& message) {
+    if (const std::optional<std::string> aborted = AbortCause()) {
+      failure_ = fmt::format("{}: {}", Describe(call), *aborted);
+      CloseConnections();
+      throw Error(ErrorCode::kUnavailable, *failure_);
+    }
     failure_ = fmt::format(
         "{}: {} ({}: {})", Describe(call),
         timed_out ? fmt::format("not every rank took part within the timeout of {:.1f} s (a "
@@ -438,6 +469,9 @@ class GlooCommunicator final : public Communicator {
   std::map<std::string, CallSignature> verified_;  // by tag: the last call checked
   std::optional<std::string> failure_;             // why the communicator broke
   bool ran_exchanges_ = false;                     // ran a hypercube: close with a barrier
+  std::atomic<bool> abort_requested_{false};
+  std::mutex abort_mutex_;  // guards abort_reason_ (Abort comes from another thread)
+  std::string abort_reason_;
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
 };

@@ -8,6 +8,9 @@
 // never hang; after such a failure the communicator is unusable (later calls throw
 // kFailedPrecondition) and the job has to start over. A call whose sizes differ across ranks
 // throws kInvalidArgument on every rank (see Communicator) and leaves the communicator usable.
+// Abort from another thread shuts the communicator's own links down: a collective running on them
+// fails at once naming the reason; one inside Gloo's algorithms (the ring, broadcast, barrier)
+// at its timeout.
 // The process ignores SIGPIPE from the first communicator on (unless it installed a handler):
 // otherwise a write to a peer that died would kill it.
 #pragma once

@@ -21,6 +21,7 @@
 // Not thread-safe: the communicator runs one collective at a time. Errors are LinkError.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -96,7 +97,8 @@ class PeerLinks {
   std::string CongestionControl(int peer);
 
   // Shuts every connection down: peers blocked in Exchange fail at once instead of at their
-  // timeout. Exchange fails from then on.
+  // timeout, and so does an Exchange of this rank in flight on another thread. Exchange fails
+  // from then on.
   void Shutdown();
 
  private:
@@ -122,8 +124,8 @@ class PeerLinks {
   const int size_;
   const std::chrono::milliseconds timeout_;
   const std::chrono::microseconds spin_;
-  std::vector<Link> links_;  // by rank; this rank's own is unused
-  bool shut_down_ = false;
+  std::vector<Link> links_;             // by rank; this rank's own is unused
+  std::atomic<bool> shut_down_{false};  // Shutdown may come from another thread
   // ExchangeAll's working state, kept so that an exchange allocates nothing once they have grown.
   std::vector<Transfer> outs_;
   std::vector<Transfer> ins_;
