@@ -71,6 +71,10 @@ int Run(int argc, char** argv) {
   app.add_option("--steps", steps, "Timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "Untimed steps first");
   app.add_option("--threads", threads, "Compute threads (0: all cores)");
+  bool no_fusion = false;
+  app.add_flag("--no-fusion", no_fusion,
+               "Plan every node as its own step (no Gemm -> Relu fusion): the fused plan's "
+               "reference");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) autodist::ops::SetNumThreads(threads);
   autodist::tensor::ConfigureTensorPool(
@@ -93,6 +97,7 @@ int Run(int argc, char** argv) {
   autodist::exec::SessionOptions session_options;
   session_options.device = device;
   session_options.precision = autodist::ops::ParsePrecision(precision_name, "--precision");
+  session_options.fuse_activations = !no_fusion;
   autodist::exec::Session session(model, model_path, session_options);
   auto optimizer = autodist::optim::MakeOptimizer(
       autodist::optim::ParseOptimizerOptions("sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}), device);
