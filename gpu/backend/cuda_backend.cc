@@ -1,8 +1,11 @@
 // The CUDA backend's installer (runtime/exec/device_backend.h), registered when a program links
 // autodist_gpu_backend: a program asking for GPUs gets RequireGpus' check, naming the flag or
 // field that asked, then tensors and fused optimizers on the GPUs. It also registers how GPUs are
-// told apart (their PCI bus ids) and the Horovod compressors of the all-reduce on the GPUs.
+// told apart (their PCI bus ids) and the compressors of the all-reduce on the GPUs (the Horovod
+// pair, PowerSGD, TopK).
 #include "gpu/compress/half_flat_compressor.h"
+#include "gpu/compress/powersgd_flat_compressor.h"
+#include "gpu/compress/topk_flat_compressor.h"
 #include "gpu/device/devices.h"
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "gpu/optim/cuda_optimizer.h"
@@ -20,6 +23,8 @@ const bool kRegistered = [] {
   });
   exec::RegisterDeviceIdentifier(tensor::DeviceKind::kCuda, PciBusId);
   HalfFlatCompressor::Register();
+  PowerSGDFlatCompressor::Register();
+  TopKFlatCompressor::Register();
   return true;
 }();
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "gpu/compress/device_tensor_state.h"
 #include "gpu/compress/half_compression.h"
 #include "gpu/device/cuda_error.h"
 #include "gpu/device/stream.h"
@@ -12,20 +13,9 @@
 #include "runtime/common/error.h"
 
 namespace autodist::gpu {
-namespace {
-
-// `elements` zeroed elements of `bytes_per` bytes on GPU `index`, ordered on `stream`.
-DeviceBuffer ZeroedBuffer(int index, int64_t elements, size_t bytes_per, cudaStream_t stream) {
-  const size_t bytes = static_cast<size_t>(elements) * bytes_per;
-  DeviceBuffer buffer = TensorPool(index).Allocate(bytes, stream);
-  CheckCuda(cudaMemsetAsync(buffer.data(), 0, bytes, stream), "zeroing a compression buffer");
-  return buffer;
-}
-
-}  // namespace
 
 HalfFlatCompressor::HalfFlatCompressor(const compress::CompressorOptions& options)
-    : options_(options) {
+    : options_(options), residuals_(compress::CompressorName(options.kind), "residual") {
   AD_CHECK(options.kind == compress::CompressorKind::kHorovod ||
                options.kind == compress::CompressorKind::kHorovodEF,
            kInternal, "HalfFlatCompressor made for {}", compress::CompressorName(options.kind));
@@ -46,7 +36,7 @@ void HalfFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   const int64_t count = buffer.numel();
   if (halves_elements_ < count) {
     // Zeroed once: places of no member are summed as they are, and never read.
-    halves_ = ZeroedBuffer(index, count, sizeof(uint16_t), stream);
+    halves_ = ZeroedDeviceBuffer(index, static_cast<size_t>(count) * sizeof(uint16_t), stream);
     halves_elements_ = count;
   }
   auto* values = static_cast<float*>(buffer.raw());
@@ -57,20 +47,9 @@ void HalfFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
     AD_CHECK(member.offset >= 0 && member.offset + n <= count, kInternal,
              "{}: group '{}': '{}' lies outside the buffer",
              compress::CompressorName(options_.kind), group, member.name);
-    float* residual = nullptr;
-    if (options_.kind == compress::CompressorKind::kHorovodEF) {
-      auto [it, inserted] = residuals_.try_emplace(member.name);
-      if (inserted) {
-        it->second = Residual{ZeroedBuffer(index, n, sizeof(float), stream), n};
-      } else {
-        AD_CHECK(it->second.elements == n, kFailedPrecondition,
-                 "{}: group '{}': gradient '{}' needs a residual of {} elements but has one of {} "
-                 "from an earlier step; a name must denote the same tensor every step",
-                 compress::CompressorName(options_.kind), group, member.name, n,
-                 it->second.elements);
-      }
-      residual = it->second.buffer.as<float>();
-    }
+    float* residual = options_.kind == compress::CompressorKind::kHorovodEF
+                          ? residuals_.Get(group, member.name, n, index, stream)
+                          : nullptr;
     FloatsToHalvesOnDevice(values + member.offset, residual, halves + member.offset,
                            static_cast<size_t>(n), stream);
     elements += n;

@@ -6,10 +6,10 @@
 // member name on the GPU, as the CPU keeps them per tensor.
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
+#include "gpu/compress/device_tensor_state.h"
 #include "gpu/memory/device_pool.h"
 #include "runtime/compress/flat_compressor.h"
 
@@ -31,15 +31,10 @@ class HalfFlatCompressor final : public compress::FlatCompressor {
   static void Register();
 
  private:
-  struct Residual {
-    DeviceBuffer buffer;
-    int64_t elements = 0;
-  };
-
   compress::CompressorOptions options_;
   DeviceBuffer halves_;
   int64_t halves_elements_ = 0;
-  std::map<std::string, Residual> residuals_;  // by member name; empty without error feedback
+  DeviceTensorState residuals_;  // by member name; empty without error feedback
   compress::CompressionStats stats_;
 };
 

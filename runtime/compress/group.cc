@@ -76,12 +76,17 @@ std::vector<float>& TensorState::Get(const std::string& group, const std::string
   if (inserted) {
     it->second.assign(size, 0.0F);
   } else {
-    AD_CHECK(it->second.size() == size, kFailedPrecondition,
-             "{}: group '{}': gradient '{}' needs a {} of {} elements but has one of {} from an "
-             "earlier step; a name must denote the same tensor every step",
-             compressor_, group, name, what_, size, it->second.size());
+    CheckStateSize(compressor_, what_, group, name, size, it->second.size());
   }
   return it->second;
+}
+
+void CheckStateSize(const char* compressor, const char* what, const std::string& group,
+                    const std::string& name, size_t size, size_t had) {
+  AD_CHECK(had == size, kFailedPrecondition,
+           "{}: group '{}': gradient '{}' needs a {} of {} elements but has one of {} from an "
+           "earlier step; a name must denote the same tensor every step",
+           compressor, group, name, what, size, had);
 }
 
 const std::vector<float>* TensorState::Find(const std::string& name) const {

@@ -36,6 +36,11 @@ int64_t FusedAllReduce(const std::vector<NamedGradient>& gradients,
 
 // Per-tensor float32 state (error-feedback residuals, PowerSGD's Q) kept across steps by name. A
 // name must keep its size from step to step: the same variable (or shard) every step.
+// FailedPrecondition unless a tensor's state (`what`: "residual", "Q") of `had` elements from an
+// earlier step fits its gradient's `size` now. TensorState's check, and the devices' flat forms'.
+void CheckStateSize(const char* compressor, const char* what, const std::string& group,
+                    const std::string& name, size_t size, size_t had);
+
 class TensorState {
  public:
   TensorState(const char* compressor, const char* what) : compressor_(compressor), what_(what) {}

@@ -23,14 +23,9 @@ const CompressorRegistrar kRegistrar(
      .pushes = false,
      .error_feedback = false});
 
-// A P column keeping less than this fraction of its norm after orthogonalization is rounding
-// noise of float32 products (relative error ~1e-7 per element), not a direction.
-constexpr double kOrthogonalizationEpsilon = 1e-5;
-
 }  // namespace
 
-PowerSGDCompressor::PowerSGDCompressor(const CompressorOptions& options)
-    : options_(options), residuals_(kName, "residual"), qs_(kName, "Q") {
+void CheckPowerSGDOptions(const CompressorOptions& options) {
   AD_CHECK(options.rank >= 1, kInvalidArgument, "{}: rank must be at least 1, got {}", kName,
            options.rank);
   AD_CHECK(options.start_step >= 0, kInvalidArgument, "{}: start_step must be non-negative, got {}",
@@ -40,13 +35,18 @@ PowerSGDCompressor::PowerSGDCompressor(const CompressorOptions& options)
            options.min_compression_elements);
 }
 
-bool PowerSGDCompressor::Compresses(const tensor::Shape& shape) const {
+bool PowerSGDCompresses(const CompressorOptions& options, const tensor::Shape& shape) {
   if (shape.size() < 2) return false;
   const int64_t elements = tensor::NumElements(shape);
-  if (elements == 0 || elements < options_.min_compression_elements) return false;
+  if (elements == 0 || elements < options.min_compression_elements) return false;
   const int64_t n = shape[0];
   const int64_t m = elements / n;
-  return options_.rank * (n + m) < n * m;
+  return options.rank * (n + m) < n * m;
+}
+
+PowerSGDCompressor::PowerSGDCompressor(const CompressorOptions& options)
+    : options_(options), residuals_(kName, "residual"), qs_(kName, "Q") {
+  CheckPowerSGDOptions(options);
 }
 
 void PowerSGDCompressor::Reduce(const std::string& group,
@@ -90,7 +90,7 @@ void PowerSGDCompressor::Reduce(const std::string& group,
                             options_.algorithm, group + "/P");
   for (const LowRank& matrix : low_rank) {
     float* p = p_.data() + matrix.p_offset;
-    OrthonormalizeColumns(p, matrix.n, r, kOrthogonalizationEpsilon);
+    OrthonormalizeColumns(p, matrix.n, r, kPowerSGDOrthogonalizationEpsilon);
     // Qs_w = M_w^T P^.
     ops::Sgemm(true, false, matrix.m, r, matrix.n, 1.0F, matrix.named->gradient->data<float>(), p,
                0.0F, q_.data() + matrix.q_offset);

@@ -35,6 +35,17 @@
 
 namespace autodist::compress {
 
+// A P column keeping less than this fraction of its norm after orthogonalization is rounding
+// noise of float32 products (relative error ~1e-7 per element), not a direction.
+inline constexpr double kPowerSGDOrthogonalizationEpsilon = 1e-5;
+
+// Throws InvalidArgument for a rank below 1 or a negative start step or element threshold.
+void CheckPowerSGDOptions(const CompressorOptions& options);
+
+// Whether PowerSGD with `options` compresses a gradient of this shape (from start_step on): the
+// split of a group that the host compressor and the devices' flat forms (gpu/compress/) share.
+bool PowerSGDCompresses(const CompressorOptions& options, const tensor::Shape& shape);
+
 class PowerSGDCompressor : public Compressor {
  public:
   // Throws InvalidArgument for a rank below 1 or a negative start step or element threshold.
@@ -44,7 +55,7 @@ class PowerSGDCompressor : public Compressor {
               collective::Communicator& communicator, int64_t step) override;
 
   // Whether a gradient of this shape is compressed (from start_step on).
-  bool Compresses(const tensor::Shape& shape) const;
+  bool Compresses(const tensor::Shape& shape) const { return PowerSGDCompresses(options_, shape); }
 
   // A compressed tensor's residual e_w (n x m, row-major) and its Q (m x r, row-major, the last
   // Qs); nullptr before its first compressed step.

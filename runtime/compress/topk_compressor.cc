@@ -32,10 +32,14 @@ const CompressorRegistrar kRegistrar(
 
 }  // namespace
 
-TopKCompressorEF::TopKCompressorEF(const CompressorOptions& options)
-    : options_(options), residuals_(kName, "residual") {
+void CheckTopKOptions(const CompressorOptions& options) {
   AD_CHECK(options.fraction > 0.0 && options.fraction <= 1.0, kInvalidArgument,
            "{}: fraction must be in (0, 1], got {}", kName, options.fraction);
+}
+
+TopKCompressorEF::TopKCompressorEF(const CompressorOptions& options)
+    : options_(options), residuals_(kName, "residual") {
+  CheckTopKOptions(options);
 }
 
 int64_t TopKCompressorEF::PickCount(int64_t elements) const {

@@ -22,6 +22,10 @@
 
 namespace autodist::compress {
 
+// Throws InvalidArgument unless 0 < options.fraction <= 1: the host compressor's check, and the
+// devices' flat forms' (gpu/compress/).
+void CheckTopKOptions(const CompressorOptions& options);
+
 class TopKCompressorEF : public Compressor {
  public:
   // Throws InvalidArgument unless 0 < options.fraction <= 1.

@@ -4,12 +4,15 @@
 // misaligned ones with odd lengths (the scalar path). And the Horovod compressors' flat form on
 // the GPU (half_flat_compressor.h, the all-reduce on the GPUs) against the CPU compressor on the
 // same group buffers, three steps, with and without error feedback, on a 1-rank stand-in
-// communicator (NCCL's part is the job tests'). SKIPPED without a GPU.
+// communicator (NCCL's part is the job tests'); PowerSGD's flat form (powersgd_flat_compressor.h)
+// the same way, within float rounding, and TopK's (topk_flat_compressor.h) bit for bit. SKIPPED
+// without a GPU.
 #include "gpu/compress/half_compression.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,8 +22,11 @@
 #include <vector>
 
 #include "gpu/compress/half_flat_compressor.h"
+#include "gpu/compress/powersgd_flat_compressor.h"
+#include "gpu/compress/topk_flat_compressor.h"
 #include "gpu/device/cuda_error.h"
 #include "gpu/memory/cuda_tensor_memory.h"
+#include "runtime/common/error.h"
 #include "runtime/compress/error_feedback.h"
 #include "runtime/compress/flat_compressor.h"
 #include "runtime/tensor/float16.h"
@@ -162,7 +168,8 @@ using collective::ElementType;
 using tensor::Tensor;
 
 // One rank: every collective is the identity, wherever the buffers are (a sum over one rank is the
-// value itself), so the compressors' own work is all that is compared.
+// value itself; copies go through cudaMemcpyDefault, host or device), so the compressors' own
+// work is all that is compared.
 class OneRank final : public collective::Communicator {
  public:
   int rank() const override { return 0; }
@@ -170,16 +177,20 @@ class OneRank final : public collective::Communicator {
   void AllReduceSum(void*, size_t, ElementType, AllReduceAlgorithm, const std::string&) override {}
   void AllGather(const void* in, size_t count, ElementType type, void* out,
                  const std::string&) override {
-    std::memcpy(out, in, count * collective::ElementBytes(type));
+    CheckCuda(cudaMemcpy(out, in, count * collective::ElementBytes(type), cudaMemcpyDefault),
+              "OneRank::AllGather");
   }
   void ReduceScatterSum(const void* in, void* out, size_t count, ElementType type,
                         const std::string&) override {
-    if (in != out) std::memcpy(out, in, count * collective::ElementBytes(type));
+    if (in != out) {
+      CheckCuda(cudaMemcpy(out, in, count * collective::ElementBytes(type), cudaMemcpyDefault),
+                "OneRank::ReduceScatterSum");
+    }
   }
   std::vector<size_t> AllGatherV(const void* in, size_t count, ElementType type,
                                  std::vector<std::byte>& out, const std::string&) override {
     out.resize(count * collective::ElementBytes(type));
-    std::memcpy(out.data(), in, out.size());
+    CheckCuda(cudaMemcpy(out.data(), in, out.size(), cudaMemcpyDefault), "OneRank::AllGatherV");
     return {count};
   }
   void Broadcast(void*, size_t, int, const std::string&) override {}
@@ -246,8 +257,117 @@ INSTANTIATE_TEST_SUITE_P(Kinds, HalfFlatCompressorTest,
 TEST(HalfFlatCompressorTest, IsWhatTheBackendRegistersForCuda) {
   EXPECT_TRUE(
       compress::HasFlatCompressor(compress::CompressorKind::kHorovodEF, tensor::DeviceKind::kCuda));
-  EXPECT_FALSE(
+  EXPECT_TRUE(
       compress::HasFlatCompressor(compress::CompressorKind::kPowerSGD, tensor::DeviceKind::kCuda));
+  EXPECT_TRUE(
+      compress::HasFlatCompressor(compress::CompressorKind::kTopKEF, tensor::DeviceKind::kCuda));
+}
+
+// A group as the all-reduce part lays it out (members at 4-element boundaries): two matrices
+// PowerSGD compresses at rank 2, a bias it leaves dense, and a matrix whose gradient is zero
+// every step (its Q degenerates and is drawn afresh).
+const std::vector<compress::FlatMember> kPowerSGDMembers{{"fc1.weight", 0, {12, 20}},
+                                                         {"fc1.bias", 240, {7}},
+                                                         {"fc2.weight", 248, {8, 10}},
+                                                         {"dead.weight", 328, {6, 6}}};
+constexpr int64_t kPowerSGDBuffer = 364;
+
+Tensor PowerSGDStepBuffer(int step) {
+  std::mt19937 rng(static_cast<uint32_t>(100 + step));
+  std::normal_distribution<float> noise(0.0F, 1.0F);
+  Tensor buffer(tensor::DType::kFloat32, {kPowerSGDBuffer});
+  float* values = buffer.data<float>();
+  for (int64_t i = 0; i < kPowerSGDBuffer; ++i) values[i] = i >= 328 ? 0.0F : noise(rng);
+  return buffer;
+}
+
+class PowerSGDFlatCompressorTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PowerSGDFlatCompressorTest, MatchesTheCpuCompressorWithinFloatRounding) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  compress::CompressorOptions options;
+  options.kind = compress::CompressorKind::kPowerSGD;
+  options.rank = 2;
+  options.start_step = 1;  // step 0 all-reduces every member uncompressed
+  options.warm_start = GetParam();
+  PowerSGDFlatCompressor gpu(options);
+  const std::unique_ptr<compress::FlatCompressor> cpu =
+      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
+  OneRank one;
+  for (int step = 0; step < 4; ++step) {
+    Tensor expected = PowerSGDStepBuffer(step);
+    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
+    cpu->Reduce("group-0", expected, kPowerSGDMembers, one, step);
+    gpu.Reduce("group-0", on_gpu, kPowerSGDMembers, one, step);
+    const Tensor got = on_gpu.To(tensor::Device::Cpu());
+    for (const compress::FlatMember& member : kPowerSGDMembers) {
+      const int64_t n = tensor::NumElements(member.shape);
+      for (int64_t i = member.offset; i < member.offset + n; ++i) {
+        const float want = expected.data<float>()[i];
+        ASSERT_NEAR(got.data<float>()[i], want, 1e-4 * std::max(1.0F, std::fabs(want)))
+            << member.name << " element " << i - member.offset << " at step " << step;
+      }
+    }
+  }
+  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
+  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+  EXPECT_LT(gpu.stats().wire_bytes, gpu.stats().raw_bytes);
+}
+
+TEST(TopKFlatCompressorTest, MatchesTheCpuCompressorBitForBit) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  compress::CompressorOptions options;
+  options.kind = compress::CompressorKind::kTopKEF;
+  options.fraction = 0.05;  // 18 of the group's 363 elements
+  TopKFlatCompressor gpu(options);
+  const std::unique_ptr<compress::FlatCompressor> cpu =
+      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
+  OneRank one;
+  for (int step = 0; step < 4; ++step) {
+    Tensor expected = PowerSGDStepBuffer(step);
+    expected.data<float>()[5] = -1.0e6F;                    // the largest magnitude, every step
+    expected.data<float>()[7] = expected.data<float>()[6];  // a tie: the lower index first
+    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
+    cpu->Reduce("group-0", expected, kPowerSGDMembers, one, step);
+    gpu.Reduce("group-0", on_gpu, kPowerSGDMembers, one, step);
+    const Tensor got = on_gpu.To(tensor::Device::Cpu());
+    for (const compress::FlatMember& member : kPowerSGDMembers) {
+      const int64_t n = tensor::NumElements(member.shape);
+      EXPECT_EQ(std::memcmp(got.data<float>() + member.offset,
+                            expected.data<float>() + member.offset, n * sizeof(float)),
+                0)
+          << member.name << " at step " << step;
+    }
+  }
+  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
+  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+}
+
+TEST(TopKFlatCompressorTest, RefusesTheOptionsTheCpuCompressorRefuses) {
+  compress::CompressorOptions options;
+  options.kind = compress::CompressorKind::kTopKEF;
+  options.fraction = 1.5;
+  EXPECT_THROW(TopKFlatCompressor refused(options), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(WarmStart, PowerSGDFlatCompressorTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return std::string(param.param ? "warm" : "cold");
+                         });
+
+TEST(PowerSGDFlatCompressorTest, RefusesTheOptionsTheCpuCompressorRefuses) {
+  compress::CompressorOptions options;
+  options.kind = compress::CompressorKind::kPowerSGD;
+  options.rank = 0;
+  try {
+    PowerSGDFlatCompressor refused(options);
+    ADD_FAILURE() << "rank 0 was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("rank must be at least 1"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -8,8 +8,9 @@
 // * One worker takes the NCCL path (one rank; worker_collectives.h) and keeps its gradients,
 //   their fusion buffers, the mean and the optimizer on the GPU (sync/device_all_reduce_part.h),
 //   float16 compression with error feedback included (gpu/compress/half_flat_compressor.h): 1e-4
-//   relative, 1e-3 with float16 on the wire. One rank shows the path from end to end, not a
-//   multi-rank sum: the CPU tests check the part's arithmetic on several ranks (tests/sync).
+//   relative, 1e-3 with float16 on the wire and with PowerSGD (powersgd_flat_compressor.h). One
+//   rank shows the path from end to end, not a multi-rank sum: the CPU tests check the part's
+//   arithmetic on several ranks (tests/sync).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -68,9 +69,11 @@ TEST_P(NcclJob, OneGpuWorkerReducesOverNcclAndMatchesTheCpuRunOver50Steps) {
 
 INSTANTIATE_TEST_SUITE_P(
     Compressors, NcclJob,
-    ::testing::Values(NcclCase{"NoneCompressor", "", 1e-4},
-                      NcclCase{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n",
-                               1e-3}),
+    ::testing::Values(
+        NcclCase{"NoneCompressor", "", 1e-4},
+        NcclCase{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n", 1e-3},
+        // Its products and Gram-Schmidt on the GPU sum in another order.
+        NcclCase{"PowerSGDCompressor", "      compressor: PowerSGDCompressor\n", 1e-3}),
     [](const ::testing::TestParamInfo<NcclCase>& param) { return param.param.name; });
 
 }  // namespace
