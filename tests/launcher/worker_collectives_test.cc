@@ -9,6 +9,7 @@
 #include <future>
 
 #include "runtime/collective/memory_rendezvous_store.h"
+#include "runtime/compress/flat_compressor.h"
 #include "runtime/strategy/compiler.h"
 #include "tests/strategy/test_support.h"
 
@@ -74,14 +75,23 @@ TEST(ChooseCollectivesTest, WhatNcclCannotServeStaysOnTheHostWithoutAskingTheGpu
   const CollectivesChoice ps = ChooseCollectives(Plan("PS"), kGpu, true, never);
   EXPECT_FALSE(ps.nccl);
   EXPECT_THAT(ps.note, HasSubstr("is on parameter server"));
-  // This test binary has no GPU backend, so no compressor has a flat form on CUDA devices.
+  // RING asks for Gloo's ring in host memory, not for NCCL: a plain line, not a warning.
+  const CollectivesChoice ring =
+      ChooseCollectives(Plan("AllReduce", {{"all_reduce_spec", "RING"}}), kGpu, true, never);
+  EXPECT_FALSE(ring.nccl);
+  EXPECT_THAT(ring.note,
+              StartsWith("all-reduce: GPU workers reduce through host memory with Gloo: "));
+  EXPECT_THAT(ring.note, HasSubstr("asks for all-reduce spec RING"));
+  // Every compressor has its flat form on CUDA (this binary links the CUDA backend where the
+  // build has one), so a compressed plan is no reason to stay on the host there.
   const CollectivesChoice compressed = ChooseCollectives(
       Plan("AllReduce", {{"compressor", "PowerSGDCompressor"}, {"all_reduce_spec", "AUTO"}}), kGpu,
-      true, never);
-  EXPECT_FALSE(compressed.nccl);
-  // AUTO asked for nothing in particular: a plain line, not a warning.
-  EXPECT_THAT(compressed.note,
-              StartsWith("all-reduce: GPU workers reduce through host memory with Gloo: "));
+      true, [] {
+        return std::vector<std::string>{"a/0000:01:00.0", "a/0000:02:00.0"};
+      });
+  EXPECT_EQ(compressed.nccl, compress::HasFlatCompressor(compress::CompressorKind::kPowerSGD,
+                                                         tensor::DeviceKind::kCuda))
+      << compressed.note;
   const CollectivesChoice unbuilt = ChooseCollectives(Plan("AllReduce"), kGpu, false, never);
   EXPECT_FALSE(unbuilt.nccl);
   EXPECT_THAT(unbuilt.note, HasSubstr("this build has no NCCL"));
