@@ -11,6 +11,7 @@
 #include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/sync/gradient_sum.h"
+#include "runtime/sync/sparse_all_gather.h"
 #include "runtime/tensor/sparse_gradient.h"
 
 namespace autodist::sync {
@@ -69,40 +70,10 @@ void AllReducePart::LoadOptimizerState(const TensorMap& shard_slots) {
 
 tensor::SparseGradient AllReducePart::AllGatherSparse(const tensor::SparseGradient& local,
                                                       const std::string& tag) {
-  const int64_t rows = local.indices.numel();
-  const int64_t row_elements = rows == 0 ? tensor::NumElements(local.dense_shape) /
-                                               std::max<int64_t>(local.dense_shape.at(0), 1)
-                                         : local.values.numel() / rows;
-  std::vector<std::byte> indices;
-  std::vector<std::byte> values;
-  const int64_t sent_before = communicator_->bytes_sent();
-  const std::vector<size_t> counts =
-      communicator_->AllGatherV(local.indices.raw(), static_cast<size_t>(rows),
-                                collective::ElementType::kInt64, indices, tag + "/indices");
-  communicator_->AllGatherV(local.values.raw(), static_cast<size_t>(rows * row_elements),
-                            collective::ElementType::kFloat32, values, tag + "/rows");
-  sparse_sent_ += communicator_->bytes_sent() - sent_before;
-  sparse_bytes_ += static_cast<int64_t>(local.indices.nbytes() + local.values.nbytes());
-
-  std::vector<tensor::SparseGradient> parts;
-  size_t row_offset = 0;
-  for (const size_t count : counts) {
-    tensor::SparseGradient part;
-    part.dense_shape = local.dense_shape;
-    const auto n = static_cast<int64_t>(count);
-    part.indices = Tensor(tensor::DType::kInt64, {n});
-    tensor::Shape shape = local.values.shape();
-    shape[0] = n;
-    part.values = Tensor(tensor::DType::kFloat32, shape);
-    std::memcpy(part.indices.raw(), indices.data() + row_offset * sizeof(int64_t),
-                part.indices.nbytes());
-    std::memcpy(part.values.raw(),
-                values.data() + row_offset * static_cast<size_t>(row_elements) * sizeof(float),
-                part.values.nbytes());
-    row_offset += count;
-    parts.push_back(std::move(part));
-  }
-  return tensor::MergeSparse(parts);
+  GatheredSparse gathered = sync::AllGatherSparse(*communicator_, local, tag);
+  sparse_sent_ += gathered.sent_bytes;
+  sparse_bytes_ += gathered.local_bytes;
+  return std::move(gathered.merged);
 }
 
 void AllReducePart::Apply(const ShardPlan& shard, const Gradient& mean,
@@ -287,6 +258,7 @@ void AllReducePart::Synchronize(int64_t step, double lr,
     for (const VariablePlan& variable : plan_.variables) {
       if (summed_.contains(variable.name) || !gradients[0].contains(variable.name)) continue;
       std::vector<const Gradient*> parts;
+      parts.reserve(gradients.size());
       for (const auto& replica : gradients) parts.push_back(&replica.at(variable.name));
       summed_.emplace(variable.name, OwnedSum(parts));
     }

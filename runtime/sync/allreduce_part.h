@@ -75,7 +75,7 @@ class AllReducePart final : public AllReducer {
     std::deque<exec::Gradient> gradients;  // by shard
   };
 
-  // Sums a row-sparse gradient over the workers (all-gather of indices and rows, then merged).
+  // Sums a row-sparse gradient over the workers (sparse_all_gather.h), counting its bytes.
   tensor::SparseGradient AllGatherSparse(const tensor::SparseGradient& local,
                                          const std::string& tag);
   // The sum of several replicas' gradients as a fresh copy.

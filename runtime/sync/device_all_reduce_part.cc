@@ -8,6 +8,8 @@
 #include "runtime/common/error.h"
 #include "runtime/observe/runtime_metrics.h"
 #include "runtime/observe/timeline.h"
+#include "runtime/sync/gradient_sum.h"
+#include "runtime/sync/sparse_all_gather.h"
 
 namespace autodist::sync {
 namespace {
@@ -33,12 +35,6 @@ void Select(const tensor::Device& device) {
 std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan,
                                                    tensor::DeviceKind device) {
   for (const VariablePlan& variable : plan.variables) {
-    if (variable.sparse) {
-      return fmt::format(
-          "variable '{}' has row-sparse gradients (an embedding), which are all-gathered through "
-          "host memory",
-          variable.name);
-    }
     if (variable.partitioned) {
       return fmt::format("variable '{}' is partitioned, and shards are reduced in host memory",
                          variable.name);
@@ -81,16 +77,22 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
     group.compressor = members.front()->compressor;
     group.algorithm = members.front()->algorithm;
     for (const ShardPlan* shard : members) {
+      if (plan_.Variable(shard->variable).sparse) {
+        sparse_.push_back(SparseMember{shard, group.name + "/" + shard->name});
+        continue;
+      }
       const int64_t count = tensor::NumElements(shard->shape);
       where_[shard->variable] = {groups_.size(), group.members.size()};
       group.members.push_back(Member{shard, group.padded, count});
       group.elements += count;
       group.padded += Aligned(count);
     }
+    if (group.members.empty()) continue;  // only row-sparse variables: nothing to fuse
     group.duration = &observe::ProcessMetrics().all_reduce_duration.With({group.name});
     groups_.push_back(std::move(group));
   }
-  const float inverse = 1.0F / static_cast<float>(total_replicas);
+  inverse_replicas_ = 1.0F / static_cast<float>(total_replicas);
+  const float inverse = inverse_replicas_;
   for (size_t r = 0; r < devices.size(); ++r) {
     AD_CHECK(communicators[r] != nullptr, kInternal, "replica {} has no communicator", r);
     auto replica = std::make_unique<Replica>();
@@ -102,6 +104,8 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
         std::make_unique<exec::StandaloneKernel>("Mul", "all-reduce mean", replica->device);
     replica->inverse = Tensor::Scalar(inverse).To(replica->device);
     replica->buffers.resize(groups_.size());
+    replica->sparse_inputs.resize(sparse_.size(), nullptr);
+    replica->sparse_sums.resize(sparse_.size());
     for (const Group& group : groups_) {
       replica->compressors.push_back(
           group.compressor.kind == compress::CompressorKind::kNone
@@ -110,7 +114,7 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
     }
     replicas_.push_back(std::move(replica));
   }
-  if (groups_.empty()) return;
+  if (empty()) return;
   for (size_t r = 0; r < replicas_.size(); ++r) {
     replicas_[r]->thread = std::thread([this, r] { CommunicationLoop(r); });
   }
@@ -172,7 +176,7 @@ void DeviceAllReducePart::Queue(size_t g) {
   }
   {
     std::lock_guard lock(mutex_);
-    for (const auto& replica : replicas_) replica->queued.emplace_back(g, step_);
+    for (const auto& replica : replicas_) replica->queued.push_back(Work{false, g, step_});
   }
   changed_.notify_all();
   if (observe::Timeline* timeline = observe::ActiveTimeline()) {
@@ -211,32 +215,13 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
   while (true) {
     changed_.wait(lock, [&] { return stopping_ || !replica.queued.empty(); });
     if (stopping_) return;
-    const size_t g = replica.queued.front().first;
-    const int64_t step = replica.queued.front().second;
+    const Work work = replica.queued.front();
     replica.queued.pop_front();
     replica.busy = true;
     lock.unlock();
-    const Group& group = groups_[g];
     std::exception_ptr error;
     try {
-      // One replica's thread times the group and counts its bytes: they are the same on all.
-      std::optional<observe::Span> span;
-      std::optional<observe::ScopedDuration> timed;
-      if (r == 0) {
-        span.emplace("sync", [&] {
-          return observe::SpanText{"reduce " + group.name, fmt::format(R"("step":{})", step + 1)};
-        });
-        timed.emplace(*group.duration);
-      }
-      if (compress::FlatCompressor* compressor = replica.compressors[g].get()) {
-        compressor->Reduce(group.name, replica.buffers[g], present_[g], *replica.communicator,
-                           step);
-      } else {
-        replica.communicator->AllReduceSum(
-            replica.buffers[g].raw(), static_cast<size_t>(group.padded),
-            collective::ElementType::kFloat32, group.algorithm, group.name);
-        if (r == 0) reduced_bytes_ += group.elements * static_cast<int64_t>(sizeof(float));
-      }
+      Reduce(r, work);
     } catch (...) {
       error = std::current_exception();  // rethrown by Synchronize on the training thread
     }
@@ -247,6 +232,88 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
       replica.queued.clear();
     }
     changed_.notify_all();
+  }
+}
+
+void DeviceAllReducePart::Reduce(size_t r, const Work& work) {
+  Replica& replica = *replicas_[r];
+  const std::string& name = work.sparse ? sparse_[work.index].tag : groups_[work.index].name;
+  // One replica's thread times the work and counts its bytes: they are the same on all.
+  std::optional<observe::Span> span;
+  if (r == 0) {
+    span.emplace("sync", [&] {
+      return observe::SpanText{(work.sparse ? "gather " : "reduce ") + name,
+                               fmt::format(R"("step":{})", work.step + 1)};
+    });
+  }
+  if (work.sparse) {
+    GatheredSparse gathered =
+        AllGatherSparse(*replica.communicator, *replica.sparse_inputs[work.index], name);
+    replica.sparse_sums[work.index] = std::move(gathered.merged);
+    if (r == 0) {
+      sparse_bytes_ += gathered.local_bytes;
+      sparse_sent_ += gathered.sent_bytes;
+    }
+    return;
+  }
+  const Group& group = groups_[work.index];
+  std::optional<observe::ScopedDuration> timed;
+  if (r == 0) timed.emplace(*group.duration);
+  if (compress::FlatCompressor* compressor = replica.compressors[work.index].get()) {
+    compressor->Reduce(group.name, replica.buffers[work.index], present_[work.index],
+                       *replica.communicator, work.step);
+  } else {
+    replica.communicator->AllReduceSum(
+        replica.buffers[work.index].raw(), static_cast<size_t>(group.padded),
+        collective::ElementType::kFloat32, group.algorithm, group.name);
+    if (r == 0) reduced_bytes_ += group.elements * static_cast<int64_t>(sizeof(float));
+  }
+}
+
+void DeviceAllReducePart::QueueSparse(
+    int64_t step, const std::vector<std::map<std::string, Gradient>>& gradients) {
+  sparse_present_.assign(sparse_.size(), false);
+  if (sparse_.empty()) return;
+  for (size_t s = 0; s < sparse_.size(); ++s) {
+    const std::string& variable = sparse_[s].shard->variable;
+    // Without a gradient this step (on every replica alike) the table is neither gathered nor
+    // applied.
+    if (!gradients[0].contains(variable)) continue;
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      const Gradient& gradient = gradients[r].at(variable);
+      AD_CHECK(gradient.is_sparse(), kInternal,
+               "replica {}'s gradient of '{}' is dense; the plan has it row-sparse", r, variable);
+      replicas_[r]->sparse_inputs[s] = &*gradient.sparse;
+    }
+    sparse_present_[s] = true;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& replica : replicas_) {
+      for (size_t s = 0; s < sparse_.size(); ++s) {
+        if (sparse_present_[s]) replica->queued.push_back(Work{true, s, step});
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+void DeviceAllReducePart::ApplySparse(const std::vector<Session*>& replicas) {
+  for (size_t s = 0; s < sparse_.size(); ++s) {
+    if (!sparse_present_[s]) continue;
+    const ShardPlan& shard = *sparse_[s].shard;
+    for (size_t r = 0; r < replicas_.size(); ++r) {
+      Replica& replica = *replicas_[r];
+      Select(replica.device);
+      // The host path's mean, on the host (the same float products), then to the device.
+      Gradient mean;
+      mean.sparse = std::move(replica.sparse_sums[s]);
+      ScaleGradient(mean, inverse_replicas_);
+      Tensor& parameter = replicas[r]->variable(shard.variable);
+      replica.optimizer->ApplySparse(shard.name, parameter,
+                                     tensor::SparseTo(*mean.sparse, replica.device));
+      replica.sparse_inputs[s] = nullptr;
+    }
   }
 }
 
@@ -268,7 +335,7 @@ void DeviceAllReducePart::WaitIdle() {
 void DeviceAllReducePart::Synchronize(int64_t step, double lr,
                                       const std::vector<std::map<std::string, Gradient>>& gradients,
                                       const std::vector<Session*>& replicas) {
-  if (groups_.empty()) return;
+  if (empty()) return;
   AD_CHECK(gradients.size() == replicas_.size() && replicas.size() == replicas_.size(), kInternal,
            "{} replicas' gradients for a part of {}", gradients.size(), replicas_.size());
   if (step_ != step) BeginStep(step);
@@ -288,6 +355,7 @@ void DeviceAllReducePart::Synchronize(int64_t step, double lr,
       }
       Queue(g);
     }
+    QueueSparse(step, gradients);
     WaitIdle();
   } catch (...) {
     step_ = -1;
@@ -312,6 +380,7 @@ void DeviceAllReducePart::Synchronize(int64_t step, double lr,
     }
     replica.optimizer->ApplyAll(updates);
   }
+  ApplySparse(replicas);
   step_ = -1;
   CountTraffic();
 }
@@ -345,6 +414,9 @@ void DeviceAllReducePart::CurrentState(Session& replica, TensorMap& shard_values
       shard_values[member.shard->name] = HostCopy(replica.variable(member.shard->variable));
     }
   }
+  for (const SparseMember& member : sparse_) {
+    shard_values[member.shard->name] = HostCopy(replica.variable(member.shard->variable));
+  }
   Select(replicas_[0]->device);
   for (const auto& [key, value] : replicas_[0]->optimizer->SaveState()) {
     shard_slots[key] = value.To(tensor::Device::Cpu());  // SaveState's are copies already
@@ -353,7 +425,7 @@ void DeviceAllReducePart::CurrentState(Session& replica, TensorMap& shard_values
 
 compress::CompressionStats DeviceAllReducePart::Stats() const {
   const int64_t bytes = reduced_bytes_.load();
-  compress::CompressionStats total{bytes, bytes};
+  compress::CompressionStats total{bytes + sparse_bytes_.load(), bytes + sparse_sent_.load()};
   for (const auto& compressor : replicas_[0]->compressors) {
     if (!compressor) continue;
     const compress::CompressionStats stats = compressor->stats();

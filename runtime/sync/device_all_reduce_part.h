@@ -11,7 +11,11 @@
 //   (through the group's compressor, compress/flat_compressor.h, when it has one);
 // * after backward, each replica multiplies its sums by 1 / (the job's replicas) and applies its
 //   own optimizer to its own variables, on its device: every rank holds the same sums, so the
-//   replicas stay identical without a broadcast.
+//   replicas stay identical without a broadcast;
+// * row-sparse gradients (an embedding's) are not fused: after backward each replica's thread
+//   all-gathers its rows (sparse_all_gather.h: indices, then rows, from the device), merges every
+//   rank's on the host as the host path does, and the mean goes back to the device for the
+//   optimizer's sparse update. The rows cross the host once each way; the table never does.
 //
 // A process's ranks call their collectives from their own threads at once: NCCL's "one thread
 // per GPU". Nothing here names a device library: buffers are tensors, the mean is the backend's
@@ -45,9 +49,8 @@ namespace autodist::sync {
 
 // Why `plan` cannot be all-reduced by DeviceAllReducePart on devices of `device`
 // ("variable 'w' is partitioned ..."), nullopt when it can: parameter-server shards, partitioned
-// or row-sparse variables, a compressor without a flat form there (compress/flat_compressor.h),
-// and an all-reduce spec other than AUTO and NCCL (RING asks for Gloo's ring) stay on the host
-// path.
+// variables, a compressor without a flat form there (compress/flat_compressor.h), and an
+// all-reduce spec other than AUTO and NCCL (RING asks for Gloo's ring) stay on the host path.
 std::optional<std::string> DeviceAllReduceObstacle(const StrategyPlan& plan,
                                                    tensor::DeviceKind device);
 
@@ -65,7 +68,7 @@ class DeviceAllReducePart final : public AllReducer {
   DeviceAllReducePart(const DeviceAllReducePart&) = delete;
   DeviceAllReducePart& operator=(const DeviceAllReducePart&) = delete;
 
-  bool empty() const override { return groups_.empty(); }
+  bool empty() const override { return groups_.empty() && sparse_.empty(); }
   void GradientReady(int64_t step, int replica, const std::string& variable,
                      const exec::Gradient& gradient,
                      const std::vector<std::map<std::string, exec::Gradient>>& earlier) override;
@@ -96,6 +99,17 @@ class DeviceAllReducePart final : public AllReducer {
     compress::CompressorOptions compressor;  // kNone: a plain all-reduce of the buffer
     observe::Histogram* duration = nullptr;
   };
+  // A row-sparse variable: all-gathered on its own, not fused (a table's gradient is a few rows).
+  struct SparseMember {
+    const ShardPlan* shard = nullptr;
+    std::string tag;  // "group-<id>/<shard>", as on the host path
+  };
+  // A communication thread's next piece of work.
+  struct Work {
+    bool sparse = false;  // sparse_[index], else groups_[index]
+    size_t index = 0;
+    int64_t step = 0;
+  };
   struct Replica {
     tensor::Device device;
     collective::Communicator* communicator = nullptr;
@@ -104,9 +118,12 @@ class DeviceAllReducePart final : public AllReducer {
     tensor::Tensor inverse;               // 1 / total replicas, a scalar on the device
     std::vector<tensor::Tensor> buffers;  // by group index; allocated on first use
     std::vector<std::unique_ptr<compress::FlatCompressor>> compressors;  // by group; null: none
-    std::deque<std::pair<size_t, int64_t>> queued;  // (group, step) to reduce, in order
-                                                    // (under mutex_)
-    bool busy = false;                              // reducing a group (under mutex_)
+    std::deque<Work> queued;  // to reduce, in order (under mutex_)
+    bool busy = false;        // reducing (under mutex_)
+    // By sparse member: this step's row-sparse gradient (the trainer's, on the device) and its
+    // gathered sum (on the host), set before and by the thread.
+    std::vector<const tensor::SparseGradient*> sparse_inputs;
+    std::vector<tensor::SparseGradient> sparse_sums;
     std::thread thread;
   };
 
@@ -118,6 +135,13 @@ class DeviceAllReducePart final : public AllReducer {
   void Pack(size_t g, size_t m, const std::vector<const exec::Gradient*>& sources);
   // Hands group `g` to every replica's communication thread.
   void Queue(size_t g);
+  // Hands this step's row-sparse gradients to every replica's communication thread.
+  void QueueSparse(int64_t step,
+                   const std::vector<std::map<std::string, exec::Gradient>>& gradients);
+  // Applies the mean of each gathered row-sparse gradient to every replica's variable.
+  void ApplySparse(const std::vector<exec::Session*>& replicas);
+  // One piece of work on replica `r`'s thread.
+  void Reduce(size_t r, const Work& work);
   // Waits until every communication thread is idle; rethrows the first error one met.
   void WaitIdle();
   void CommunicationLoop(size_t r);
@@ -126,6 +150,8 @@ class DeviceAllReducePart final : public AllReducer {
   const StrategyPlan& plan_;
   std::vector<Group> groups_;                               // ascending ids
   std::map<std::string, std::pair<size_t, size_t>> where_;  // variable -> (group, member)
+  std::vector<SparseMember> sparse_;                        // in group order
+  std::vector<bool> sparse_present_;  // by sparse member: a gradient this step (training thread)
   std::vector<std::unique_ptr<Replica>> replicas_;
 
   // The step being packed (training thread only).
@@ -137,6 +163,9 @@ class DeviceAllReducePart final : public AllReducer {
   std::vector<std::vector<compress::FlatMember>> present_;
 
   std::atomic<int64_t> reduced_bytes_{0};
+  std::atomic<int64_t> sparse_bytes_{0};  // raw = wire bytes of the gathered rows, as on the host
+  std::atomic<int64_t> sparse_sent_{0};
+  float inverse_replicas_ = 1.0F;
   int64_t counted_sent_ = 0;  // the communicators' totals at the last CountTraffic
   int64_t counted_received_ = 0;
 

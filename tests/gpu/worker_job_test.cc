@@ -8,9 +8,9 @@
 // * One worker takes the NCCL path (one rank; worker_collectives.h) and keeps its gradients,
 //   their fusion buffers, the mean and the optimizer on the GPU (sync/device_all_reduce_part.h),
 //   float16 compression with error feedback included (gpu/compress/half_flat_compressor.h): 1e-4
-//   relative, 1e-3 with float16 on the wire and with PowerSGD (powersgd_flat_compressor.h). One
-//   rank shows the path from end to end, not a multi-rank sum: the CPU tests check the part's
-//   arithmetic on several ranks (tests/sync).
+//   relative, 1e-3 with float16 on the wire and with PowerSGD (powersgd_flat_compressor.h); an
+//   embedding's row-sparse gradients too (1e-4). One rank shows the path from end to end, not a
+//   multi-rank sum: the CPU tests check the part's arithmetic on several ranks (tests/sync).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -51,6 +51,7 @@ struct NcclCase {
   // float16 on the wire turns the GPU's last-bit differences from the CPU into half-precision
   // steps now and then.
   double tolerance;
+  const char* model = "mlp";
 };
 
 class NcclJob : public ::testing::TestWithParam<NcclCase> {};
@@ -59,7 +60,7 @@ TEST_P(NcclJob, OneGpuWorkerReducesOverNcclAndMatchesTheCpuRunOver50Steps) {
   AUTODIST_SKIP_WITHOUT_GPU();
   if (!AUTODIST_WITH_NCCL) GTEST_SKIP() << "this build has no NCCL (the toolkit lacked nccl.h)";
   TempDir dir;
-  const GpuJobCase job{"AllReduce", "mlp", 0, 1, GetParam().strategy_options};
+  const GpuJobCase job{"AllReduce", GetParam().model, 0, 1, GetParam().strategy_options};
   const testing::JobRun cpu = testing::RunJobOn(job, false, dir);
   const testing::JobRun gpu = testing::RunJobOn(job, true, dir);
   EXPECT_THAT(gpu.logs, HasSubstr("all-reduce: NCCL between the job's GPUs"));
@@ -73,7 +74,10 @@ INSTANTIATE_TEST_SUITE_P(
         NcclCase{"NoneCompressor", "", 1e-4},
         NcclCase{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n", 1e-3},
         // Its products and Gram-Schmidt on the GPU sum in another order.
-        NcclCase{"PowerSGDCompressor", "      compressor: PowerSGDCompressor\n", 1e-3}),
+        NcclCase{"PowerSGDCompressor", "      compressor: PowerSGDCompressor\n", 1e-3},
+        // The table's rows are all-gathered and merged on the host, then applied on the GPU
+        // (sync/device_all_reduce_part.h).
+        NcclCase{"RowSparseEmbedding", "", 1e-4, "embedding"}),
     [](const ::testing::TestParamInfo<NcclCase>& param) { return param.param.name; });
 
 }  // namespace

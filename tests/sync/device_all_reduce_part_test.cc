@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <future>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "runtime/collective/memory_rendezvous_store.h"
@@ -31,8 +33,12 @@ using tensor::Tensor;
 using ::testing::HasSubstr;
 
 const std::string kModel = std::string(AUTODIST_FIXTURES_DIR) + "/parity/mlp/model.onnx";
+// An embedding table (row-sparse gradients) under a dense classifier.
+const std::string kEmbeddingModel =
+    std::string(AUTODIST_FIXTURES_DIR) + "/parity/embedding/model.onnx";
 
 struct Job {
+  std::string model = kModel;
   int workers = 2;
   int replicas_per_worker = 1;
   strategy::BuilderOptions options;
@@ -41,7 +47,7 @@ struct Job {
 };
 
 StrategyPlan PlanOf(const Job& job) {
-  const auto variables = graph::GraphItem::Load(kModel).TrainableVariables();
+  const auto variables = graph::GraphItem::Load(job.model).TrainableVariables();
   const auto resources = strategy::ResourceSpec::FromReplicaCounts(
       {job.workers, 0, job.replicas_per_worker, 0, std::nullopt});
   strategy::CompileRequest request;
@@ -59,11 +65,11 @@ struct Worker {
 
 std::vector<Worker> MakeWorkers(const Job& job) {
   onnx::ModelProto model;
-  EXPECT_TRUE(model.ParseFromString(ReadFileBytes(kModel, "model")));
+  EXPECT_TRUE(model.ParseFromString(ReadFileBytes(job.model, "model")));
   std::vector<Worker> workers(static_cast<size_t>(job.workers));
   for (Worker& worker : workers) {
     for (int r = 0; r < job.replicas_per_worker; ++r) {
-      worker.sessions.emplace_back(model, kModel, exec::SessionOptions{});
+      worker.sessions.emplace_back(model, job.model, exec::SessionOptions{});
     }
     for (exec::Session& session : worker.sessions) worker.pointers.push_back(&session);
   }
@@ -100,7 +106,8 @@ void CloseAll(std::vector<std::unique_ptr<collective::Communicator>>& communicat
 }
 
 // Step `step`'s gradient of every variable for global replica `replica`: seeded noise, the same
-// on both paths. `skip` has no gradient that step.
+// on both paths; a row-sparse variable's has a few distinct rows, ascending, as Gather's gradient
+// has them (replicas share some). `skip` has no gradient that step.
 using Gradients = std::vector<std::map<std::string, exec::Gradient>>;
 Gradients StepGradients(const StrategyPlan& plan, int first_replica, int replicas, int64_t step,
                         const std::string& skip) {
@@ -110,6 +117,26 @@ Gradients StepGradients(const StrategyPlan& plan, int first_replica, int replica
     std::normal_distribution<float> noise(0.0F, 1.0F);
     for (const VariablePlan& variable : plan.variables) {
       if (variable.name == skip) continue;
+      if (variable.sparse) {
+        std::set<int64_t> rows;
+        std::uniform_int_distribution<int64_t> row(0, std::min<int64_t>(variable.shape[0], 12) - 1);
+        while (rows.size() < 5) rows.insert(row(rng));
+        tensor::Shape shape = variable.shape;
+        shape[0] = static_cast<int64_t>(rows.size());
+        tensor::SparseGradient sparse;
+        sparse.dense_shape = variable.shape;
+        sparse.indices = Tensor(tensor::DType::kInt64, {shape[0]});
+        sparse.values = Tensor(tensor::DType::kFloat32, shape);
+        int64_t i = 0;
+        for (const int64_t index : rows) sparse.indices.data<int64_t>()[i++] = index;
+        for (int64_t j = 0; j < sparse.values.numel(); ++j) {
+          sparse.values.data<float>()[j] = noise(rng);
+        }
+        exec::Gradient gradient;
+        gradient.sparse = std::move(sparse);
+        out[static_cast<size_t>(r)].emplace(variable.name, std::move(gradient));
+        continue;
+      }
       Tensor dense(tensor::DType::kFloat32, variable.shape);
       for (int64_t i = 0; i < dense.numel(); ++i) dense.data<float>()[i] = noise(rng);
       exec::Gradient gradient;
@@ -270,6 +297,58 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<strategy::BuilderOptions>& param) {
       return param.param.empty() ? std::string("NoneCompressor") : param.param.at("compressor");
     });
+
+// An embedding's row-sparse gradients are all-gathered by every replica's rank and merged on the
+// host as the host path merges them: with one replica per worker, the same bits (the table, the
+// dense layers and Adam's slots), overlapped or not, and a step without the table's gradient.
+TEST(DeviceAllReducePartTest, RowSparseGradientsMatchTheHostPathBitForBit) {
+  Job job;
+  job.model = kEmbeddingModel;
+  const StrategyPlan plan = PlanOf(job);
+  std::string table;
+  for (const VariablePlan& variable : plan.variables) {
+    if (variable.sparse) table = variable.name;
+  }
+  ASSERT_FALSE(table.empty()) << "the embedding fixture has no row-sparse variable";
+  EXPECT_EQ(DeviceAllReduceObstacle(plan, tensor::DeviceKind::kCpu), std::nullopt);
+  PathRun host = HostPath(job, 4, {0, 2}, table);
+  PathRun device = DevicePath(job, 4, {0, 2}, table);
+  std::vector<Worker> fresh = MakeWorkers(job);
+  for (const std::string& name : host.workers[0].sessions[0].trainable_names()) {
+    for (int w = 0; w < job.workers; ++w) {
+      ExpectSameBits(device.workers[static_cast<size_t>(w)].sessions[0].variable(name),
+                     host.workers[0].sessions[0].variable(name),
+                     fmt::format("worker {} '{}'", w, name));
+    }
+  }
+  const Tensor& before = fresh[0].sessions[0].variable(table);
+  EXPECT_NE(
+      std::memcmp(before.raw(), host.workers[0].sessions[0].variable(table).raw(), before.nbytes()),
+      0)
+      << "the table did not move";
+  ASSERT_EQ(host.slots.size(), device.slots.size());
+  for (const auto& [key, value] : host.slots) {
+    ASSERT_TRUE(device.slots.contains(key)) << key;
+    ExpectSameBits(device.slots.at(key), value, "slot " + key);
+  }
+}
+
+TEST(DeviceAllReducePartTest, RowSparseGradientsOfTwoReplicasPerWorkerStayIdentical) {
+  Job job;
+  job.model = kEmbeddingModel;
+  job.replicas_per_worker = 2;
+  PathRun host = HostPath(job, 3, {1});
+  PathRun device = DevicePath(job, 3, {1});
+  for (const std::string& name : host.workers[0].sessions[0].trainable_names()) {
+    const Tensor& first = device.workers[0].sessions[0].variable(name);
+    for (Worker& worker : device.workers) {
+      for (exec::Session& session : worker.sessions) {
+        ExpectSameBits(session.variable(name), first, name);
+      }
+    }
+    ExpectClose(first, host.workers[0].sessions[0].variable(name), 1e-5F, name);
+  }
+}
 
 TEST(DeviceAllReducePartTest, AVariableWithoutAGradientKeepsItsValueAsOnTheHostPath) {
   const Job job;
