@@ -1,6 +1,7 @@
-// Per-tensor state of the compressors' flat forms on a GPU (residuals, PowerSGD's Q), kept by the
-// gradient's name as compress::TensorState keeps it on the host, with the same check that a name
-// keeps its size.
+// The device memory of the compressors' flat forms on a GPU: their checked group buffer, scratch
+// that grows to the largest group seen, and per-tensor state (residuals, PowerSGD's Q) kept by
+// the gradient's name as compress::TensorState keeps it on the host, with the same check that a
+// name keeps its size.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,11 +12,23 @@
 #include <string>
 
 #include "gpu/memory/device_pool.h"
+#include "runtime/tensor/tensor.h"
 
 namespace autodist::gpu {
 
 // `bytes` zeroed bytes from GPU `index`'s tensor pool, ordered on `stream`.
 DeviceBuffer ZeroedDeviceBuffer(int index, size_t bytes, cudaStream_t stream);
+
+// Replaces `buffer` by one of `bytes` from GPU `index`'s tensor pool when it is smaller (its
+// contents are not kept); returns its memory.
+template <typename T>
+T* GrowDeviceBuffer(DeviceBuffer& buffer, size_t bytes, int index, cudaStream_t stream);
+
+inline size_t FloatBytes(int64_t elements) { return static_cast<size_t>(elements) * sizeof(float); }
+
+// The GPU of a flat form's group buffer; Internal naming `compressor` and `group` unless it is
+// float32 on a GPU.
+int FlatBufferGpu(const char* compressor, const std::string& group, const tensor::Tensor& buffer);
 
 class DeviceTensorState {
  public:

@@ -24,13 +24,8 @@ HalfFlatCompressor::HalfFlatCompressor(const compress::CompressorOptions& option
 void HalfFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer,
                                 const std::vector<compress::FlatMember>& members,
                                 collective::Communicator& communicator, int64_t /*step*/) {
-  AD_CHECK(buffer.device().kind == tensor::DeviceKind::kCuda &&
-               buffer.dtype() == tensor::DType::kFloat32,
-           kInternal, "{}: group '{}' needs a float32 buffer on a GPU, got {} on {}",
-           compress::CompressorName(options_.kind), group, tensor::DTypeName(buffer.dtype()),
-           tensor::DeviceName(buffer.device()));
+  const int index = FlatBufferGpu(compress::CompressorName(options_.kind), group, buffer);
   if (members.empty()) return;
-  const int index = buffer.device().index;
   UseGpu(index);  // a communication thread's current GPU may be another
   cudaStream_t stream = TensorStream(index);
   const int64_t count = buffer.numel();

@@ -18,8 +18,6 @@ namespace {
 
 constexpr const char* kName = "PowerSGDCompressor";
 
-size_t FloatBytes(int64_t elements) { return static_cast<size_t>(elements) * sizeof(float); }
-
 }  // namespace
 
 PowerSGDFlatCompressor::PowerSGDFlatCompressor(const compress::CompressorOptions& options)
@@ -27,15 +25,6 @@ PowerSGDFlatCompressor::PowerSGDFlatCompressor(const compress::CompressorOptions
   AD_CHECK(options.kind == compress::CompressorKind::kPowerSGD, kInternal,
            "PowerSGDFlatCompressor made for {}", compress::CompressorName(options.kind));
   compress::CheckPowerSGDOptions(options);
-}
-
-float* PowerSGDFlatCompressor::Reserve(DeviceBuffer& buffer, int64_t& elements, int64_t needed,
-                                       int index, cudaStream_t stream) {
-  if (elements < needed) {
-    buffer = TensorPool(index).Allocate(FloatBytes(needed), stream);
-    elements = needed;
-  }
-  return buffer.as<float>();
 }
 
 void PowerSGDFlatCompressor::ReduceDense(const std::string& tag, float* values,
@@ -50,7 +39,7 @@ void PowerSGDFlatCompressor::ReduceDense(const std::string& tag, float* values,
     communicator.AllReduceSum(values + members.front()->offset, static_cast<size_t>(total),
                               collective::ElementType::kFloat32, options_.algorithm, tag);
   } else {
-    float* packed = Reserve(dense_, dense_elements_, total, index, stream);
+    auto* packed = GrowDeviceBuffer<float>(dense_, FloatBytes(total), index, stream);
     int64_t at = 0;
     for (const compress::FlatMember* member : members) {
       const int64_t n = tensor::NumElements(member->shape);
@@ -76,12 +65,8 @@ void PowerSGDFlatCompressor::ReduceDense(const std::string& tag, float* values,
 void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer,
                                     const std::vector<compress::FlatMember>& members,
                                     collective::Communicator& communicator, int64_t step) {
-  AD_CHECK(buffer.device().kind == tensor::DeviceKind::kCuda &&
-               buffer.dtype() == tensor::DType::kFloat32,
-           kInternal, "{}: group '{}' needs a float32 buffer on a GPU, got {} on {}", kName, group,
-           tensor::DTypeName(buffer.dtype()), tensor::DeviceName(buffer.device()));
+  const int index = FlatBufferGpu(kName, group, buffer);
   if (members.empty()) return;
-  const int index = buffer.device().index;
   UseGpu(index);  // a communication thread's current GPU may be another
   cudaStream_t stream = TensorStream(index);
   auto* values = static_cast<float*>(buffer.raw());
@@ -112,8 +97,8 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
               stream);
   if (low_rank.empty()) return;
 
-  float* p = Reserve(p_, p_elements_, p_size, index, stream);
-  float* q = Reserve(q_, q_elements_, q_size, index, stream);
+  auto* p = GrowDeviceBuffer<float>(p_, FloatBytes(p_size), index, stream);
+  auto* q = GrowDeviceBuffer<float>(q_, FloatBytes(q_size), index, stream);
   for (const LowRank& matrix : low_rank) {
     const compress::FlatMember& member = *matrix.member;
     float* residual = residuals_.Get(group, member.name, matrix.n * matrix.m, index, stream);

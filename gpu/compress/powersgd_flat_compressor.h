@@ -50,9 +50,6 @@ class PowerSGDFlatCompressor final : public compress::FlatCompressor {
   void ReduceDense(const std::string& tag, float* values,
                    const std::vector<const compress::FlatMember*>& members,
                    collective::Communicator& communicator, int index, cudaStream_t stream);
-  // Grows `buffer` (of `elements` floats now) to at least `needed` floats on GPU `index`.
-  static float* Reserve(DeviceBuffer& buffer, int64_t& elements, int64_t needed, int index,
-                        cudaStream_t stream);
 
   compress::CompressorOptions options_;
   DeviceTensorState residuals_;
@@ -60,12 +57,9 @@ class PowerSGDFlatCompressor final : public compress::FlatCompressor {
   // Whether a member's kept Q (last step's Qs) has a zero or non-finite column: then it is drawn
   // afresh, as the CPU compressor does. Read back once per step with the Qs.
   std::map<std::string, bool> degenerate_q_;
-  DeviceBuffer dense_;
-  int64_t dense_elements_ = 0;
-  DeviceBuffer p_;
-  int64_t p_elements_ = 0;
-  DeviceBuffer q_;
-  int64_t q_elements_ = 0;
+  DeviceBuffer dense_;                // the uncompressed members, packed
+  DeviceBuffer p_;                    // the group's P matrices, back to back
+  DeviceBuffer q_;                    // and its Qs
   std::vector<float> host_q_;         // the step's Qs, read back for the degenerate check
   std::unique_ptr<Event> read_back_;  // after the read-back, waited for on the host
   compress::CompressionStats stats_;

@@ -15,8 +15,6 @@ namespace {
 
 constexpr const char* kName = "TopKCompressorEF";
 
-size_t FloatBytes(int64_t elements) { return static_cast<size_t>(elements) * sizeof(float); }
-
 }  // namespace
 
 TopKFlatCompressor::TopKFlatCompressor(const compress::CompressorOptions& options)
@@ -26,19 +24,10 @@ TopKFlatCompressor::TopKFlatCompressor(const compress::CompressorOptions& option
   compress::CheckTopKOptions(options);
 }
 
-void TopKFlatCompressor::Reserve(DeviceBuffer& buffer, size_t bytes, int index,
-                                 cudaStream_t stream) {
-  if (buffer.bytes() < bytes) buffer = TensorPool(index).Allocate(bytes, stream);
-}
-
 void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer,
                                 const std::vector<compress::FlatMember>& members,
                                 collective::Communicator& communicator, int64_t /*step*/) {
-  AD_CHECK(buffer.device().kind == tensor::DeviceKind::kCuda &&
-               buffer.dtype() == tensor::DType::kFloat32,
-           kInternal, "{}: group '{}' needs a float32 buffer on a GPU, got {} on {}", kName, group,
-           tensor::DTypeName(buffer.dtype()), tensor::DeviceName(buffer.device()));
-  const int index = buffer.device().index;
+  const int index = FlatBufferGpu(kName, group, buffer);
   if (gpu_ < 0) gpu_ = index;
   AD_CHECK(gpu_ == index, kInternal, "{}: group '{}' moved from GPU {} to GPU {}", kName, group,
            gpu_, index);
@@ -60,10 +49,9 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   auto* values = static_cast<float*>(buffer.raw());
 
   // Pack the members and their residuals, as the CPU fuses them.
-  Reserve(fused_, FloatBytes(elements), index, stream);
-  Reserve(fused_residual_, FloatBytes(elements), index, stream);
-  auto* fused = fused_.as<float>();
-  auto* fused_residual = fused_residual_.as<float>();
+  auto* fused = GrowDeviceBuffer<float>(fused_, FloatBytes(elements), index, stream);
+  auto* fused_residual =
+      GrowDeviceBuffer<float>(fused_residual_, FloatBytes(elements), index, stream);
   const auto copy = [&](float* to, const float* from, int64_t n, const std::string& what) {
     CheckCuda(cudaMemcpyAsync(to, from, FloatBytes(n), cudaMemcpyDeviceToDevice, stream),
               fmt::format("{}: group '{}': {}", kName, group, what));
@@ -76,10 +64,10 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
          "packing the residual of '" + member.name + "'");
     at += n;
   }
-  Reserve(indices_, static_cast<size_t>(k) * sizeof(int64_t), index, stream);
-  Reserve(values_, FloatBytes(k), index, stream);
-  selector_->TakeLargestWithFeedback(fused, elements, fused_residual, k, indices_.as<int64_t>(),
-                                     values_.as<float>(), stream);
+  auto* indices =
+      GrowDeviceBuffer<int64_t>(indices_, static_cast<size_t>(k) * sizeof(int64_t), index, stream);
+  auto* picked = GrowDeviceBuffer<float>(values_, FloatBytes(k), index, stream);
+  selector_->TakeLargestWithFeedback(fused, elements, fused_residual, k, indices, picked, stream);
   at = 0;
   for (const compress::FlatMember& member : members) {
     const int64_t n = tensor::NumElements(member.shape);
@@ -91,17 +79,18 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
 
   const int world = communicator.size();
   const auto gathered = static_cast<size_t>(world) * static_cast<size_t>(k);
-  Reserve(all_indices_, gathered * sizeof(int64_t), index, stream);
-  Reserve(all_values_, gathered * sizeof(float), index, stream);
-  communicator.AllGather(indices_.data(), static_cast<size_t>(k), collective::ElementType::kInt64,
-                         all_indices_.data(), group + "/indices");
-  communicator.AllGather(values_.data(), static_cast<size_t>(k), collective::ElementType::kFloat32,
-                         all_values_.data(), group + "/values");
+  auto* all_indices =
+      GrowDeviceBuffer<int64_t>(all_indices_, gathered * sizeof(int64_t), index, stream);
+  auto* all_values = GrowDeviceBuffer<float>(all_values_, gathered * sizeof(float), index, stream);
+  communicator.AllGather(indices, static_cast<size_t>(k), collective::ElementType::kInt64,
+                         all_indices, group + "/indices");
+  communicator.AllGather(picked, static_cast<size_t>(k), collective::ElementType::kFloat32,
+                         all_values, group + "/values");
 
-  Reserve(outside_, sizeof(int), index, stream);
-  CheckCuda(SumSparseOnDevice(fused, elements, all_indices_.as<int64_t>(), all_values_.as<float>(),
-                              k, world, outside_.as<int>(), stream),
-            fmt::format("{}: summing group '{}'", kName, group));
+  auto* outside_count = GrowDeviceBuffer<int>(outside_, sizeof(int), index, stream);
+  CheckCuda(
+      SumSparseOnDevice(fused, elements, all_indices, all_values, k, world, outside_count, stream),
+      fmt::format("{}: summing group '{}'", kName, group));
   CheckCuda(cudaGetLastError(), fmt::format("{}: summing group '{}'", kName, group));
   at = 0;
   for (const compress::FlatMember& member : members) {
@@ -112,7 +101,7 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   // A rank that sent an index outside the group is a bug, never a silent drop: check it, waiting
   // only for this group's work (an event), not for what backward queued after it.
   int outside = 0;
-  CheckCuda(cudaMemcpyAsync(&outside, outside_.data(), sizeof(int), cudaMemcpyDeviceToHost, stream),
+  CheckCuda(cudaMemcpyAsync(&outside, outside_count, sizeof(int), cudaMemcpyDeviceToHost, stream),
             fmt::format("{}: checking group '{}'", kName, group));
   summed_->Record(stream);
   summed_->Synchronize();

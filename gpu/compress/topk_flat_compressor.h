@@ -36,9 +36,6 @@ class TopKFlatCompressor final : public compress::FlatCompressor {
   static void Register();
 
  private:
-  // Grows `buffer` to at least `bytes` on GPU `index`.
-  static void Reserve(DeviceBuffer& buffer, size_t bytes, int index, cudaStream_t stream);
-
   compress::CompressorOptions options_;
   int gpu_ = -1;  // the GPU of the first buffer: the selector and the event live there
   std::unique_ptr<TopKSelector> selector_;

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -216,6 +217,39 @@ Tensor StepBuffer(int step) {
   return buffer;
 }
 
+// Runs `steps` steps of `gpu` and of the CPU's form of `options` on the same group buffers
+// (`buffer(step)`) through one rank, calling `check(got, expected, step)` after each; then checks
+// that both counted the same bytes.
+void CompareWithTheCpu(compress::FlatCompressor& gpu, const compress::CompressorOptions& options,
+                       const std::vector<compress::FlatMember>& members,
+                       const std::function<Tensor(int)>& buffer, int steps,
+                       const std::function<void(const Tensor&, const Tensor&, int)>& check) {
+  const std::unique_ptr<compress::FlatCompressor> cpu =
+      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
+  OneRank one;
+  for (int step = 0; step < steps; ++step) {
+    Tensor expected = buffer(step);
+    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
+    cpu->Reduce("group-0", expected, members, one, step);
+    gpu.Reduce("group-0", on_gpu, members, one, step);
+    check(on_gpu.To(tensor::Device::Cpu()), expected, step);
+  }
+  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
+  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+}
+
+// Every member of `got` has the bits of `expected`'s.
+void ExpectMembersSameBits(const Tensor& got, const Tensor& expected,
+                           const std::vector<compress::FlatMember>& members, int step) {
+  for (const compress::FlatMember& member : members) {
+    const int64_t n = tensor::NumElements(member.shape);
+    EXPECT_EQ(std::memcmp(got.data<float>() + member.offset, expected.data<float>() + member.offset,
+                          n * sizeof(float)),
+              0)
+        << member.name << " at step " << step;
+  }
+}
+
 class HalfFlatCompressorTest : public ::testing::TestWithParam<compress::CompressorKind> {};
 
 TEST_P(HalfFlatCompressorTest, MatchesTheCpuCompressorBitForBit) {
@@ -224,26 +258,11 @@ TEST_P(HalfFlatCompressorTest, MatchesTheCpuCompressorBitForBit) {
   compress::CompressorOptions options;
   options.kind = GetParam();
   HalfFlatCompressor gpu(options);
-  const std::unique_ptr<compress::FlatCompressor> cpu =
-      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
-  OneRank one;
-  for (int step = 0; step < 3; ++step) {
-    Tensor expected = StepBuffer(step);
-    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
-    cpu->Reduce("group-0", expected, kMembers, one, step);
-    gpu.Reduce("group-0", on_gpu, kMembers, one, step);
-    const Tensor got = on_gpu.To(tensor::Device::Cpu());
-    for (const compress::FlatMember& member : kMembers) {
-      const int64_t n = tensor::NumElements(member.shape);
-      EXPECT_EQ(std::memcmp(got.data<float>() + member.offset,
-                            expected.data<float>() + member.offset, n * sizeof(float)),
-                0)
-          << member.name << " at step " << step;
-    }
-    EXPECT_TRUE(std::isinf(got.data<float>()[2])) << "step " << step;
-  }
-  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
-  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+  CompareWithTheCpu(gpu, options, kMembers, StepBuffer, 3,
+                    [](const Tensor& got, const Tensor& expected, int step) {
+                      ExpectMembersSameBits(got, expected, kMembers, step);
+                      EXPECT_TRUE(std::isinf(got.data<float>()[2])) << "step " << step;
+                    });
   EXPECT_EQ(gpu.stats().raw_bytes, 3 * 22 * 4);
 }
 
@@ -292,26 +311,18 @@ TEST_P(PowerSGDFlatCompressorTest, MatchesTheCpuCompressorWithinFloatRounding) {
   options.start_step = 1;  // step 0 all-reduces every member uncompressed
   options.warm_start = GetParam();
   PowerSGDFlatCompressor gpu(options);
-  const std::unique_ptr<compress::FlatCompressor> cpu =
-      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
-  OneRank one;
-  for (int step = 0; step < 4; ++step) {
-    Tensor expected = PowerSGDStepBuffer(step);
-    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
-    cpu->Reduce("group-0", expected, kPowerSGDMembers, one, step);
-    gpu.Reduce("group-0", on_gpu, kPowerSGDMembers, one, step);
-    const Tensor got = on_gpu.To(tensor::Device::Cpu());
-    for (const compress::FlatMember& member : kPowerSGDMembers) {
-      const int64_t n = tensor::NumElements(member.shape);
-      for (int64_t i = member.offset; i < member.offset + n; ++i) {
-        const float want = expected.data<float>()[i];
-        ASSERT_NEAR(got.data<float>()[i], want, 1e-4 * std::max(1.0F, std::fabs(want)))
-            << member.name << " element " << i - member.offset << " at step " << step;
-      }
-    }
-  }
-  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
-  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+  CompareWithTheCpu(
+      gpu, options, kPowerSGDMembers, PowerSGDStepBuffer, 4,
+      [](const Tensor& got, const Tensor& expected, int step) {
+        for (const compress::FlatMember& member : kPowerSGDMembers) {
+          const int64_t n = tensor::NumElements(member.shape);
+          for (int64_t i = member.offset; i < member.offset + n; ++i) {
+            const float want = expected.data<float>()[i];
+            ASSERT_NEAR(got.data<float>()[i], want, 1e-4 * std::max(1.0F, std::fabs(want)))
+                << member.name << " element " << i - member.offset << " at step " << step;
+          }
+        }
+      });
   EXPECT_LT(gpu.stats().wire_bytes, gpu.stats().raw_bytes);
 }
 
@@ -322,27 +333,16 @@ TEST(TopKFlatCompressorTest, MatchesTheCpuCompressorBitForBit) {
   options.kind = compress::CompressorKind::kTopKEF;
   options.fraction = 0.05;  // 18 of the group's 363 elements
   TopKFlatCompressor gpu(options);
-  const std::unique_ptr<compress::FlatCompressor> cpu =
-      compress::MakeFlatCompressor(options, tensor::DeviceKind::kCpu);
-  OneRank one;
-  for (int step = 0; step < 4; ++step) {
-    Tensor expected = PowerSGDStepBuffer(step);
-    expected.data<float>()[5] = -1.0e6F;                    // the largest magnitude, every step
-    expected.data<float>()[7] = expected.data<float>()[6];  // a tie: the lower index first
-    Tensor on_gpu = expected.To(tensor::Device::Cuda(0));
-    cpu->Reduce("group-0", expected, kPowerSGDMembers, one, step);
-    gpu.Reduce("group-0", on_gpu, kPowerSGDMembers, one, step);
-    const Tensor got = on_gpu.To(tensor::Device::Cpu());
-    for (const compress::FlatMember& member : kPowerSGDMembers) {
-      const int64_t n = tensor::NumElements(member.shape);
-      EXPECT_EQ(std::memcmp(got.data<float>() + member.offset,
-                            expected.data<float>() + member.offset, n * sizeof(float)),
-                0)
-          << member.name << " at step " << step;
-    }
-  }
-  EXPECT_EQ(gpu.stats().raw_bytes, cpu->stats().raw_bytes);
-  EXPECT_EQ(gpu.stats().wire_bytes, cpu->stats().wire_bytes);
+  const auto buffer = [](int step) {
+    Tensor values = PowerSGDStepBuffer(step);
+    values.data<float>()[5] = -1.0e6F;                  // the largest magnitude, every step
+    values.data<float>()[7] = values.data<float>()[6];  // a tie: the lower index first
+    return values;
+  };
+  CompareWithTheCpu(gpu, options, kPowerSGDMembers, buffer, 4,
+                    [](const Tensor& got, const Tensor& expected, int step) {
+                      ExpectMembersSameBits(got, expected, kPowerSGDMembers, step);
+                    });
 }
 
 TEST(TopKFlatCompressorTest, RefusesTheOptionsTheCpuCompressorRefuses) {
