@@ -1,17 +1,24 @@
 // Conv on CUDA, 2-D (opsets 1..17): the CPU kernel's semantics and checks (runtime/ops/nn/
-// conv_geometry.h), float32. A chunk of images is unfolded into one column matrix
-// col [C * kH * kW, b * P] (P = outH * outW), and each group is one product on cuBLASLt over the
-// chunk's positions in channel-major form, Y' [M, b * P] = W col, swapped into Y [b, M, P] with
-// the bias added. Backward swaps dY into dY' once for both products: dW = dY' colᵀ (summed over
-// the chunks) and dcol = Wᵀ dY', folded back by col2im; dB is the channel sums of dY. The products
-// run in TF32 or BF16 when the session's precision asks.
+// conv_geometry.h), float32. Two paths compute it, chosen per shape and direction (Y, dX, dW) as
+// conv_choice.h says: by default the first run of a shape times both and keeps the faster;
+// AUTODIST_CONV_PATH pins one (conv_path.h).
 //
-// The column matrix is the largest buffer of a small network's step (9 floats per input element
-// for a 3x3 kernel), so chunks keep it and Y' (or dY') within 32 MiB together, and backward
-// unfolds the columns again rather than keeping forward's.
+// im2col: a chunk of images is unfolded into one column matrix col [C * kH * kW, b * P]
+// (P = outH * outW), and each group is one product on cuBLASLt over the chunk's positions in
+// channel-major form, Y' [M, b * P] = W col, swapped into Y [b, M, P] with the bias added.
+// Backward swaps dY into dY' once for both products: dW = dY' colᵀ (summed over the chunks) and
+// dcol = Wᵀ dY', folded back by col2im. The products run in TF32 or BF16 when the session's
+// precision asks. The column matrix is the largest buffer of a small network's step (9 floats per
+// input element for a 3x3 kernel), so chunks keep it and Y' (or dY') within 32 MiB together, and
+// backward unfolds the columns again rather than keeping forward's.
+//
+// cuDNN (cudnn_conv.h): the whole batch in one call per direction, with the algorithm cuDNN's
+// own search found fastest. dB is the channel sums of dY on either path.
 #include <algorithm>
+#include <cstdlib>
 
 #include "gpu/blas/matmul.h"
+#include "gpu/ops/conv_choice.h"
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
 #include "runtime/ops/nn/conv_geometry.h"
@@ -22,6 +29,8 @@ namespace {
 
 constexpr int64_t kMaxChunkFloats = int64_t{8} << 20;  // 32 MiB
 
+using conv::ConvDirection;
+using conv::ConvPath;
 using ops::nn::ConvGeometry;
 using tensor::DType;
 using tensor::Tensor;
@@ -32,7 +41,8 @@ class CudaConvKernel final : public ops::OpKernel {
       : OpKernel(node),
         attributes_(ops::nn::ParseWindowAttributes(node, /*kernel_required=*/false)),
         group_(ops::nn::ParseConvGroup(node)),
-        math_(detail::GemmMathOf(node.precision())) {}
+        math_(detail::GemmMathOf(node.precision())),
+        mode_(conv::ParseConvPathMode(std::getenv(conv::kConvPathEnv))) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -58,24 +68,19 @@ class CudaConvKernel final : public ops::OpKernel {
                                     y.device_data<float>(), stream);
       }
     } else if (y.numel() > 0) {
-      ForEachChunk(s, [&](int64_t n0, int64_t count) {
-        const int64_t columns = count * s.pixels();
-        const Tensor col = Unfold(x, s, n0, count, stream);
-        Tensor product = ChunkBuffer(s, s.out_image(), x.device());  // Y' [M, bP]
-        for (int64_t g = 0; g < s.group; ++g) {  // Y'_g [Mg, bP] = W_g [Mg, taps] col_g
-          Sgemm(GemmCall{.m = s.group_out,
-                         .n = columns,
-                         .k = s.taps,
-                         .a = w.device_data<float>() + g * s.group_out * s.taps,
-                         .b = col.device_data<float>() + g * s.taps * columns,
-                         .c = product.device_data<float>() + g * s.group_out * columns,
-                         .math = math_},
-                x.device().index, stream);
-        }
-        detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count,
-                                      s.pixels(), bias, y.device_data<float>() + n0 * s.out_image(),
-                                      stream);
-      });
+      detail::CudnnConvCall call = Call(s, node, y.device().index, stream);
+      call.x = x.device_data<float>();
+      call.w = w.device_data<float>();
+      call.bias = bias;
+      call.y = y.device_data<float>();
+      const auto im2col = [&] { Im2colForward(x, w, bias, s, y, stream); };
+      const conv::ConvChoice choice =
+          detail::ChooseConvPath(mode_, ConvDirection::kForward, call, im2col);
+      if (choice.path == ConvPath::kCudnn) {
+        detail::RunCudnnConv(ConvDirection::kForward, choice.cudnn, call);
+      } else {
+        im2col();
+      }
     }
     ctx.set_output(0, std::move(y));
   }
@@ -100,45 +105,32 @@ class CudaConvKernel final : public ops::OpKernel {
       if (need_dw) dw.SetZero();
       if (need_dx) dx.SetZero();
     } else if (need_dw || need_dx) {
-      ForEachChunk(s, [&](int64_t n0, int64_t count) {
-        const int64_t columns = count * s.pixels();
-        // dY' [M, bP]: the chunk's dY channel-major, the operand of both products.
-        Tensor dy_swapped = ChunkBuffer(s, s.out_image(), x.device());
-        detail::LaunchSwapLeadingAxes(dy->device_data<float>() + n0 * s.out_image(), count,
-                                      s.out_channels, s.pixels(), nullptr,
-                                      dy_swapped.device_data<float>(), stream);
-        if (need_dw) {  // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ
-          const Tensor col = Unfold(x, s, n0, count, stream);
-          for (int64_t g = 0; g < s.group; ++g) {
-            Sgemm(GemmCall{.trans_b = true,
-                           .m = s.group_out,
-                           .n = s.taps,
-                           .k = columns,
-                           .a = dy_swapped.device_data<float>() + g * s.group_out * columns,
-                           .b = col.device_data<float>() + g * s.taps * columns,
-                           .beta = n0 == 0 ? 0.0F : 1.0F,
-                           .c = dw.device_data<float>() + g * s.group_out * s.taps,
-                           .math = math_},
-                  device, stream);
-          }
-        }
-        if (need_dx) {  // dcol_g [taps, bP] = W_gᵀ dY'_g, folded back onto dX
-          Tensor dcol = ChunkBuffer(s, s.in_channels * s.channel_columns(), x.device());
-          for (int64_t g = 0; g < s.group; ++g) {
-            Sgemm(GemmCall{.trans_a = true,
-                           .m = s.taps,
-                           .n = columns,
-                           .k = s.group_out,
-                           .a = w.device_data<float>() + g * s.group_out * s.taps,
-                           .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
-                           .c = dcol.device_data<float>() + g * s.taps * columns,
-                           .math = math_},
-                  device, stream);
-          }
-          detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,
-                               dx.device_data<float>() + n0 * s.in_image(), stream);
-        }
-      });
+      detail::CudnnConvCall call = Call(s, node, device, stream);
+      call.x = x.device_data<float>();
+      call.w = w.device_data<float>();
+      call.dy = dy->device_data<float>();
+      call.dx = need_dx ? dx.device_data<float>() : nullptr;
+      call.dw = need_dw ? dw.device_data<float>() : nullptr;
+      const auto path = [&](bool needed, ConvDirection direction, bool for_dx) {
+        if (!needed) return conv::ConvChoice{};
+        return detail::ChooseConvPath(mode_, direction, call, [&] {
+          Im2colBackward(x, w, *dy, s, for_dx ? &dx : nullptr, for_dx ? nullptr : &dw, stream);
+        });
+      };
+      const conv::ConvChoice data = path(need_dx, ConvDirection::kBackwardData, true);
+      const conv::ConvChoice filter = path(need_dw, ConvDirection::kBackwardFilter, false);
+      // The directions left to im2col share one pass over the chunks (dY' swapped once).
+      const bool im2col_dx = need_dx && data.path == ConvPath::kIm2col;
+      const bool im2col_dw = need_dw && filter.path == ConvPath::kIm2col;
+      if (im2col_dx || im2col_dw) {
+        Im2colBackward(x, w, *dy, s, im2col_dx ? &dx : nullptr, im2col_dw ? &dw : nullptr, stream);
+      }
+      if (need_dx && !im2col_dx) {
+        detail::RunCudnnConv(ConvDirection::kBackwardData, data.cudnn, call);
+      }
+      if (need_dw && !im2col_dw) {
+        detail::RunCudnnConv(ConvDirection::kBackwardFilter, filter.cudnn, call);
+      }
     }
     if (need_dw) ctx.set_input_grad(1, std::move(dw));
     if (need_dx) ctx.set_input_grad(0, std::move(dx));
@@ -161,6 +153,80 @@ class CudaConvKernel final : public ops::OpKernel {
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
 
  private:
+  // The cuDNN call of this convolution, its tensors left for the direction to fill in.
+  detail::CudnnConvCall Call(const ConvGeometry& s, const std::string& node, int device,
+                             cudaStream_t stream) const {
+    return detail::CudnnConvCall{
+        .shape = &s, .math = math_, .device = device, .stream = stream, .node = &node};
+  }
+
+  // Y = the convolution of X with W, plus the bias where not null, on the im2col path.
+  void Im2colForward(const Tensor& x, const Tensor& w, const float* bias, const ConvGeometry& s,
+                     Tensor& y, cudaStream_t stream) const {
+    ForEachChunk(s, [&](int64_t n0, int64_t count) {
+      const int64_t columns = count * s.pixels();
+      const Tensor col = Unfold(x, s, n0, count, stream);
+      Tensor product = ChunkBuffer(s, s.out_image(), x.device());  // Y' [M, bP]
+      for (int64_t g = 0; g < s.group; ++g) {  // Y'_g [Mg, bP] = W_g [Mg, taps] col_g
+        Sgemm(GemmCall{.m = s.group_out,
+                       .n = columns,
+                       .k = s.taps,
+                       .a = w.device_data<float>() + g * s.group_out * s.taps,
+                       .b = col.device_data<float>() + g * s.taps * columns,
+                       .c = product.device_data<float>() + g * s.group_out * columns,
+                       .math = math_},
+              x.device().index, stream);
+      }
+      detail::LaunchSwapLeadingAxes(product.device_data<float>(), s.out_channels, count, s.pixels(),
+                                    bias, y.device_data<float>() + n0 * s.out_image(), stream);
+    });
+  }
+
+  // dX and dW (each where not null) from dY on the im2col path, in one pass over the chunks.
+  void Im2colBackward(const Tensor& x, const Tensor& w, const Tensor& dy, const ConvGeometry& s,
+                      Tensor* dx, Tensor* dw, cudaStream_t stream) const {
+    const int device = dy.device().index;
+    ForEachChunk(s, [&](int64_t n0, int64_t count) {
+      const int64_t columns = count * s.pixels();
+      // dY' [M, bP]: the chunk's dY channel-major, the operand of both products.
+      Tensor dy_swapped = ChunkBuffer(s, s.out_image(), x.device());
+      detail::LaunchSwapLeadingAxes(dy.device_data<float>() + n0 * s.out_image(), count,
+                                    s.out_channels, s.pixels(), nullptr,
+                                    dy_swapped.device_data<float>(), stream);
+      if (dw != nullptr) {  // dW_g [Mg, taps] += dY'_g [Mg, bP] col_gᵀ
+        const Tensor col = Unfold(x, s, n0, count, stream);
+        for (int64_t g = 0; g < s.group; ++g) {
+          Sgemm(GemmCall{.trans_b = true,
+                         .m = s.group_out,
+                         .n = s.taps,
+                         .k = columns,
+                         .a = dy_swapped.device_data<float>() + g * s.group_out * columns,
+                         .b = col.device_data<float>() + g * s.taps * columns,
+                         .beta = n0 == 0 ? 0.0F : 1.0F,
+                         .c = dw->device_data<float>() + g * s.group_out * s.taps,
+                         .math = math_},
+                device, stream);
+        }
+      }
+      if (dx != nullptr) {  // dcol_g [taps, bP] = W_gᵀ dY'_g, folded back onto dX
+        Tensor dcol = ChunkBuffer(s, s.in_channels * s.channel_columns(), x.device());
+        for (int64_t g = 0; g < s.group; ++g) {
+          Sgemm(GemmCall{.trans_a = true,
+                         .m = s.taps,
+                         .n = columns,
+                         .k = s.group_out,
+                         .a = w.device_data<float>() + g * s.group_out * s.taps,
+                         .b = dy_swapped.device_data<float>() + g * s.group_out * columns,
+                         .c = dcol.device_data<float>() + g * s.taps * columns,
+                         .math = math_},
+                device, stream);
+        }
+        detail::LaunchCol2Im(dcol.device_data<float>(), count, s.in_channels, s.window,
+                             dx->device_data<float>() + n0 * s.in_image(), stream);
+      }
+    });
+  }
+
   // Images per chunk: the chunk's buffers (the column matrix and dY channel-major) stay within
   // kMaxChunkFloats (one image at least).
   static int64_t ChunkImages(const ConvGeometry& s) {
@@ -195,7 +261,8 @@ class CudaConvKernel final : public ops::OpKernel {
 
   ops::nn::WindowAttributes attributes_;
   int64_t group_;
-  GemmMath math_;  // the session's precision
+  GemmMath math_;            // the session's precision
+  conv::ConvPathMode mode_;  // read from AUTODIST_CONV_PATH when the kernel is made
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(Conv, 1, 17, CudaConvKernel, kCuda);

@@ -6,14 +6,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "gpu/memory/cuda_tensor_memory.h"
+#include "gpu/ops/conv_path.h"
+#include "gpu/ops/cudnn_conv.h"
+#include "runtime/ops/nn/conv_geometry.h"
 #include "runtime/ops/registry.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/ops/kernel_catalog_check.h"
@@ -33,6 +40,78 @@ struct ParityCase {
   OpCase op;
   float tolerance = 0.0F;  // |cuda - cpu| <= tolerance * max(1, |cpu|)
 };
+
+// A 2-D Conv case: its shapes and window, from which both the node's attributes and the geometry
+// the kernel resolves (for conv_path.h's keys) are made.
+struct ConvForm {
+  Shape x;
+  Shape w;
+  bool bias = false;
+  std::vector<int64_t> strides = {1, 1};
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  std::vector<int64_t> dilations = {1, 1};
+  int64_t group = 1;
+  ops::nn::AutoPad auto_pad = ops::nn::AutoPad::kNotSet;  // kSameUpper: pads unused
+};
+
+std::vector<ConvForm> ConvForms() {
+  return {
+      {.x = {4, 1, 12, 12}, .w = {8, 1, 3, 3}, .bias = true, .pads = {1, 1, 1, 1}},
+      {.x = {16, 8, 14, 14}, .w = {16, 8, 3, 3}, .bias = true, .pads = {1, 1, 1, 1}},
+      // Columns of 16 MiB hold 37 of these images: im2col takes the batch in two chunks.
+      {.x = {40, 16, 28, 28}, .w = {8, 16, 3, 3}, .bias = true, .pads = {1, 1, 1, 1}},
+      // Asymmetric padding that changes the output: cuDNN's descriptor cannot say it.
+      {.x = {2, 3, 11, 9},
+       .w = {4, 3, 3, 2},
+       .strides = {2, 1},
+       .pads = {0, 1, 2, 1},
+       .dilations = {2, 2}},
+      {.x = {2, 4, 7, 7}, .w = {6, 2, 3, 3}, .bias = true, .group = 2},
+      // Depthwise, strided and padded.
+      {.x = {3, 6, 9, 9},
+       .w = {6, 1, 3, 3},
+       .bias = true,
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 6},
+      {.x = {3, 5, 4, 4}, .w = {2, 5, 1, 1}},
+      // 1x1 with a stride (a ResNet's projection).
+      {.x = {2, 8, 7, 7}, .w = {4, 8, 1, 1}, .bias = true, .strides = {2, 2}},
+      {.x = {2, 3, 10, 10}, .w = {4, 3, 5, 5}, .strides = {2, 2}, .pads = {2, 2, 2, 2}},
+      {.x = {1, 2, 6, 5},
+       .w = {3, 2, 2, 3},
+       .bias = true,
+       .strides = {2, 2},
+       .auto_pad = ops::nn::AutoPad::kSameUpper},
+      // Asymmetric padding whose end rows and columns add no output: cuDNN's, padded alike.
+      {.x = {2, 3, 7, 7}, .w = {4, 3, 3, 3}, .bias = true, .strides = {2, 2}, .pads = {0, 0, 1, 1}},
+  };
+}
+
+OpCase ConvOp(const ConvForm& form, uint64_t& seed) {
+  using ops::testing::AttrInts;
+  OpCase op{"Conv", {RandomTensor(form.x, seed++), RandomTensor(form.w, seed++)}};
+  op.attributes = {AttrInts("strides", form.strides), AttrInts("dilations", form.dilations),
+                   ops::testing::AttrInt("group", form.group)};
+  if (form.auto_pad == ops::nn::AutoPad::kSameUpper) {
+    op.attributes.push_back(ops::testing::AttrString("auto_pad", "SAME_UPPER"));
+  } else {
+    op.attributes.push_back(AttrInts("pads", form.pads));
+  }
+  if (form.bias) op.inputs.push_back(RandomTensor({form.w[0]}, seed++));
+  return op;
+}
+
+// The geometry the Conv kernels resolve for `form`.
+ops::nn::ConvGeometry GeometryOf(const ConvForm& form) {
+  ops::nn::WindowAttributes attributes;
+  attributes.strides = form.strides;
+  attributes.pads = form.pads;
+  attributes.dilations = form.dilations;
+  attributes.auto_pad = form.auto_pad;
+  return ops::nn::ResolveConv(attributes, form.group, Tensor(tensor::DType::kFloat32, form.x),
+                              Tensor(tensor::DType::kFloat32, form.w), "Conv");
+}
 
 std::vector<ParityCase> Cases() {
   std::vector<ParityCase> cases;
@@ -194,43 +273,15 @@ std::vector<ParityCase> Cases() {
                      1e-5F});
   }
   // Conv: the CNN's layers, strides, dilations, asymmetric and automatic padding, groups, 1x1,
-  // with and without a bias. The products sum in another order on the GPU (dW over the whole
-  // batch's positions).
-  struct ConvForm {
-    Shape x;
-    Shape w;
-    bool bias;
-    std::vector<onnx::AttributeProto> attributes;
-  };
-  using ops::testing::AttrInts;
-  const std::vector<ConvForm> convs{
-      {{4, 1, 12, 12}, {8, 1, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
-      {{16, 8, 14, 14}, {16, 8, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
-      // Columns of 16 MiB hold 37 of these images: the batch goes in two chunks.
-      {{40, 16, 28, 28}, {8, 16, 3, 3}, true, {AttrInts("pads", {1, 1, 1, 1})}},
-      {{2, 3, 11, 9},
-       {4, 3, 3, 2},
-       false,
-       {AttrInts("strides", {2, 1}), AttrInts("dilations", {2, 2}),
-        AttrInts("pads", {0, 1, 2, 1})}},
-      {{2, 4, 7, 7}, {6, 2, 3, 3}, true, {ops::testing::AttrInt("group", 2)}},
-      {{3, 5, 4, 4}, {2, 5, 1, 1}, false, {}},
-      {{1, 2, 6, 5},
-       {3, 2, 2, 3},
-       true,
-       {ops::testing::AttrString("auto_pad", "SAME_UPPER"), AttrInts("strides", {2, 2})}},
-  };
-  for (const ConvForm& form : convs) {
-    OpCase op{"Conv", {RandomTensor(form.x, seed++), RandomTensor(form.w, seed++)}};
-    op.attributes = form.attributes;
-    if (form.bias) op.inputs.push_back(RandomTensor({form.w[0]}, seed++));
-    cases.push_back({op, 1e-4F});
-  }
+  // with and without a bias (ConvForms). The products sum in another order on the GPU (dW over
+  // the whole batch's positions), on either path.
+  for (const ConvForm& form : ConvForms()) cases.push_back({ConvOp(form, seed), 1e-4F});
   // MaxPool: the CNN's 2x2, overlapping windows with padding, ceil_mode with dilation, the
   // Indices output in both storage orders, ties (integer values) and a NaN. Exact: the same
   // comparisons pick the same element, and gradients add in the same order.
   {
     using ops::testing::AttrInt;
+    using ops::testing::AttrInts;
     cases.push_back({OpCase{"MaxPool",
                             {RandomTensor({4, 8, 28, 28}, seed++)},
                             {AttrInts("kernel_shape", {2, 2}), AttrInts("strides", {2, 2})}},
@@ -698,50 +749,54 @@ TEST_F(OpParityTest, EveryCaseRunsOnTheCpu) {
   }
 }
 
+// The case on the CPU and on cuda:0, forward and backward with the same output gradients, held
+// to its tolerance.
+void ExpectParity(const ParityCase& c) {
+  const std::string what = Describe(c.op);
+  OpRunner cpu(c.op);
+  OpRunner cuda(c.op, tensor::DeviceKind::kCuda);
+  const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
+  if (!HasGradients(cpu, c.op)) {  // Constant, Shape: nothing to differentiate
+    const std::vector<Tensor> actual = cuda.Forward(To(c.op.inputs, Device::Cuda(0)));
+    ASSERT_EQ(outputs.size(), actual.size()) << what;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      ExpectSame(outputs[o], actual[o], c.tolerance, what + ": output " + std::to_string(o));
+    }
+    return;
+  }
+  std::vector<Tensor> grads;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
+  }
+  const ops::testing::OpResult expected = cpu.ForwardBackward(c.op.inputs, grads);
+  const ops::testing::OpResult actual =
+      cuda.ForwardBackward(To(c.op.inputs, Device::Cuda(0)), To(grads, Device::Cuda(0)));
+  ASSERT_EQ(expected.outputs.size(), actual.outputs.size()) << what;
+  for (size_t o = 0; o < expected.outputs.size(); ++o) {
+    ExpectSame(expected.outputs[o], actual.outputs[o], c.tolerance,
+               what + ": output " + std::to_string(o));
+  }
+  ASSERT_EQ(expected.input_grads.size(), actual.input_grads.size()) << what;
+  // Row-sparse where the CPU's is (Gather on axis 0): the same rows, on the device.
+  ASSERT_EQ(expected.sparse.size(), actual.sparse.size()) << what;
+  for (size_t i = 0; i < expected.sparse.size(); ++i) {
+    ASSERT_EQ(expected.sparse[i] != nullptr, actual.sparse[i] != nullptr)
+        << what << ": gradient of input " << i << " sparse on one backend only";
+    if (!expected.sparse[i]) continue;
+    EXPECT_EQ(actual.sparse[i]->values.device(), Device::Cuda(0)) << what;
+    EXPECT_EQ(actual.sparse[i]->indices.ToInt64Vector("rows"),
+              expected.sparse[i]->indices.ToInt64Vector("rows"))
+        << what;
+  }
+  for (size_t i = 0; i < expected.input_grads.size(); ++i) {
+    ExpectSame(expected.input_grads[i], actual.input_grads[i], c.tolerance,
+               what + ": gradient of input " + std::to_string(i));
+  }
+}
+
 TEST_F(OpParityTest, ForwardAndBackwardMatchTheCpu) {
   AUTODIST_SKIP_WITHOUT_GPU();
-  for (const ParityCase& c : Cases()) {
-    const std::string what = Describe(c.op);
-    OpRunner cpu(c.op);
-    OpRunner cuda(c.op, tensor::DeviceKind::kCuda);
-    const std::vector<Tensor> outputs = cpu.Forward(c.op.inputs);
-    if (!HasGradients(cpu, c.op)) {  // Constant, Shape: nothing to differentiate
-      const std::vector<Tensor> actual = cuda.Forward(To(c.op.inputs, Device::Cuda(0)));
-      ASSERT_EQ(outputs.size(), actual.size()) << what;
-      for (size_t o = 0; o < outputs.size(); ++o) {
-        ExpectSame(outputs[o], actual[o], c.tolerance, what + ": output " + std::to_string(o));
-      }
-      continue;
-    }
-    std::vector<Tensor> grads;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      grads.push_back(RandomTensor(outputs[o].shape(), 500 + o, -1.0F, 1.0F));
-    }
-    const ops::testing::OpResult expected = cpu.ForwardBackward(c.op.inputs, grads);
-    const ops::testing::OpResult actual =
-        cuda.ForwardBackward(To(c.op.inputs, Device::Cuda(0)), To(grads, Device::Cuda(0)));
-    ASSERT_EQ(expected.outputs.size(), actual.outputs.size()) << what;
-    for (size_t o = 0; o < expected.outputs.size(); ++o) {
-      ExpectSame(expected.outputs[o], actual.outputs[o], c.tolerance,
-                 what + ": output " + std::to_string(o));
-    }
-    ASSERT_EQ(expected.input_grads.size(), actual.input_grads.size()) << what;
-    // Row-sparse where the CPU's is (Gather on axis 0): the same rows, on the device.
-    ASSERT_EQ(expected.sparse.size(), actual.sparse.size()) << what;
-    for (size_t i = 0; i < expected.sparse.size(); ++i) {
-      ASSERT_EQ(expected.sparse[i] != nullptr, actual.sparse[i] != nullptr)
-          << what << ": gradient of input " << i << " sparse on one backend only";
-      if (!expected.sparse[i]) continue;
-      EXPECT_EQ(actual.sparse[i]->values.device(), Device::Cuda(0)) << what;
-      EXPECT_EQ(actual.sparse[i]->indices.ToInt64Vector("rows"),
-                expected.sparse[i]->indices.ToInt64Vector("rows"))
-          << what;
-    }
-    for (size_t i = 0; i < expected.input_grads.size(); ++i) {
-      ExpectSame(expected.input_grads[i], actual.input_grads[i], c.tolerance,
-                 what + ": gradient of input " + std::to_string(i));
-    }
-  }
+  for (const ParityCase& c : Cases()) ExpectParity(c);
 }
 
 TEST_F(OpParityTest, OtherElementTypesAreRefusedNamingTheNode) {
@@ -795,6 +850,270 @@ TEST_F(OpParityTest, EveryCpuOpHasACudaKernel) {
     EXPECT_TRUE(std::find(cuda.begin(), cuda.end(), op) != cuda.end())
         << op << " has a CPU kernel but no CUDA kernel";
   }
+}
+
+// Conv's paths on CUDA (gpu/ops/conv_path.h, conv_choice.h): the rules of the choice, without a
+// GPU, then each path pinned, and the measured choice, against the CPU.
+
+// Sets AUTODIST_CONV_PATH for the kernels made while it lives (a kernel reads it when made), and
+// restores what was there.
+class ConvPathEnvironment {
+ public:
+  explicit ConvPathEnvironment(const char* mode) {
+    if (const char* old = std::getenv(conv::kConvPathEnv); old != nullptr) old_ = old;
+    ::setenv(conv::kConvPathEnv, mode, 1);
+  }
+  ~ConvPathEnvironment() {
+    if (old_.has_value()) {
+      ::setenv(conv::kConvPathEnv, old_->c_str(), 1);
+    } else {
+      ::unsetenv(conv::kConvPathEnv);
+    }
+  }
+  ConvPathEnvironment(const ConvPathEnvironment&) = delete;
+  ConvPathEnvironment& operator=(const ConvPathEnvironment&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+constexpr std::array<conv::ConvDirection, 3> kConvDirections{conv::ConvDirection::kForward,
+                                                             conv::ConvDirection::kBackwardData,
+                                                             conv::ConvDirection::kBackwardFilter};
+
+TEST(ConvPathTest, ModesParseAndAnyOtherIsRefusedNamingTheVariable) {
+  EXPECT_EQ(conv::ParseConvPathMode(nullptr), conv::ConvPathMode::kMeasured);
+  EXPECT_EQ(conv::ParseConvPathMode(""), conv::ConvPathMode::kMeasured);
+  EXPECT_EQ(conv::ParseConvPathMode("measured"), conv::ConvPathMode::kMeasured);
+  EXPECT_EQ(conv::ParseConvPathMode("im2col"), conv::ConvPathMode::kIm2col);
+  EXPECT_EQ(conv::ParseConvPathMode("cudnn"), conv::ConvPathMode::kCudnn);
+  for (const conv::ConvPathMode mode :
+       {conv::ConvPathMode::kMeasured, conv::ConvPathMode::kIm2col, conv::ConvPathMode::kCudnn}) {
+    EXPECT_EQ(conv::ParseConvPathMode(std::string(conv::ConvPathModeName(mode)).c_str()), mode);
+  }
+  try {
+    conv::ParseConvPathMode("CUDNN");
+    FAIL() << "'CUDNN' was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(error.what(),
+                 "environment variable AUTODIST_CONV_PATH: expected one of measured, im2col, "
+                 "cudnn, got 'CUDNN'");
+  }
+}
+
+// A Conv kernel reads the variable when it is made: a bad value fails there, before any GPU work
+// (so this needs no GPU).
+TEST(ConvPathTest, AKernelMadeWithABadModeSaysWhy) {
+  const ConvPathEnvironment environment("fastest");
+  uint64_t seed = 1;
+  const OpCase op = ConvOp(ConvForms()[0], seed);
+  EXPECT_THAT([&] { OpRunner cuda(op, tensor::DeviceKind::kCuda); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+                  "AUTODIST_CONV_PATH: expected one of measured, im2col, cudnn, got 'fastest'")));
+}
+
+TEST(ConvPathTest, TheShapeKeyTellsEveryFieldApart) {
+  const ops::nn::ConvGeometry base = GeometryOf(ConvForms()[1]);
+  const conv::ConvShapeKey key = conv::ConvShapeKeyOf(base, GemmMath::kFp32, 0);
+  EXPECT_EQ(key, conv::ConvShapeKeyOf(base, GemmMath::kFp32, 0));
+  EXPECT_NE(key, conv::ConvShapeKeyOf(base, GemmMath::kTf32, 0));
+  EXPECT_NE(key, conv::ConvShapeKeyOf(base, GemmMath::kFp32, 1));
+  // Each of the geometry's fields, changed alone, makes another key.
+  const std::vector<std::function<void(ops::nn::ConvGeometry&)>> changes{
+      [](auto& s) { ++s.batch; },
+      [](auto& s) { ++s.in_channels; },
+      [](auto& s) { ++s.out_channels; },
+      [](auto& s) { ++s.group; },
+      [](auto& s) { ++s.window.in_h; },
+      [](auto& s) { ++s.window.in_w; },
+      [](auto& s) { ++s.window.kernel_h; },
+      [](auto& s) { ++s.window.kernel_w; },
+      [](auto& s) { ++s.window.stride_h; },
+      [](auto& s) { ++s.window.stride_w; },
+      [](auto& s) { ++s.window.pad_top; },
+      [](auto& s) { ++s.window.pad_left; },
+      [](auto& s) { ++s.window.pad_bottom; },
+      [](auto& s) { ++s.window.pad_right; },
+      [](auto& s) { ++s.window.dilation_h; },
+      [](auto& s) { ++s.window.dilation_w; },
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    ops::nn::ConvGeometry changed = base;
+    changes[i](changed);
+    EXPECT_NE(key, conv::ConvShapeKeyOf(changed, GemmMath::kFp32, 0)) << "change " << i;
+  }
+}
+
+TEST(ConvPathTest, CudnnDescribesSymmetricPaddingAndEndPaddingThatAddsNoOutput) {
+  const std::vector<ConvForm> forms = ConvForms();
+  EXPECT_TRUE(conv::CudnnDescribes(GeometryOf(forms[0])));  // pads 1 all round
+  EXPECT_TRUE(conv::CudnnDescribes(GeometryOf(forms[4])));  // groups, no padding
+  EXPECT_TRUE(conv::CudnnDescribes(GeometryOf(forms[5])));  // depthwise
+  EXPECT_TRUE(conv::CudnnDescribes(GeometryOf(forms[7])));  // 1x1, strided
+  // Bottom padding 2 against top 0 adds an output row: not cuDNN's.
+  EXPECT_FALSE(conv::CudnnDescribes(GeometryOf(forms[3])));
+  // SAME_UPPER resolved to pads alike at both ends.
+  EXPECT_TRUE(conv::CudnnDescribes(GeometryOf(forms[9])));
+  // Over 7 x 7 with a 3 x 3 kernel and stride 2, an end padding of 1 adds no output, so the start's
+  // padding on both ends says it.
+  const ops::nn::ConvGeometry uneven = GeometryOf(forms[10]);
+  EXPECT_NE(uneven.window.pad_top, uneven.window.pad_bottom);
+  EXPECT_TRUE(conv::CudnnDescribes(uneven));
+  // Nothing to compute: im2col's early returns take it.
+  ConvForm empty = forms[0];
+  empty.x[0] = 0;
+  EXPECT_FALSE(conv::CudnnDescribes(GeometryOf(empty)));
+}
+
+TEST(ConvPathTest, TheMeasuredChoiceIsTheFasterPathAndATieKeepsIm2col) {
+  EXPECT_EQ(conv::FasterPath(std::nullopt, 5.0F), conv::ConvPath::kIm2col);
+  EXPECT_EQ(conv::FasterPath(1.0F, 5.0F), conv::ConvPath::kCudnn);
+  EXPECT_EQ(conv::FasterPath(5.0F, 1.0F), conv::ConvPath::kIm2col);
+  EXPECT_EQ(conv::FasterPath(2.0F, 2.0F), conv::ConvPath::kIm2col);
+}
+
+TEST(ConvPathTest, TheCacheDecidesOncePerShapeDirectionAndMode) {
+  conv::ConvChoiceCache cache;
+  int decided = 0;
+  const auto decide = [&] {
+    ++decided;
+    conv::ConvChoice choice;
+    choice.path = conv::ConvPath::kCudnn;
+    choice.cudnn.algorithm = decided;
+    return choice;
+  };
+  const conv::ConvShapeKey key =
+      conv::ConvShapeKeyOf(GeometryOf(ConvForms()[1]), GemmMath::kFp32, 0);
+  conv::ConvShapeKey other = key;
+  ++other.batch;
+  const auto measured = conv::ConvPathMode::kMeasured;
+  EXPECT_FALSE(cache.Find(key, conv::ConvDirection::kForward, measured).has_value());
+  EXPECT_EQ(cache.ChooseOnce(key, conv::ConvDirection::kForward, measured, decide).cudnn.algorithm,
+            1);
+  EXPECT_EQ(cache.ChooseOnce(key, conv::ConvDirection::kForward, measured, decide).cudnn.algorithm,
+            1);
+  EXPECT_EQ(decided, 1);
+  ASSERT_TRUE(cache.Find(key, conv::ConvDirection::kForward, measured).has_value());
+  EXPECT_EQ(cache.Find(key, conv::ConvDirection::kForward, measured)->path, conv::ConvPath::kCudnn);
+  cache.ChooseOnce(key, conv::ConvDirection::kBackwardData, measured, decide);
+  cache.ChooseOnce(key, conv::ConvDirection::kForward, conv::ConvPathMode::kCudnn, decide);
+  cache.ChooseOnce(other, conv::ConvDirection::kForward, measured, decide);
+  EXPECT_EQ(decided, 4);
+  EXPECT_EQ(cache.decisions(), 4U);
+  EXPECT_FALSE(cache.Find(other, conv::ConvDirection::kBackwardFilter, measured).has_value());
+}
+
+// cuDNN's path before it touches a device: a shape its descriptor cannot describe has no
+// algorithm (im2col takes it), asked of no GPU.
+TEST(ConvPathTest, AShapeCudnnCannotDescribeHasNoAlgorithmAndNeedsNoGpu) {
+  const ops::nn::ConvGeometry s = GeometryOf(ConvForms()[3]);
+  const std::string node = "Conv node 'uneven'";
+  const detail::CudnnConvCall call{.shape = &s, .node = &node};
+  for (const conv::ConvDirection direction : kConvDirections) {
+    EXPECT_FALSE(detail::FindCudnnAlgorithm(direction, call).has_value())
+        << conv::ConvDirectionName(direction);
+  }
+}
+
+// Where cuDNN cannot start (here: no usable driver), its path fails as an autodist error naming
+// the node, not a crash. On a GPU machine ConvPathParityTest runs the path instead.
+TEST(ConvPathTest, CudnnThatCannotStartIsAnErrorNamingTheNode) {
+  if (!DiscoverGpus().gpus.empty()) GTEST_SKIP() << "checks the failure where no GPU is usable";
+  if (!detail::CudnnInBuild()) GTEST_SKIP() << "this build has no cuDNN";
+  const ops::nn::ConvGeometry s = GeometryOf(ConvForms()[0]);
+  const std::string node = "Conv node 'first'";
+  const detail::CudnnConvCall call{.shape = &s, .node = &node};
+  try {
+    detail::FindCudnnAlgorithm(conv::ConvDirection::kForward, call);
+    FAIL() << "cuDNN started without a usable GPU";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_THAT(error.what(),
+                ::testing::StartsWith("Conv node 'first': cuDNN's handle on GPU 0: "));
+  }
+}
+
+class ConvPathParityTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { InstallCudaTensorMemory(); }
+};
+
+// Every Conv case with the path pinned (or measured), forward and both gradients against the CPU
+// within 1e-4 relative, and the cache saying which path ran: cuDNN wherever its descriptor
+// describes the shape when pinned to it (it has FMA-only, deterministic algorithms for these),
+// im2col elsewhere.
+TEST_P(ConvPathParityTest, ForwardAndBothGradientsMatchTheCpu) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  const conv::ConvPathMode mode = conv::ParseConvPathMode(GetParam());
+  if (mode == conv::ConvPathMode::kCudnn && !detail::CudnnInBuild()) {
+    GTEST_SKIP() << "this build has no cuDNN";
+  }
+  const ConvPathEnvironment environment(GetParam());
+  uint64_t seed = 1000;
+  for (const ConvForm& form : ConvForms()) {
+    ExpectParity({ConvOp(form, seed), 1e-4F});
+    if (mode == conv::ConvPathMode::kIm2col) continue;
+    const ops::nn::ConvGeometry s = GeometryOf(form);
+    const conv::ConvShapeKey key = conv::ConvShapeKeyOf(s, GemmMath::kFp32, 0);
+    for (const conv::ConvDirection direction : kConvDirections) {
+      const std::optional<conv::ConvChoice> choice =
+          conv::ConvChoiceCache::Global().Find(key, direction, mode);
+      ASSERT_TRUE(choice.has_value()) << GetParam() << " " << conv::ConvDirectionName(direction);
+      if (mode == conv::ConvPathMode::kCudnn) {
+        EXPECT_EQ(choice->path,
+                  conv::CudnnDescribes(s) ? conv::ConvPath::kCudnn : conv::ConvPath::kIm2col)
+            << Describe(ConvOp(form, seed)) << " " << conv::ConvDirectionName(direction);
+      } else {
+        EXPECT_GT(choice->im2col_ms, 0.0F);
+        EXPECT_EQ(choice->path,
+                  conv::FasterPath(choice->cudnn_ms >= 0.0F ? std::optional<float>(choice->cudnn_ms)
+                                                            : std::nullopt,
+                                   choice->im2col_ms));
+      }
+    }
+  }
+}
+
+std::string ModeName(const ::testing::TestParamInfo<const char*>& param) { return param.param; }
+INSTANTIATE_TEST_SUITE_P(Modes, ConvPathParityTest,
+                         ::testing::Values("im2col", "cudnn", "measured"), ModeName);
+
+// The first run of a shape measures each direction once; later runs of the shape, by any kernel,
+// take the cached choice; another shape measures again.
+TEST_F(OpParityTest, TheMeasuredConvChoiceIsMadeOncePerShape) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  const ConvPathEnvironment environment("measured");
+  // Shapes no other test runs, so that this test's decisions are its own.
+  const ConvForm first{.x = {5, 3, 13, 11}, .w = {7, 3, 3, 3}, .bias = true, .pads = {1, 1, 1, 1}};
+  ConvForm second = first;
+  second.x[0] = 6;
+  conv::ConvChoiceCache& cache = conv::ConvChoiceCache::Global();
+  const auto run = [&](const ConvForm& form) {
+    uint64_t seed = 77;
+    const OpCase op = ConvOp(form, seed);
+    OpRunner cuda(op, tensor::DeviceKind::kCuda);
+    const std::vector<Tensor> inputs = To(op.inputs, Device::Cuda(0));
+    const std::vector<Tensor> outputs = cuda.Forward(inputs);
+    cuda.ForwardBackward(inputs, {RandomTensor(outputs[0].shape(), 5).To(Device::Cuda(0))});
+  };
+  const size_t before = cache.decisions();
+  run(first);
+  EXPECT_EQ(cache.decisions(), before + 3);
+  const conv::ConvShapeKey key = conv::ConvShapeKeyOf(GeometryOf(first), GemmMath::kFp32, 0);
+  for (const conv::ConvDirection direction : kConvDirections) {
+    const std::optional<conv::ConvChoice> choice =
+        cache.Find(key, direction, conv::ConvPathMode::kMeasured);
+    ASSERT_TRUE(choice.has_value()) << conv::ConvDirectionName(direction);
+    EXPECT_GT(choice->im2col_ms, 0.0F) << conv::ConvDirectionName(direction);
+    // cuDNN was timed too where the build has it (these shapes are within its descriptor).
+    EXPECT_EQ(choice->cudnn_ms > 0.0F, detail::CudnnInBuild())
+        << conv::ConvDirectionName(direction);
+  }
+  run(first);
+  EXPECT_EQ(cache.decisions(), before + 3);
+  run(second);
+  EXPECT_EQ(cache.decisions(), before + 6);
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+#include "gpu/ops/conv_path.h"
+
+#include <limits>
+#include <string>
+
+#include "runtime/common/error.h"
+
+namespace autodist::gpu::conv {
+
+ConvPathMode ParseConvPathMode(const char* text) {
+  if (text == nullptr) return ConvPathMode::kMeasured;
+  const std::string_view value(text);
+  if (value.empty() || value == "measured") return ConvPathMode::kMeasured;
+  if (value == "im2col") return ConvPathMode::kIm2col;
+  if (value == "cudnn") return ConvPathMode::kCudnn;
+  Fail(ErrorCode::kInvalidArgument,
+       "environment variable {}: expected one of measured, im2col, cudnn, got '{}'", kConvPathEnv,
+       value);
+}
+
+std::string_view ConvPathModeName(ConvPathMode mode) {
+  switch (mode) {
+    case ConvPathMode::kIm2col:
+      return "im2col";
+    case ConvPathMode::kCudnn:
+      return "cudnn";
+    case ConvPathMode::kMeasured:
+      break;
+  }
+  return "measured";
+}
+
+std::string_view ConvPathName(ConvPath path) {
+  return path == ConvPath::kCudnn ? "cudnn" : "im2col";
+}
+
+std::string_view ConvDirectionName(ConvDirection direction) {
+  switch (direction) {
+    case ConvDirection::kBackwardData:
+      return "backward data";
+    case ConvDirection::kBackwardFilter:
+      return "backward filter";
+    case ConvDirection::kForward:
+      break;
+  }
+  return "forward";
+}
+
+ConvShapeKey ConvShapeKeyOf(const ops::nn::ConvGeometry& s, GemmMath math, int device) {
+  const ops::nn::WindowGeometry& g = s.window;
+  return ConvShapeKey{.device = device,
+                      .batch = s.batch,
+                      .channels = s.in_channels,
+                      .height = g.in_h,
+                      .width = g.in_w,
+                      .out_channels = s.out_channels,
+                      .kernel_h = g.kernel_h,
+                      .kernel_w = g.kernel_w,
+                      .stride_h = g.stride_h,
+                      .stride_w = g.stride_w,
+                      .pad_top = g.pad_top,
+                      .pad_left = g.pad_left,
+                      .pad_bottom = g.pad_bottom,
+                      .pad_right = g.pad_right,
+                      .dilation_h = g.dilation_h,
+                      .dilation_w = g.dilation_w,
+                      .group = s.group,
+                      .math = math};
+}
+
+namespace {
+
+// The output length of one axis padded by `pad` at both ends, as cuDNN computes it.
+int64_t SymmetricOutput(int64_t in, int64_t pad, int64_t kernel, int64_t stride, int64_t dilation) {
+  const int64_t span = in + 2 * pad - ((kernel - 1) * dilation + 1);
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+}  // namespace
+
+bool CudnnDescribes(const ops::nn::ConvGeometry& s) {
+  const ops::nn::WindowGeometry& g = s.window;
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  const bool fits = s.batch * s.in_image() <= kIntMax && s.batch * s.out_image() <= kIntMax &&
+                    s.out_channels * s.taps <= kIntMax;
+  return fits && s.batch > 0 && s.out_channels > 0 && s.taps > 0 && g.out_h > 0 && g.out_w > 0 &&
+         SymmetricOutput(g.in_h, g.pad_top, g.kernel_h, g.stride_h, g.dilation_h) == g.out_h &&
+         SymmetricOutput(g.in_w, g.pad_left, g.kernel_w, g.stride_w, g.dilation_w) == g.out_w;
+}
+
+ConvPath FasterPath(std::optional<float> cudnn_ms, float im2col_ms) {
+  return cudnn_ms.has_value() && *cudnn_ms < im2col_ms ? ConvPath::kCudnn : ConvPath::kIm2col;
+}
+
+ConvChoiceCache& ConvChoiceCache::Global() {
+  // Never destroyed: kernels of static sessions may still ask while statics are torn down.
+  static auto* cache = new ConvChoiceCache();
+  return *cache;
+}
+
+ConvChoice ConvChoiceCache::ChooseOnce(const ConvShapeKey& key, ConvDirection direction,
+                                       ConvPathMode mode,
+                                       const std::function<ConvChoice()>& decide) {
+  const Key entry{key, direction, mode};
+  {
+    const std::lock_guard lock(mutex_);
+    if (auto it = choices_.find(entry); it != choices_.end()) return it->second;
+  }
+  const ConvChoice choice = decide();
+  const std::lock_guard lock(mutex_);
+  ++decisions_;
+  return choices_.emplace(entry, choice).first->second;
+}
+
+std::optional<ConvChoice> ConvChoiceCache::Find(const ConvShapeKey& key, ConvDirection direction,
+                                                ConvPathMode mode) const {
+  const std::lock_guard lock(mutex_);
+  auto it = choices_.find(Key{key, direction, mode});
+  if (it == choices_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t ConvChoiceCache::decisions() const {
+  const std::lock_guard lock(mutex_);
+  return decisions_;
+}
+
+}  // namespace autodist::gpu::conv

@@ -1,0 +1,283 @@
+// 2-D Conv through cuDNN's convolution API (cudnn_conv.h): descriptors made per call (a few
+// microseconds against a convolution's tens), one handle per GPU, algorithms chosen by cuDNN's
+// own timing search. ONNX's Conv is a cross-correlation, cuDNN's CUDNN_CROSS_CORRELATION mode.
+#include "gpu/ops/cudnn_conv.h"
+
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gpu/device/cuda_error.h"
+#include "runtime/common/error.h"
+#include "runtime/tensor/tensor.h"
+
+namespace autodist::gpu::detail {
+namespace {
+
+using conv::ConvDirection;
+using conv::CudnnAlgorithm;
+
+bool IsNotSupported(cudnnStatus_t status) {
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+// cuDNN's status as an autodist error naming the node and the step: out of device memory is
+// kUnavailable, as CheckCuda makes it; anything else a failure we did not expect, kInternal.
+void CheckCudnn(cudnnStatus_t status, const CudnnConvCall& call, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const ErrorCode code = status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+                             ? ErrorCode::kUnavailable
+                             : ErrorCode::kInternal;
+  Fail(code, "{}: cuDNN {}: {} ({})", *call.node, what, cudnnGetErrorString(status),
+       static_cast<int>(status));
+}
+
+// One handle per GPU, made on that GPU; calls through it hold its lock while they queue work,
+// because a handle has one stream at a time.
+struct HandleOf {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;
+};
+
+HandleOf& Handle(const CudnnConvCall& call) {
+  static std::mutex mutex;
+  // Never destroyed: the handles outlive every static that may still run a convolution.
+  static auto* handles = new std::map<int, std::unique_ptr<HandleOf>>();
+  const std::lock_guard lock(mutex);
+  auto& entry = (*handles)[call.device];
+  if (entry == nullptr) {
+    const std::string what = fmt::format("{}: cuDNN's handle on GPU {}", *call.node, call.device);
+    int current = 0;
+    CheckCuda(cudaGetDevice(&current), what);
+    CheckCuda(cudaSetDevice(call.device), what);
+    auto made = std::make_unique<HandleOf>();
+    const cudnnStatus_t status = cudnnCreate(&made->handle);
+    CheckCuda(cudaSetDevice(current), what);
+    CheckCudnn(status, call, "creating a handle");
+    entry = std::move(made);
+  }
+  return *entry;
+}
+
+// The descriptors of one convolution, freed with the object.
+class Descriptors {
+ public:
+  explicit Descriptors(const CudnnConvCall& call) : call_(call) {
+    // A constructor that throws runs no destructor: free what was made, then let the error go on.
+    try {
+      Describe();
+    } catch (...) {
+      Destroy();
+      throw;
+    }
+  }
+  ~Descriptors() { Destroy(); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  void SetMath(cudnnMathType_t math) {
+    Check(cudnnSetConvolutionMathType(conv_, math), "setting the math type");
+  }
+
+  cudnnTensorDescriptor_t x() const { return x_; }
+  cudnnTensorDescriptor_t y() const { return y_; }
+  cudnnFilterDescriptor_t w() const { return w_; }
+  cudnnConvolutionDescriptor_t conv() const { return conv_; }
+
+ private:
+  void Describe() {
+    const ops::nn::ConvGeometry& s = *call_.shape;
+    const ops::nn::WindowGeometry& g = s.window;
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
+    Check(cudnnCreateTensorDescriptor(&x_), "creating X's descriptor");
+    Check(cudnnCreateTensorDescriptor(&y_), "creating Y's descriptor");
+    Check(cudnnCreateFilterDescriptor(&w_), "creating W's descriptor");
+    Check(cudnnCreateConvolutionDescriptor(&conv_), "creating the convolution's descriptor");
+    Check(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
+                                     i(s.in_channels), i(g.in_h), i(g.in_w)),
+          "describing X");
+    Check(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
+                                     i(s.out_channels), i(g.out_h), i(g.out_w)),
+          "describing Y");
+    Check(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.out_channels),
+                                     i(s.group_in), i(g.kernel_h), i(g.kernel_w)),
+          "describing W");
+    Check(cudnnSetConvolution2dDescriptor(conv_, i(g.pad_top), i(g.pad_left), i(g.stride_h),
+                                          i(g.stride_w), i(g.dilation_h), i(g.dilation_w),
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          "describing the convolution");
+    Check(cudnnSetConvolutionGroupCount(conv_, i(s.group)), "setting the group count");
+  }
+
+  void Destroy() noexcept {
+    if (conv_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_);
+    if (w_ != nullptr) cudnnDestroyFilterDescriptor(w_);
+    if (y_ != nullptr) cudnnDestroyTensorDescriptor(y_);
+    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
+    conv_ = nullptr;
+    w_ = nullptr;
+    y_ = nullptr;
+    x_ = nullptr;
+  }
+
+  void Check(cudnnStatus_t status, const char* what) const { CheckCudnn(status, call_, what); }
+
+  const CudnnConvCall& call_;
+  cudnnTensorDescriptor_t x_ = nullptr;
+  cudnnTensorDescriptor_t y_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+};
+
+// The math type the search runs with: FMA kernels only for fp32 (the CPU's arithmetic: cuDNN's
+// default math would allow TF32 on Hopper), tensor cores for tf32 and bf16. cuDNN has no fp32
+// convolution with bf16 products, so a bf16 session gets TF32 here, which rounds less.
+cudnnMathType_t SearchMath(GemmMath math) {
+  return math == GemmMath::kFp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+}
+
+// Whether a result the search reported may run for `math`: deterministic (the same bits every
+// step, as every other kernel of this backend), and computing as the session allows: never
+// converting the operands to fp16, and for fp32 nothing but FMA.
+template <typename Perf>
+bool Acceptable(const Perf& perf, GemmMath math) {
+  if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) return false;
+  if (perf.memory > kCudnnWorkspaceLimit) return false;
+  if (math == GemmMath::kFp32) return perf.mathType == CUDNN_FMA_MATH;
+  return perf.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The fastest acceptable of `found` results (cuDNN sorts them by time, fastest first).
+template <typename Perf>
+std::optional<CudnnAlgorithm> Fastest(const Perf* results, int found, GemmMath math) {
+  for (int r = 0; r < found; ++r) {
+    const Perf& perf = results[r];
+    if (!Acceptable(perf, math)) continue;
+    return CudnnAlgorithm{.algorithm = static_cast<int>(perf.algo),
+                          .math_type = static_cast<int>(perf.mathType),
+                          .workspace_bytes = perf.memory,
+                          .ms = perf.time};
+  }
+  return std::nullopt;
+}
+
+// Device scratch of `bytes` from the tensor buffers' cache (so a step's workspace is reused by
+// the next), on the tensor stream the convolution runs on.
+tensor::Tensor Workspace(const CudnnConvCall& call, size_t bytes) {
+  const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
+  return tensor::Tensor(tensor::DType::kFloat32, {std::max<int64_t>(1, floats)},
+                        tensor::Device::Cuda(call.device));
+}
+
+void* WorkspaceData(tensor::Tensor& workspace, size_t bytes) {
+  return bytes == 0 ? nullptr : workspace.device_data<float>();
+}
+
+}  // namespace
+
+bool CudnnInBuild() { return true; }
+
+std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
+                                                 const CudnnConvCall& call) {
+  if (!conv::CudnnDescribes(*call.shape)) return std::nullopt;
+  HandleOf& handle = Handle(call);
+  Descriptors d(call);
+  d.SetMath(SearchMath(call.math));
+  tensor::Tensor workspace = Workspace(call, kCudnnWorkspaceLimit);
+  void* space = workspace.device_data<float>();
+  const std::lock_guard lock(handle.mutex);
+  CheckCudnn(cudnnSetStream(handle.handle, call.stream), call, "setting the stream");
+  int found = 0;
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  std::optional<CudnnAlgorithm> best;
+  switch (direction) {
+    case ConvDirection::kForward: {
+      std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
+      status = cudnnFindConvolutionForwardAlgorithmEx(
+          handle.handle, d.x(), call.x, d.w(), call.w, d.conv(), d.y(), call.y,
+          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+      if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
+      break;
+    }
+    case ConvDirection::kBackwardData: {
+      std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>
+          results{};
+      status = cudnnFindConvolutionBackwardDataAlgorithmEx(
+          handle.handle, d.w(), call.w, d.y(), call.dy, d.conv(), d.x(), call.dx,
+          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+      if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
+      break;
+    }
+    case ConvDirection::kBackwardFilter: {
+      std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
+          results{};
+      status = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          handle.handle, d.x(), call.x, d.y(), call.dy, d.conv(), d.w(), call.dw,
+          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+      if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
+      break;
+    }
+  }
+  // A shape cuDNN refuses runs on im2col (the caller's fallback); any other failure is ours.
+  if (IsNotSupported(status)) return std::nullopt;
+  CheckCudnn(status, call, "searching for an algorithm");
+  return best;
+}
+
+void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
+                  const CudnnConvCall& call) {
+  HandleOf& handle = Handle(call);
+  Descriptors d(call);
+  d.SetMath(static_cast<cudnnMathType_t>(algorithm.math_type));
+  tensor::Tensor workspace = Workspace(call, algorithm.workspace_bytes);
+  void* space = WorkspaceData(workspace, algorithm.workspace_bytes);
+  const float one = 1.0F;
+  const float zero = 0.0F;
+  const std::lock_guard lock(handle.mutex);
+  CheckCudnn(cudnnSetStream(handle.handle, call.stream), call, "setting the stream");
+  switch (direction) {
+    case ConvDirection::kForward: {
+      CheckCudnn(
+          cudnnConvolutionForward(handle.handle, &one, d.x(), call.x, d.w(), call.w, d.conv(),
+                                  static_cast<cudnnConvolutionFwdAlgo_t>(algorithm.algorithm),
+                                  space, algorithm.workspace_bytes, &zero, d.y(), call.y),
+          call, "running the convolution");
+      if (call.bias != nullptr) {
+        cudnnTensorDescriptor_t bias = nullptr;
+        CheckCudnn(cudnnCreateTensorDescriptor(&bias), call, "creating B's descriptor");
+        const cudnnStatus_t described =
+            cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                       static_cast<int>(call.shape->out_channels), 1, 1);
+        const cudnnStatus_t added =
+            described == CUDNN_STATUS_SUCCESS
+                ? cudnnAddTensor(handle.handle, &one, bias, call.bias, &one, d.y(), call.y)
+                : described;
+        cudnnDestroyTensorDescriptor(bias);
+        CheckCudnn(added, call, "adding the bias");
+      }
+      break;
+    }
+    case ConvDirection::kBackwardData:
+      CheckCudnn(cudnnConvolutionBackwardData(
+                     handle.handle, &one, d.w(), call.w, d.y(), call.dy, d.conv(),
+                     static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm.algorithm), space,
+                     algorithm.workspace_bytes, &zero, d.x(), call.dx),
+                 call, "computing the input's gradient");
+      break;
+    case ConvDirection::kBackwardFilter:
+      CheckCudnn(cudnnConvolutionBackwardFilter(
+                     handle.handle, &one, d.x(), call.x, d.y(), call.dy, d.conv(),
+                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm.algorithm), space,
+                     algorithm.workspace_bytes, &zero, d.w(), call.dw),
+                 call, "computing the weight's gradient");
+      break;
+  }
+}
+
+}  // namespace autodist::gpu::detail
