@@ -19,9 +19,10 @@
 # the first build may need fixes.
 # The context is the repository root; runtime-cuda.Dockerfile.dockerignore keeps build trees out.
 
-# devel: nvcc, the CUDA headers and libraries, and NCCL's headers and library (libnccl-dev) for
-# the NCCL collectives. Nothing links cuDNN, so the tags without -cudnn- are enough.
-FROM nvidia/cuda:13.0.1-devel-ubuntu24.04 AS build
+# devel: nvcc, the CUDA headers and libraries, NCCL's headers and library (libnccl-dev) for the
+# NCCL collectives, and cuDNN's (the -cudnn- tag) for Conv's cuDNN path; from a devel image
+# without cuDNN the binaries would build with Conv on im2col alone (gpu/CMakeLists.txt).
+FROM nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04 AS build
 # sm_90 machine code (H100, H200) plus compute_90 PTX, which the driver compiles for newer GPUs
 # on first load; add e.g. "90;100" for B200 machine code (a longer build).
 ARG CUDA_ARCHITECTURES=90
@@ -59,9 +60,9 @@ RUN for binary in /build/bin/autodist-runtime /build/bin/autodist; do \
  && sort -u -o /build/runtime-packages /build/runtime-packages \
  && ! grep -e '-dev$' /build/runtime-packages
 
-# runtime: the CUDA libraries the binaries load (cuBLAS/cuBLASLt) and NCCL (libnccl2), at the
-# versions of the devel image above; same CUDA release, same Ubuntu.
-FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04
+# runtime: the CUDA libraries the binaries load (cuBLAS/cuBLASLt, cuDNN) and NCCL (libnccl2), at
+# the versions of the devel image above; same CUDA release, same Ubuntu, same cuDNN.
+FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu24.04
 # FASHION_MNIST=true also installs dataset-fashion-mnist, so the examples' jobs (data.format
 # fashion-mnist, default dir /usr/share/datasets/fashion-mnist) run as they are.
 ARG FASHION_MNIST=true

@@ -139,18 +139,24 @@ pack_data() {
 # There: the MLP and the CNN trained on the GPU in fp32 and in bf16 on the whole training set,
 # evaluated on the test set (bf16 must end within 0.5 points of fp32's accuracy); then 2 GPU
 # workers against PyTorch DDP.
-# NCCL is the machine's too (autodist-runtime and the NCCL tests link it): its CUDA's, or the one
-# PyTorch's wheels bring, which the loader does not know of. Notes which in OUT/device.txt.
-use_machine_nccl() {
-  local out=$1
-  if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
-    local nccl
-    nccl=$(find / -xdev -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
-    if [[ -n "$nccl" ]]; then
-      export LD_LIBRARY_PATH="$(dirname "$nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      echo "NCCL from $nccl" >>"$out/device.txt"
+# NCCL and cuDNN are the machine's too (autodist-runtime and the tests link them): its CUDA's, or
+# those PyTorch's wheels bring, which the loader does not know of. Notes which in OUT/device.txt.
+# cuDNN's libcudnn.so.9 opens its sub-libraries (libcudnn_cnn.so.9, ...) from the same path.
+use_machine_library() {
+  local out=$1 name=$2 soname=$3
+  if ! ldconfig -p | grep -qF "$soname"; then
+    local found
+    found=$(find / -xdev -name "$soname" -print -quit 2>/dev/null || true)
+    if [[ -n "$found" ]]; then
+      export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "$name from $found" >>"$out/device.txt"
     fi
   fi
+}
+
+use_machine_libraries() {
+  use_machine_library "$1" NCCL libnccl.so.2
+  use_machine_library "$1" cuDNN libcudnn.so.9
 }
 
 run_data() {
@@ -162,7 +168,7 @@ run_data() {
   tar -C "$unpacked" -xzf "$data_bundle"
   local dir="$unpacked/autodist-data" model precision status=0
   { echo "commit $(cat "$dir/COMMIT")"; nvidia-smi -L; } >"$out/device.txt" 2>&1
-  use_machine_nccl "$out"
+  use_machine_libraries "$out"
   for model in mlp cnn; do
     for precision in fp32 bf16; do
       "$dir/bin/autodist-runtime" --model "$root/examples/fashion-mnist/fmnist_$model.onnx" \
@@ -211,7 +217,7 @@ run() {
   if [[ "$source" != "$root" && ! -e "$source" ]]; then
     mkdir -p "$(dirname "$source")" && ln -s "$root" "$source"
   fi
-  use_machine_nccl "$out"
+  use_machine_libraries "$out"
   local status=0 test
   # The GPU job tests start the bundle's members.
   export AUTODIST_RUNTIME="$dir/bin/autodist-runtime"
