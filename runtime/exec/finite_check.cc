@@ -1,8 +1,11 @@
 #include "runtime/exec/finite_check.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
+
+#include "runtime/common/error.h"
 
 namespace autodist::exec {
 namespace {
@@ -10,6 +13,11 @@ namespace {
 constexpr const char* kName = "finiteness check";
 
 }  // namespace
+
+void FailDiverged(int64_t step, const std::string& what) {
+  Fail(ErrorCode::kFailedPrecondition,
+       "step {}: training diverged: {}; lower the learning rate or check the data", step, what);
+}
 
 bool GradientFiniteOnHost(const Gradient& gradient) {
   const Tensor t =

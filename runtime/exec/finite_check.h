@@ -6,7 +6,9 @@
 // ReduceSum, Add), so this module names no device library.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "runtime/exec/executor.h"
 #include "runtime/exec/standalone_kernel.h"
@@ -15,6 +17,11 @@ namespace autodist::exec {
 
 // Every element of `gradient` (its values, when sparse) finite; read on the host.
 bool GradientFiniteOnHost(const Gradient& gradient);
+
+// Throws FailedPrecondition "step <step>: training diverged: <what>; lower the learning rate or
+// check the data": what a worker whose gradient or loss is not finite fails with (`step` counts
+// from 1), wherever it is found.
+[[noreturn]] void FailDiverged(int64_t step, const std::string& what);
 
 class DeviceFiniteCheck {
  public:

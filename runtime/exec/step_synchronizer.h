@@ -87,6 +87,11 @@ class StepSynchronizer {
   // finishes it (GradientReady), to start communicating while backward goes on.
   virtual bool overlaps_backward() const { return false; }
 
+  // Whether it checks that the gradients handed to GradientReady are finite before they leave
+  // this worker (failing with FailDiverged, finite_check.h), off the training thread: on a device
+  // the trainer's own check would wait for the device once per gradient, stalling backward.
+  virtual bool checks_ready_gradients() const { return false; }
+
   // During the backward pass of this process's last replica (`replica`) of step `step`:
   // `variable`'s gradient on that replica just became final; earlier[r] for r < replica holds
   // the other replicas' complete gradients of this step. Synchronize(step, ...) still follows.

@@ -55,11 +55,6 @@ std::map<std::string, std::vector<int64_t>> RowShapes(const Session& session) {
   return shapes;
 }
 
-[[noreturn]] void FailDiverged(int64_t step, const std::string& what) {
-  Fail(ErrorCode::kFailedPrecondition,
-       "step {}: training diverged: {}; lower the learning rate or check the data", step, what);
-}
-
 // `device_check` (for gradients on a device) answers the common case, every gradient finite,
 // with one wait for the device; the host loop names the variable when one is not.
 void CheckFinite(int64_t step, double loss, const Session& session,
@@ -92,8 +87,8 @@ int64_t CorrectPredictions(const tensor::Tensor& on_device, const tensor::Tensor
   const tensor::Tensor logits = on_device.To(tensor::Device::Cpu());
   const int64_t rows = logits.dim(0);
   const int64_t classes = logits.numel() / std::max<int64_t>(rows, 1);
-  const float* scores = logits.data<float>();
-  const int64_t* truth = labels.data<int64_t>();
+  const auto* scores = logits.data<float>();
+  const auto* truth = labels.data<int64_t>();
   int64_t correct = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = scores + r * classes;
@@ -227,14 +222,17 @@ class Run {
             // Checked before it leaves this worker: a gradient that is not finite fails this
             // worker here, instead of reaching every worker's weights through the all-reduce
             // (and failing them all a step later, whichever of them is named).
-            // On a device the check stays there (one scalar read, not the whole gradient).
+            // On a device the check stays there (one scalar read, not the whole gradient), or
+            // is the synchronizer's, on its own threads, so that backward does not wait for it.
             DeviceFiniteCheck* device_check = finite_checks_[r].get();
-            bool finite = false;
-            if (device_check != nullptr) {
-              device_check->Add(gradient);
-              finite = device_check->TakeAllFinite();
-            } else {
-              finite = GradientFiniteOnHost(gradient);
+            bool finite = true;
+            if (!synchronizer_.checks_ready_gradients()) {
+              if (device_check != nullptr) {
+                device_check->Add(gradient);
+                finite = device_check->TakeAllFinite();
+              } else {
+                finite = GradientFiniteOnHost(gradient);
+              }
             }
             if (!finite) {
               FailDiverged(step_ + 1, fmt::format("the gradient of '{}' is not finite", name));

@@ -103,6 +103,9 @@ DeviceAllReducePart::DeviceAllReducePart(const StrategyPlan& plan,
     replica->multiply =
         std::make_unique<exec::StandaloneKernel>("Mul", "all-reduce mean", replica->device);
     replica->inverse = Tensor::Scalar(inverse).To(replica->device);
+    if (!replica->device.is_cpu()) {
+      replica->finite = std::make_unique<exec::DeviceFiniteCheck>(replica->device);
+    }
     replica->buffers.resize(groups_.size());
     replica->sparse_inputs.resize(sparse_.size(), nullptr);
     replica->sparse_sums.resize(sparse_.size());
@@ -221,6 +224,7 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
     lock.unlock();
     std::exception_ptr error;
     try {
+      CheckFinite(r, work);
       Reduce(r, work);
     } catch (...) {
       error = std::current_exception();  // rethrown by Synchronize on the training thread
@@ -228,10 +232,49 @@ void DeviceAllReducePart::CommunicationLoop(size_t r) {
     lock.lock();
     replica.busy = false;
     if (error) {
-      if (!error_) error_ = error;
+      // The first error is the cause: kept before the others' calls are ended because of it.
+      const bool first = !error_;
+      if (first) error_ = error;
       replica.queued.clear();
+      // This process's other ranks may be waiting in a collective for this one: end theirs now
+      // rather than at their timeout (the worker fails anyway).
+      for (size_t other = 0; first && other < replicas_.size(); ++other) {
+        if (other != r) replicas_[other]->communicator->Abort(fmt::format("replica {} failed", r));
+      }
     }
     changed_.notify_all();
+  }
+}
+
+void DeviceAllReducePart::CheckFinite(size_t r, const Work& work) {
+  Replica& replica = *replicas_[r];
+  std::vector<std::pair<const std::string*, Gradient>> gradients;  // variable, gradient (a view)
+  if (work.sparse) {
+    Gradient gradient;
+    gradient.sparse = *replica.sparse_inputs[work.index];
+    gradients.emplace_back(&sparse_[work.index].shard->variable, std::move(gradient));
+  } else {
+    // present_ lists the group's members with a gradient, in member order.
+    const Group& group = groups_[work.index];
+    size_t m = 0;
+    for (const compress::FlatMember& present : present_[work.index]) {
+      while (group.members[m].offset != present.offset) ++m;
+      Gradient gradient;
+      gradient.dense = replica.buffers[work.index].RowsView(present.offset, group.members[m].count);
+      gradients.emplace_back(&group.members[m].shard->variable, std::move(gradient));
+    }
+  }
+  if (replica.finite) {
+    for (const auto& [variable, gradient] : gradients) replica.finite->Add(gradient);
+    if (replica.finite->TakeAllFinite()) return;
+  }
+  // On the host (the CPU's check, or naming the one the device's check found).
+  for (const auto& [variable, gradient] : gradients) {
+    if (!exec::GradientFiniteOnHost(gradient)) {
+      exec::FailDiverged(work.step + 1,
+                         fmt::format("the gradient of '{}' is not finite{}", *variable,
+                                     replicas_.size() > 1 ? fmt::format(" (replica {})", r) : ""));
+    }
   }
 }
 

@@ -9,6 +9,9 @@
 // * once a group is complete, a communication thread per replica all-reduces its buffer (sum)
 //   while backward goes on, groups in the order they complete, which is the same on every rank
 //   (through the group's compressor, compress/flat_compressor.h, when it has one);
+// * before a group or a row-sparse gradient leaves the worker, its thread checks that it is finite
+//   (one scalar read on a device, exec/finite_check.h), so that a diverged worker fails itself,
+//   naming the gradient, without backward waiting for the check (checks_ready_gradients);
 // * after backward, each replica multiplies its sums by 1 / (the job's replicas) and applies its
 //   own optimizer to its own variables, on its device: every rank holds the same sums, so the
 //   replicas stay identical without a broadcast;
@@ -39,6 +42,7 @@
 
 #include "runtime/collective/communicator.h"
 #include "runtime/compress/flat_compressor.h"
+#include "runtime/exec/finite_check.h"
 #include "runtime/exec/standalone_kernel.h"
 #include "runtime/observe/metrics.h"
 #include "runtime/optim/optimizer.h"
@@ -115,8 +119,9 @@ class DeviceAllReducePart final : public AllReducer {
     collective::Communicator* communicator = nullptr;
     std::unique_ptr<optim::Optimizer> optimizer;
     std::unique_ptr<exec::StandaloneKernel> multiply;
-    tensor::Tensor inverse;               // 1 / total replicas, a scalar on the device
-    std::vector<tensor::Tensor> buffers;  // by group index; allocated on first use
+    std::unique_ptr<exec::DeviceFiniteCheck> finite;  // null on the CPU (checked on the host)
+    tensor::Tensor inverse;                           // 1 / total replicas, a scalar on the device
+    std::vector<tensor::Tensor> buffers;              // by group index; allocated on first use
     std::vector<std::unique_ptr<compress::FlatCompressor>> compressors;  // by group; null: none
     std::deque<Work> queued;  // to reduce, in order (under mutex_)
     bool busy = false;        // reducing (under mutex_)
@@ -142,6 +147,8 @@ class DeviceAllReducePart final : public AllReducer {
   void ApplySparse(const std::vector<exec::Session*>& replicas);
   // One piece of work on replica `r`'s thread.
   void Reduce(size_t r, const Work& work);
+  // FailDiverged naming the first gradient of `work` on replica `r` that is not finite.
+  void CheckFinite(size_t r, const Work& work);
   // Waits until every communication thread is idle; rethrows the first error one met.
   void WaitIdle();
   void CommunicationLoop(size_t r);

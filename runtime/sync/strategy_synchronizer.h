@@ -79,6 +79,8 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   // all-reduce on the replicas' devices does not.
   bool works_on_host() const override { return !on_devices_; }
   bool overlaps_backward() const override { return !all_reduce_->empty(); }
+  // On the devices the all-reduce part checks each group before reducing it.
+  bool checks_ready_gradients() const override { return on_devices_; }
   void GradientReady(int64_t step, int replica, const std::string& variable,
                      const exec::Gradient& gradient,
                      const std::vector<std::map<std::string, exec::Gradient>>& earlier) override {

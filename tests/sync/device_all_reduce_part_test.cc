@@ -12,7 +12,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <future>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -356,6 +359,51 @@ TEST(DeviceAllReducePartTest, RowSparseGradientsOfTwoReplicasPerWorkerStayIdenti
   job.model = kEmbeddingModel;
   job.replicas_per_worker = 2;
   ExpectReplicasIdenticalAndCloseToTheHostPath(job, 3, {1});
+}
+
+// A gradient that is not finite fails the worker before it is sent, naming it and the step, on
+// the part's own thread (the trainer leaves the check to it: checks_ready_gradients), and the
+// sibling replica's rank waiting in the all-reduce is ended at once, not at its timeout. No NaN
+// reaches the weights.
+TEST(DeviceAllReducePartTest, ANonFiniteGradientFailsTheWorkerNamingItBeforeItIsSent) {
+  Job job;
+  job.workers = 1;
+  job.replicas_per_worker = 2;
+  const StrategyPlan plan = PlanOf(job);
+  const std::string bad = "fc1.weight";
+  ASSERT_TRUE(plan.index.contains(bad));
+  std::vector<Worker> workers = MakeWorkers(job);
+  auto communicators = Connect(2, "diverged");
+  {
+    DeviceAllReducePart part(plan, {communicators[0].get(), communicators[1].get()},
+                             {tensor::Device::Cpu(), tensor::Device::Cpu()}, Adam(), 2);
+    part.Synchronize(0, 0.05, StepGradients(plan, 0, 2, 0, ""), workers[0].pointers);
+    Gradients gradients = StepGradients(plan, 0, 2, 1, "");
+    gradients[1].at(bad).dense.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+    const Gradients earlier(gradients.begin(), gradients.end() - 1);
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      for (auto it = plan.variables.rbegin(); it != plan.variables.rend(); ++it) {
+        part.GradientReady(1, 1, it->name, gradients[1].at(it->name), earlier);
+      }
+      part.Synchronize(1, 0.05, gradients, workers[0].pointers);
+      ADD_FAILURE() << "a NaN gradient was sent";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kFailedPrecondition);
+      EXPECT_THAT(error.what(),
+                  HasSubstr("step 2: training diverged: the gradient of 'fc1.weight' is not "
+                            "finite (replica 1)"));
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15))
+        << "the sibling's all-reduce waited for its 30 s timeout";
+  }
+  for (exec::Session& session : workers[0].sessions) {
+    const Tensor& weight = session.variable(bad);
+    for (int64_t i = 0; i < weight.numel(); ++i) {
+      ASSERT_TRUE(std::isfinite(weight.data<float>()[i])) << "element " << i;
+    }
+  }
+  CloseAll(communicators);
 }
 
 TEST(DeviceAllReducePartTest, AVariableWithoutAGradientKeepsItsValueAsOnTheHostPath) {
