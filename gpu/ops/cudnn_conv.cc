@@ -179,6 +179,46 @@ void* WorkspaceData(tensor::Tensor& workspace, size_t bytes) {
   return bytes == 0 ? nullptr : workspace.device_data<float>();
 }
 
+// The workspace the search gets: what the most demanding algorithm within kCudnnWorkspaceLimit
+// needs (one needing more is skipped), not the limit itself, since the search runs inside a step
+// and its workspace adds to the step's peak memory.
+size_t SearchWorkspace(ConvDirection direction, cudnnHandle_t handle, const Descriptors& d) {
+  size_t most = 0;
+  const auto consider = [&](cudnnStatus_t status, size_t bytes) {
+    if (status == CUDNN_STATUS_SUCCESS && bytes <= kCudnnWorkspaceLimit) {
+      most = std::max(most, bytes);
+    }
+  };
+  size_t bytes = 0;
+  switch (direction) {
+    case ConvDirection::kForward:
+      for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+        consider(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x(), d.w(), d.conv(), d.y(),
+                                                         static_cast<cudnnConvolutionFwdAlgo_t>(a),
+                                                         &bytes),
+                 bytes);
+      }
+      break;
+    case ConvDirection::kBackwardData:
+      for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; ++a) {
+        consider(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                     handle, d.w(), d.y(), d.conv(), d.x(),
+                     static_cast<cudnnConvolutionBwdDataAlgo_t>(a), &bytes),
+                 bytes);
+      }
+      break;
+    case ConvDirection::kBackwardFilter:
+      for (int a = 0; a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; ++a) {
+        consider(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                     handle, d.x(), d.y(), d.conv(), d.w(),
+                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), &bytes),
+                 bytes);
+      }
+      break;
+  }
+  return most;
+}
+
 }  // namespace
 
 bool CudnnInBuild() { return true; }
@@ -189,10 +229,11 @@ std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
   HandleOf& handle = Handle(call);
   Descriptors d(call);
   d.SetMath(SearchMath(call.math));
-  tensor::Tensor workspace = Workspace(call, kCudnnWorkspaceLimit);
-  void* space = workspace.device_data<float>();
   const std::lock_guard lock(handle.mutex);
   CheckCudnn(cudnnSetStream(handle.handle, call.stream), call, "setting the stream");
+  const size_t space_bytes = SearchWorkspace(direction, handle.handle, d);
+  tensor::Tensor workspace = Workspace(call, space_bytes);
+  void* space = WorkspaceData(workspace, space_bytes);
   int found = 0;
   cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
   std::optional<CudnnAlgorithm> best;
@@ -201,7 +242,7 @@ std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
       std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> results{};
       status = cudnnFindConvolutionForwardAlgorithmEx(
           handle.handle, d.x(), call.x, d.w(), call.w, d.conv(), d.y(), call.y,
-          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+          static_cast<int>(results.size()), &found, results.data(), space, space_bytes);
       if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
       break;
     }
@@ -210,7 +251,7 @@ std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
           results{};
       status = cudnnFindConvolutionBackwardDataAlgorithmEx(
           handle.handle, d.w(), call.w, d.y(), call.dy, d.conv(), d.x(), call.dx,
-          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+          static_cast<int>(results.size()), &found, results.data(), space, space_bytes);
       if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
       break;
     }
@@ -219,7 +260,7 @@ std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
           results{};
       status = cudnnFindConvolutionBackwardFilterAlgorithmEx(
           handle.handle, d.x(), call.x, d.y(), call.dy, d.conv(), d.w(), call.dw,
-          static_cast<int>(results.size()), &found, results.data(), space, kCudnnWorkspaceLimit);
+          static_cast<int>(results.size()), &found, results.data(), space, space_bytes);
       if (status == CUDNN_STATUS_SUCCESS) best = Fastest(results.data(), found, call.math);
       break;
     }
