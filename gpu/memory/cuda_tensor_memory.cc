@@ -16,6 +16,7 @@
 #include "gpu/device/devices.h"
 #include "gpu/device/stream.h"
 #include "gpu/memory/pinned_buffer.h"
+#include "gpu/memory/pinned_cache.h"
 #include "runtime/common/error.h"
 #include "runtime/tensor/device.h"
 
@@ -243,6 +244,17 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
     static_cast<const Event*>(upload.ready.get())->MakeWait(Context(device.index).stream->get());
   }
 
+  // Pinned, from a cache: GPU workers stage gradients of the same sizes every step. Where the
+  // machine will not lock that much memory, ordinary host memory does the same job, slower.
+  std::shared_ptr<std::byte[]> AllocateHostStaging(size_t bytes) override {  // NOLINT
+    try {
+      return staging_.Allocate(bytes);
+    } catch (const Error&) {
+      cudaGetLastError();  // cleared: the failed allocation is not a sticky error
+      return nullptr;
+    }
+  }
+
   void Zero(void* data, const tensor::Device& device, size_t bytes) override {
     const cudaError_t status = cudaMemsetAsync(data, 0, bytes, Context(device.index).stream->get());
     if (status != cudaSuccess) {
@@ -253,6 +265,8 @@ class CudaTensorMemory final : public tensor::DeviceMemory {
  private:
   std::mutex mutex_;
   std::map<int, GpuContext> contexts_;  // node-based: references stay valid
+  // Idle staging kept for the next step: a worker's gradients and variables are staged again.
+  PinnedCache staging_{size_t{1} << 30};
 };
 
 CudaTensorMemory& Memory() {

@@ -8,8 +8,6 @@
 namespace autodist::exec {
 namespace {
 
-const tensor::Device kHost = tensor::Device::Cpu();
-
 // What training changes in a replica: its variables, and with `states` its replica-local state,
 // copied from one session into the other's storage.
 void CopyValues(Session& from, Session& to, bool states) {
@@ -20,22 +18,31 @@ void CopyValues(Session& from, Session& to, bool states) {
   for (const std::string& name : from.state_names()) to.state(name).CopyFrom(from.state(name));
 }
 
-std::map<std::string, Gradient> MapOnHost(const std::map<std::string, Gradient>& gradients) {
-  std::map<std::string, Gradient> out;
-  for (const auto& [name, gradient] : gradients) out.emplace(name, GradientOnHost(gradient));
+// A host copy of `tensor` in the staging memory of `staging`'s devices (pinned for CUDA).
+Tensor OnHost(const Tensor& tensor, tensor::DeviceKind staging) {
+  if (tensor.device().is_cpu()) return tensor;
+  Tensor out = Tensor::HostStaging(tensor.dtype(), tensor.shape(), staging);
+  out.CopyFrom(tensor);
   return out;
+}
+
+// Moves `value`'s storage into the staging memory of `staging`'s devices, keeping its elements.
+void IntoStaging(Tensor& value, tensor::DeviceKind staging) {
+  Tensor staged = Tensor::HostStaging(value.dtype(), value.shape(), staging);
+  staged.CopyFrom(value);
+  value = std::move(staged);
 }
 
 }  // namespace
 
-Gradient GradientOnHost(const Gradient& gradient) {
+Gradient GradientOnHost(const Gradient& gradient, tensor::DeviceKind staging) {
   Gradient out;
   if (gradient.is_sparse()) {
-    out.sparse =
-        tensor::SparseGradient{gradient.sparse->indices.To(kHost),
-                               gradient.sparse->values.To(kHost), gradient.sparse->dense_shape};
+    out.sparse = tensor::SparseGradient{OnHost(gradient.sparse->indices, staging),
+                                        OnHost(gradient.sparse->values, staging),
+                                        gradient.sparse->dense_shape};
   } else {
-    out.dense = gradient.dense.To(kHost);
+    out.dense = OnHost(gradient.dense, staging);
   }
   return out;
 }
@@ -43,15 +50,33 @@ Gradient GradientOnHost(const Gradient& gradient) {
 HostStagedSynchronizer::HostStagedSynchronizer(StepSynchronizer& inner,
                                                const onnx::ModelProto& model,
                                                const std::string& source, const std::string& loss,
-                                               int replicas)
-    : inner_(inner) {
+                                               int replicas, tensor::DeviceKind device)
+    : inner_(inner), device_(device) {
   AD_CHECK(replicas >= 1, kInternal, "host staging for {} replicas", replicas);
   for (int r = 0; r < replicas; ++r) {
     SessionOptions options;
     options.loss = loss;
     mirrors_.push_back(std::make_unique<Session>(model, source, options));
     mirror_pointers_.push_back(mirrors_.back().get());
+    // The mirrors' values cross to and from the devices every step: from staging memory the
+    // copies are the device's own DMA. A value the inner synchronizer replaces (a parameter
+    // server's reply) is copied from wherever it landed.
+    if (device == tensor::DeviceKind::kCpu) continue;
+    Session& mirror = *mirrors_.back();
+    for (const std::string& name : mirror.trainable_names()) {
+      IntoStaging(mirror.variable(name), device);
+    }
+    for (const std::string& name : mirror.state_names()) IntoStaging(mirror.state(name), device);
   }
+}
+
+std::map<std::string, Gradient> HostStagedSynchronizer::MapOnHost(
+    const std::map<std::string, Gradient>& gradients) const {
+  std::map<std::string, Gradient> out;
+  for (const auto& [name, gradient] : gradients) {
+    out.emplace(name, GradientOnHost(gradient, device_));
+  }
+  return out;
 }
 
 HostStagedSynchronizer::~HostStagedSynchronizer() = default;
@@ -82,7 +107,7 @@ void HostStagedSynchronizer::GradientReady(
     for (int r = 0; r < replica; ++r) staged_earlier_.push_back(MapOnHost(earlier[r]));
   }
   const Gradient& staged =
-      staged_ready_.insert_or_assign(variable, GradientOnHost(gradient)).first->second;
+      staged_ready_.insert_or_assign(variable, GradientOnHost(gradient, device_)).first->second;
   inner_.GradientReady(step, replica, variable, staged, staged_earlier_);
 }
 
@@ -102,7 +127,7 @@ std::vector<std::map<std::string, Gradient>> HostStagedSynchronizer::StagedGradi
       if (ready != staged_ready_.end()) {
         host[r].emplace(name, std::move(ready->second));
       } else {
-        host[r].emplace(name, GradientOnHost(gradient));
+        host[r].emplace(name, GradientOnHost(gradient, device_));
       }
     }
   }

@@ -5,7 +5,7 @@
 // state) is copied back to the device after each call. The inner synchronizer never sees a
 // device tensor, so every Strategy that trains on the CPU trains GPU replicas unchanged, at the
 // price of a device-to-host copy of each gradient and a host-to-device copy of each variable
-// per step.
+// per step, both from the device kind's host staging memory (pinned for CUDA).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +26,12 @@ namespace autodist::exec {
 class HostStagedSynchronizer final : public StepSynchronizer {
  public:
   // Mirrors `replicas` sessions of `model` (read from `source`, its loss output `loss`) on the
-  // host. `inner` must outlive this synchronizer.
+  // host, for replicas on devices of kind `device`: the mirrors' values and the staged gradients
+  // live in its host staging memory (Tensor::HostStaging: pinned for CUDA), so that the copies
+  // of every step are the device's DMA. `inner` must outlive this synchronizer.
   HostStagedSynchronizer(StepSynchronizer& inner, const onnx::ModelProto& model,
-                         const std::string& source, const std::string& loss, int replicas);
+                         const std::string& source, const std::string& loss, int replicas,
+                         tensor::DeviceKind device);
   ~HostStagedSynchronizer() override;
 
   ResumePoint Start(const std::vector<Session*>& replicas, ResumePoint start,
@@ -59,11 +62,13 @@ class HostStagedSynchronizer final : public StepSynchronizer {
 
  private:
   void CheckReplicas(const std::vector<Session*>& replicas) const;
+  std::map<std::string, Gradient> MapOnHost(const std::map<std::string, Gradient>& gradients) const;
   // Host copies of `step`'s gradients: those GradientReady staged already, the rest copied now.
   std::vector<std::map<std::string, Gradient>> StagedGradients(
       int64_t step, const std::vector<std::map<std::string, Gradient>>& gradients);
 
   StepSynchronizer& inner_;
+  const tensor::DeviceKind device_;  // the replicas' kind, whose staging memory the host copies use
   std::vector<std::unique_ptr<Session>> mirrors_;
   std::vector<Session*> mirror_pointers_;
   // Host copies made during `staged_step_`'s backward pass: the last replica's gradients as they
@@ -73,7 +78,8 @@ class HostStagedSynchronizer final : public StepSynchronizer {
   std::vector<std::map<std::string, Gradient>> staged_earlier_;
 };
 
-// `gradient` with its tensors on the host (itself when they are there already).
-Gradient GradientOnHost(const Gradient& gradient);
+// `gradient` with its tensors on the host (itself when they are there already), copied into the
+// host staging memory of `staging`'s devices (Tensor::HostStaging).
+Gradient GradientOnHost(const Gradient& gradient, tensor::DeviceKind staging);
 
 }  // namespace autodist::exec

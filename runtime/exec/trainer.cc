@@ -546,7 +546,7 @@ TrainResult Train(const TrainerOptions& options, StepSynchronizer& synchronizer,
   }
   CheckReplicasFit(options);  // before the mirrors are made
   HostStagedSynchronizer staged(synchronizer, model, options.model, options.loss,
-                                options.local_replicas);
+                                options.local_replicas, options.device.kind);
   Run run(options, staged, sink, std::move(model));
   return run.Train();
 }

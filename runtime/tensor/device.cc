@@ -58,9 +58,17 @@ void DeviceMemory::Await(const Upload& /*upload*/, const Device& /*device*/) {}
 
 void DeviceMemory::Select(const Device& /*device*/) {}
 
+std::shared_ptr<std::byte[]> DeviceMemory::AllocateHostStaging(size_t /*bytes*/) {  // NOLINT
+  return nullptr;
+}
+
 void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory) {
   AD_CHECK(kind != DeviceKind::kCpu, kInternal, "the CPU's memory is built in");
   Installed()[static_cast<size_t>(kind)].store(memory);
+}
+
+bool HasMemory(DeviceKind kind) {
+  return kind == DeviceKind::kCpu || Installed()[static_cast<size_t>(kind)].load() != nullptr;
 }
 
 DeviceMemory& MemoryOf(const Device& device) {

@@ -62,6 +62,12 @@ class DeviceMemory {
   // default has nothing to order.
   virtual void Await(const Upload& upload, const Device& device);
 
+  // Host memory that copies to and from this kind's devices run fastest through (CUDA:
+  // page-locked, so that a copy is the device's DMA rather than the driver's staged one), for
+  // host buffers that cross every step (GPU workers' staged gradients and variables); freed when
+  // the last owner goes. Null (the default): nothing better than ordinary host memory.
+  virtual std::shared_ptr<std::byte[]> AllocateHostStaging(size_t bytes);  // NOLINT
+
   // Makes `device` the one the calling thread's kernels go to (CUDA: cudaSetDevice), before a
   // session or an optimizer queues work there: a process driving several GPUs switches between
   // them. The default does nothing.
@@ -73,5 +79,7 @@ void InstallDeviceMemory(DeviceKind kind, DeviceMemory* memory);
 // The memory of `device`'s kind; throws FailedPrecondition when none is installed (a build or
 // a binary without that backend).
 DeviceMemory& MemoryOf(const Device& device);
+// Whether the memory of `kind` is installed (the CPU's always is).
+bool HasMemory(DeviceKind kind);
 
 }  // namespace autodist::tensor

@@ -54,6 +54,16 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage,  
       storage_(std::move(storage)),
       device_(device) {}
 
+Tensor Tensor::HostStaging(DType dtype, Shape shape, DeviceKind near) {
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * ElementSize(dtype);
+  if (near != DeviceKind::kCpu && bytes > 0 && HasMemory(near)) {
+    std::shared_ptr<std::byte[]> storage =  // NOLINT(*-avoid-c-arrays)
+        MemoryOf(Device{near, 0}).AllocateHostStaging(bytes);
+    if (storage) return {dtype, std::move(shape), std::move(storage), Device::Cpu()};
+  }
+  return {dtype, std::move(shape)};
+}
+
 Tensor Tensor::Prefaulted(DType dtype, Shape shape) {
   return {dtype, std::move(shape), Pages::kMapped, Device::Cpu()};
 }
@@ -67,7 +77,7 @@ Tensor Tensor::Zeros(DType dtype, Shape shape) {
 
 Tensor Tensor::Full(Shape shape, float value) {
   Tensor out(DType::kFloat32, std::move(shape));
-  float* data = out.data<float>();
+  auto* data = out.data<float>();
   std::fill(data, data + out.numel(), value);
   return out;
 }
@@ -192,8 +202,8 @@ void Tensor::CheckElementCount(size_t given, const Tensor& tensor) {
 
 TensorUpload TensorUpload::Start(const Tensor& host, const Device& device) {
   AD_CHECK(host.device().is_cpu() && !device.is_cpu(), kInternal,
-           "an upload goes from the host to a device, not from {} to {}",
-           DeviceName(host.device()), DeviceName(device));
+           "an upload goes from the host to a device, not from {} to {}", DeviceName(host.device()),
+           DeviceName(device));
   TensorUpload upload;
   // A device allocation is never empty (the constructor's rule).
   upload.upload_ = host.nbytes() == 0

@@ -44,6 +44,11 @@ class Tensor {
   static Tensor Zeros(DType dtype, Shape shape);
   static Tensor Full(Shape shape, float value);  // float32
   static Tensor Scalar(float value);             // float32, shape []
+  // A CPU tensor (uninitialized) in the host staging memory of `near`'s devices
+  // (DeviceMemory::AllocateHostStaging: pinned for CUDA), where that kind's backend is installed
+  // and offers one; else an ordinary CPU tensor. For host copies of device tensors that are
+  // copied every step.
+  static Tensor HostStaging(DType dtype, Shape shape, DeviceKind near);
   template <typename T>
   static Tensor FromVector(Shape shape, const std::vector<T>& values);
 

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -16,6 +18,7 @@
 #include "runtime/exec/local_synchronizer.h"
 #include "runtime/exec/trainer.h"
 #include "tests/exec/trainer_test_util.h"
+#include "tests/tensor/host_backed_memory.h"
 
 namespace autodist::exec {
 namespace {
@@ -117,7 +120,8 @@ TEST(HostStagedSynchronizerTest, TrainsExactlyAsWithoutStaging) {
   const TrainerOptions staged_options = TwoReplicaCnn(dir + "/staged.onnx");
   ProbeSynchronizer probe(staged_options, nullptr);
   HostStagedSynchronizer staged(probe, LoadModel(staged_options.model), staged_options.model,
-                                staged_options.loss, staged_options.local_replicas);
+                                staged_options.loss, staged_options.local_replicas,
+                                staged_options.device.kind);
   probe.set_staged(&staged);
   const TrainResult through = Train(staged_options, staged, [](const std::string&) {});
 
@@ -136,11 +140,56 @@ TEST(HostStagedSynchronizerTest, TrainsExactlyAsWithoutStaging) {
   }
 }
 
+// For replicas on a device, the mirrors' values and the staged gradients live in that kind's host
+// staging memory (pinned for CUDA; here a stand-in that counts what it lends), with the values
+// they would have had.
+TEST(HostStagedSynchronizerTest, MirrorsAndStagedGradientsOfDeviceReplicasLiveInStagingMemory) {
+  if (tensor::HasMemory(tensor::DeviceKind::kCuda)) GTEST_SKIP() << "a CUDA backend is linked";
+  tensor::testing::StagingMemory memory;
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, &memory);
+  const TrainerOptions options = TwoReplicaCnn("");
+  LocalSynchronizer local(options.optimizer, options.sum_states, options.device);
+  const onnx::ModelProto model = LoadModel(options.model);
+  Session reference(model, options.model, SessionOptions{});
+  {
+    HostStagedSynchronizer staged(local, model, options.model, options.loss, 2,
+                                  tensor::DeviceKind::kCuda);
+    const auto lent = [&](const Tensor& value) {
+      return std::find(memory.lent.begin(), memory.lent.end(), value.raw()) != memory.lent.end();
+    };
+    size_t values = 0;
+    for (Session* mirror : staged.mirrors()) {
+      for (const std::string& name : mirror->trainable_names()) {
+        const Tensor& value = mirror->variable(name);
+        EXPECT_TRUE(lent(value)) << name << " is not in staging memory";
+        EXPECT_EQ(value.device(), tensor::Device::Cpu()) << name;
+        EXPECT_EQ(std::memcmp(value.raw(), reference.variable(name).raw(), value.nbytes()), 0)
+            << name;
+        ++values;
+      }
+      for (const std::string& name : mirror->state_names()) {
+        EXPECT_TRUE(lent(mirror->state(name))) << name << " is not in staging memory";
+        ++values;
+      }
+    }
+    EXPECT_EQ(memory.lent.size(), values);
+
+    Gradient on_device;
+    on_device.dense = Tensor::FromVector<float>({2, 2}, {1, -2, 3, -4}).To(tensor::Device::Cuda(0));
+    const Gradient host = GradientOnHost(on_device, tensor::DeviceKind::kCuda);
+    EXPECT_EQ(host.dense.device(), tensor::Device::Cpu());
+    EXPECT_TRUE(lent(host.dense));
+    EXPECT_EQ(host.dense.data<float>()[3], -4.0F);
+  }
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
+}
+
 TEST(HostStagedSynchronizerTest, MirrorsAreTheHostsOwnSessions) {
   const TrainerOptions options = TwoReplicaCnn("");
   LocalSynchronizer local(options.optimizer, options.sum_states, options.device);
   const onnx::ModelProto model = LoadModel(options.model);
-  HostStagedSynchronizer staged(local, model, options.model, options.loss, 2);
+  HostStagedSynchronizer staged(local, model, options.model, options.loss, 2,
+                                tensor::DeviceKind::kCpu);
   ASSERT_EQ(staged.mirrors().size(), 2U);
   EXPECT_NE(staged.mirrors()[0], staged.mirrors()[1]);
   for (Session* mirror : staged.mirrors()) {

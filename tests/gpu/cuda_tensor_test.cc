@@ -1,5 +1,6 @@
 // Tensors on CUDA devices: the round trip through the device, copies and zeroing on it, and the
 // error for a GPU the process does not have (which runs without a GPU too).
+#include <cuda_runtime_api.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -52,6 +53,33 @@ TEST(CudaTensorTest, RoundTripsCopiesAndZeroesOnTheDevice) {
   // Empty tensors move too.
   const Tensor empty = Tensor(tensor::DType::kFloat32, {0, 3}).To(Device::Cuda(0));
   EXPECT_EQ(empty.To(Device::Cpu()).numel(), 0);
+}
+
+// GPU workers' host staging (Tensor::HostStaging): page-locked memory from the backend's cache,
+// which copies to and from the device like any host memory, and which a dropped tensor gives
+// back for the next one of its size.
+TEST(CudaTensorTest, HostStagingIsPinnedAndReusedBySize) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  InstallCudaTensorMemory();
+  std::vector<float> values(5000);
+  std::iota(values.begin(), values.end(), 1.0F);
+  const Tensor device = Tensor::FromVector<float>({5000}, values).To(Device::Cuda(0));
+  const void* first = nullptr;
+  {
+    Tensor staged = Tensor::HostStaging(tensor::DType::kFloat32, {5000}, tensor::DeviceKind::kCuda);
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, staged.raw()), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost) << "not page-locked";
+    staged.CopyFrom(device);
+    EXPECT_EQ(staged.data<float>()[4999], 5000.0F);
+    Tensor back(tensor::DType::kFloat32, {5000}, Device::Cuda(0));
+    back.CopyFrom(staged);
+    EXPECT_EQ(back.To(Device::Cpu()).data<float>()[123], 124.0F);
+    first = staged.raw();
+  }
+  const Tensor again =
+      Tensor::HostStaging(tensor::DType::kFloat32, {5000}, tensor::DeviceKind::kCuda);
+  EXPECT_EQ(again.raw(), first) << "the cache did not hand the buffer back";
 }
 
 // Uploads (the loader's batches): copies on the copy stream through pinned stages, more at once

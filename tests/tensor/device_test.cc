@@ -11,32 +11,14 @@
 
 #include "runtime/common/error.h"
 #include "runtime/tensor/tensor.h"
+#include "tests/tensor/host_backed_memory.h"
 
 namespace autodist::tensor {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A "GPU" whose memory is host memory, counting what it is asked to do.
-class HostBackedMemory final : public DeviceMemory {
- public:
-  std::shared_ptr<std::byte[]> Allocate(size_t bytes, int /*index*/) override {  // NOLINT
-    ++allocations;
-    return std::shared_ptr<std::byte[]>(new std::byte[bytes]);  // NOLINT
-  }
-  void Copy(void* destination, const Device& /*to*/, const void* source, const Device& /*from*/,
-            size_t bytes) override {
-    ++copies;
-    std::memcpy(destination, source, bytes);
-  }
-  void Zero(void* data, const Device& /*device*/, size_t bytes) override {
-    ++zeroes;
-    std::memset(data, 0, bytes);
-  }
-  int allocations = 0;
-  int copies = 0;
-  int zeroes = 0;
-};
+using testing::HostBackedMemory;
+using testing::StagingMemory;
 
 TEST(DeviceTest, NamesParseAndPrint) {
   EXPECT_EQ(ParseDevice("cpu", "--device"), Device::Cpu());
@@ -89,6 +71,40 @@ TEST(DeviceTest, TensorsOnADeviceGoThroughItsMemoryAndAreNotReadAsHostMemory) {
   const Tensor zeros = copy.To(Device::Cpu());
   EXPECT_EQ(zeros.data<float>()[0], 0.0F);
   InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+}
+
+// Host copies of device tensors that cross every step live in the device kind's staging memory
+// where it has one (pinned for CUDA), and in ordinary host memory otherwise.
+TEST(DeviceTest, HostStagingTensorsUseTheKindsStagingMemoryWhereItHasOne) {
+  // No backend installed for the kind, or the CPU: an ordinary host tensor.
+  ASSERT_FALSE(HasMemory(DeviceKind::kCuda));
+  EXPECT_TRUE(HasMemory(DeviceKind::kCpu));
+  const Tensor plain = Tensor::HostStaging(DType::kFloat32, {3}, DeviceKind::kCuda);
+  EXPECT_EQ(plain.device(), Device::Cpu());
+  EXPECT_EQ(plain.numel(), 3);
+
+  HostBackedMemory without;  // installed, but offers no staging memory
+  InstallDeviceMemory(DeviceKind::kCuda, &without);
+  EXPECT_EQ(Tensor::HostStaging(DType::kFloat32, {3}, DeviceKind::kCuda).device(), Device::Cpu());
+  EXPECT_EQ(without.allocations, 0);
+
+  StagingMemory memory;
+  InstallDeviceMemory(DeviceKind::kCuda, &memory);
+  Tensor staged = Tensor::HostStaging(DType::kInt64, {2, 5}, DeviceKind::kCuda);
+  EXPECT_EQ(staged.device(), Device::Cpu());
+  EXPECT_EQ(staged.dtype(), DType::kInt64);
+  EXPECT_EQ(staged.shape(), (Shape{2, 5}));
+  EXPECT_EQ(memory.staged_bytes, 80U);
+  ASSERT_EQ(memory.lent.size(), 1U);
+  EXPECT_EQ(static_cast<const void*>(staged.data<int64_t>()), memory.lent[0]);
+  staged.data<int64_t>()[9] = 42;  // host memory: read and written as such
+  EXPECT_EQ(staged.GetAsDouble(9), 42.0);
+  // The CPU's own kind has no staging; an empty tensor needs none.
+  (void)Tensor::HostStaging(DType::kFloat32, {4}, DeviceKind::kCpu);
+  (void)Tensor::HostStaging(DType::kFloat32, {0}, DeviceKind::kCuda);
+  EXPECT_EQ(memory.lent.size(), 1U);
+  InstallDeviceMemory(DeviceKind::kCuda, nullptr);
+  EXPECT_FALSE(HasMemory(DeviceKind::kCuda));
 }
 
 // CopyFrom overwrites a tensor where it lies, whichever side each is on: no new storage.
