@@ -24,6 +24,9 @@
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
 # time; the bundle carries none of them. docs/gpu.md records every device run.
 set -euo pipefail
+# use_machine_libraries: NCCL and cuDNN from the GPU machine (machine-libraries.sh).
+# shellcheck source=scripts/machine-libraries.sh
+source "$(dirname "${BASH_SOURCE[0]}")/machine-libraries.sh"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle_dir="$root/.device-bundle"
@@ -139,26 +142,6 @@ pack_data() {
 # There: the MLP and the CNN trained on the GPU in fp32 and in bf16 on the whole training set,
 # evaluated on the test set (bf16 must end within 0.5 points of fp32's accuracy); then 2 GPU
 # workers against PyTorch DDP.
-# NCCL and cuDNN are the machine's too (autodist-runtime and the tests link them): its CUDA's, or
-# those PyTorch's wheels bring, which the loader does not know of. Notes which in OUT/device.txt.
-# cuDNN's libcudnn.so.9 opens its sub-libraries (libcudnn_cnn.so.9, ...) from the same path.
-use_machine_library() {
-  local out=$1 name=$2 soname=$3
-  if ! ldconfig -p | grep -qF "$soname"; then
-    local found
-    found=$(find / -xdev -name "$soname" -print -quit 2>/dev/null || true)
-    if [[ -n "$found" ]]; then
-      export LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      echo "$name from $found" >>"$out/device.txt"
-    fi
-  fi
-}
-
-use_machine_libraries() {
-  use_machine_library "$1" NCCL libnccl.so.2
-  use_machine_library "$1" cuDNN libcudnn.so.9
-}
-
 run_data() {
   local out=${1:?usage: scripts/device-check.sh run-data OUT_DIR [EPOCHS]}
   local epochs=${2:-3}

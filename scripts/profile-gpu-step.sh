@@ -15,6 +15,10 @@ batch=$3
 out_dir=$4
 name=$(basename "$model" .onnx)
 csv="$out_dir/ncu-$name.csv"
+mkdir -p "$out_dir"
+# shellcheck source=scripts/machine-libraries.sh
+source "$(dirname "${BASH_SOURCE[0]}")/machine-libraries.sh"
+use_machine_libraries "$out_dir"
 
 echo "without the profiler: $("$bin_dir/train_step_bench" --model "$model" --batch-size "$batch" \
   --steps 200 --warmup 20 --device cuda)"
