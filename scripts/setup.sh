@@ -27,7 +27,7 @@ BUILD_PACKAGES=(
 )
 FIXTURE_PACKAGES=(python3-torch python3-onnx python3-protobuf)
 BENCH_PACKAGES=(openmpi-bin libopenmpi-dev)
-DEVICE_PACKAGES=(patchelf)
+DEVICE_PACKAGES=(patchelf xz-utils)
 BROWSER_PACKAGES=(chromium)
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
