@@ -7,7 +7,10 @@
 #   bench/pytorch_ddp_step.py --device cuda (2 processes on GPU 0, DDP over gloo);
 # * 1 worker of gpusPerWorker: 1: the all-reduce on the GPU over NCCL (one rank), with the
 #   optimizer there; beside DDP with 1 process over nccl. Needs a GPU and python3 with torch (the GPU machine's image); scripts/device-check.sh
-# run-data runs it from its bundle.
+# run-data runs it from its bundle. Then one more run of the NCCL path with a fusion group per
+# variable records a timeline (OUT_DIR/gpu-workers-nccl.trace.json, for Perfetto) and counts the
+# backward passes during which two or more groups were handed to NCCL: on the host's clock, so it
+# shows the reductions starting while backward is still being queued, not the device's overlap.
 #
 #   scripts/bench-gpu-workers.sh BIN_DIR DATA_DIR OUT_DIR [STEPS]
 #
@@ -26,8 +29,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out_dir"
 device=$(python3 -c 'import torch; print(torch.cuda.get_device_name(0))')
 
-ours() {  # model batch workers: prints steps/s
-  local model=$1 batch=$2 workers=$3 name="gpu-workers-$RANDOM"
+ours() {  # model batch workers [timeline]: prints steps/s
+  local model=$1 batch=$2 workers=$3 timeline=${4:-} name="gpu-workers-$RANDOM"
+  local options="" recorded=()
+  if [[ -n "$timeline" ]]; then
+    options="    options: {chunkSize: 1}"
+    recorded=(--timeline "$timeline")
+  fi
   cat >"$work/$name.yaml" <<YAML
 apiVersion: autodist.io/v1alpha1
 kind: AutoDistJob
@@ -48,12 +56,13 @@ spec:
     logIntervalSteps: $steps
   strategy:
     builder: AllReduce
+$options
   resources:
     workers: $workers
     gpusPerWorker: 1
     parameterServers: 0
 YAML
-  "$bin_dir/autodist" run "$work/$name.yaml" --threads 1 --log-dir "$work/$name" \
+  "$bin_dir/autodist" run "$work/$name.yaml" --threads 1 --log-dir "$work/$name" "${recorded[@]}" \
     >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; return 1; }
   python3 - "$work/$name" "$workers" <<'PY'
 import json, sys
@@ -97,3 +106,16 @@ print(f"| {sys.argv[2]}, {workers}x{sys.argv[3]}, AllReduce, ours: {path}; DDP: 
 PY
 done
 cat "$out_dir/bench-gpu-workers.md"
+
+trace="$out_dir/gpu-workers-nccl.trace.json"
+echo "NCCL path with a group per variable: $(ours mlp 64 1 "$trace") steps/s, timeline $trace"
+python3 - "$trace" <<'PY' | tee -a "$out_dir/bench-gpu-workers.md"
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+backward = [(e["pid"], e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "backward"]
+starts = [(e["pid"], e["ts"]) for e in events if e["name"].startswith("reduce group-")]
+passes = sum(1 for pid, begin, end in backward
+             if sum(1 for p, t in starts if p == pid and begin < t < end) >= 2)
+print(f"\nOverlap on the host's clock: {passes} of {len(backward)} backward passes handed two or "
+      "more groups to NCCL before backward was queued to its end.")
+PY
