@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <future>
 #include <map>
+#include <string_view>
 
 #include "runtime/collective/rendezvous.h"
 #include "runtime/common/error.h"
@@ -23,6 +25,11 @@ bool NcclRequested(const sync::StrategyPlan& plan) {
     return std::any_of(variable.shards.begin(), variable.shards.end(),
                        [](const sync::ShardPlan& shard) { return shard.nccl_requested; });
   });
+}
+
+bool ReplicaRanksOnCpu() {
+  const char* value = std::getenv(kReplicaRanksOnCpuEnv);
+  return value != nullptr && std::string_view(value) == "1";
 }
 
 bool OnGpus(const std::vector<tensor::Device>& devices) {
@@ -52,15 +59,29 @@ std::optional<std::string> SharedDevice(const std::vector<std::string>& devices)
   return std::nullopt;
 }
 
-CollectivesChoice ChooseCollectives(
-    const sync::StrategyPlan& plan, const std::vector<tensor::Device>& devices, bool nccl_built,
-    const std::function<std::vector<std::string>()>& gather_devices) {
+CollectivesChoice ChooseCollectives(const sync::StrategyPlan& plan,
+                                    const std::vector<tensor::Device>& devices, bool nccl_built,
+                                    const std::function<std::vector<std::string>()>& gather_devices,
+                                    bool replica_ranks_on_cpu) {
   const bool requested = NcclRequested(plan);
+  if (!OnGpus(devices) && replica_ranks_on_cpu) {
+    if (const std::optional<std::string> obstacle =
+            sync::DeviceAllReduceObstacle(plan, tensor::DeviceKind::kCpu)) {
+      Fail(ErrorCode::kInvalidArgument,
+           "{} asks for the all-reduce on the replicas' devices, which this plan cannot take: {}",
+           kReplicaRanksOnCpuEnv, *obstacle);
+    }
+    return {false, true,
+            fmt::format("all-reduce: one Gloo rank per replica on the CPU, the GPU workers' path "
+                        "({}=1)",
+                        kReplicaRanksOnCpuEnv)};
+  }
   if (!OnGpus(devices)) {
-    return {false, requested ? "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
-                               "(recursive doubling or halving-doubling, the ring for the largest "
-                               "messages)"
-                             : ""};
+    return {false, false,
+            requested ? "warning: all-reduce spec NCCL needs GPUs; this CPU run uses AUTO "
+                        "(recursive doubling or halving-doubling, the ring for the largest "
+                        "messages)"
+                      : ""};
   }
   std::optional<std::string> obstacle = sync::DeviceAllReduceObstacle(plan, devices[0].kind);
   if (!obstacle && !nccl_built) {
@@ -71,10 +92,11 @@ CollectivesChoice ChooseCollectives(
     if (obstacle) *obstacle += ", and NCCL needs a GPU of its own for each rank";
   }
   if (obstacle) {
-    return {false, fmt::format("{}all-reduce: GPU workers reduce through host memory with Gloo: {}",
-                               requested ? "warning: all-reduce spec NCCL: " : "", *obstacle)};
+    return {false, false,
+            fmt::format("{}all-reduce: GPU workers reduce through host memory with Gloo: {}",
+                        requested ? "warning: all-reduce spec NCCL: " : "", *obstacle)};
   }
-  return {true, "all-reduce: NCCL between the job's GPUs, one rank per replica"};
+  return {true, false, "all-reduce: NCCL between the job's GPUs, one rank per replica"};
 }
 
 std::vector<collective::Communicator*> WorkerCollectives::replica_pointers() const {
@@ -95,37 +117,43 @@ WorkerCollectives ConnectWorkerCollectives(const sync::StrategyPlan& plan,
   const bool nccl_built =
       std::find(registered.begin(), registered.end(), kNccl) != registered.end();
   const sync::ReplicaPlacement& placement = setup.placement;
-  const CollectivesChoice choice = ChooseCollectives(plan, setup.devices, nccl_built, [&] {
-    const std::string host = HostName();
-    std::vector<std::string> mine;
-    for (const tensor::Device& device : setup.devices) {
-      mine.push_back(host + "/" + exec::DeviceIdentity(device));
-    }
-    return collective::GatherFromEveryRank(*setup.base.rendezvous, "allreduce/gpus",
-                                           placement.first_replica, mine, placement.total_replicas,
-                                           setup.base.connect_timeout);
-  });
+  const CollectivesChoice choice = ChooseCollectives(
+      plan, setup.devices, nccl_built,
+      [&] {
+        const std::string host = HostName();
+        std::vector<std::string> mine;
+        for (const tensor::Device& device : setup.devices) {
+          mine.push_back(host + "/" + exec::DeviceIdentity(device));
+        }
+        return collective::GatherFromEveryRank(
+            *setup.base.rendezvous, "allreduce/gpus", placement.first_replica, mine,
+            placement.total_replicas, setup.base.connect_timeout);
+      },
+      ReplicaRanksOnCpu());
   if (!choice.note.empty()) print(choice.note);
   const auto abort_on_failure = [&](collective::Communicator& communicator) {
     if (setup.abort_list != nullptr)
       out.abort_entries.push_back(setup.abort_list->Add(communicator));
   };
-  if (!choice.nccl) {
+  if (!choice.nccl && !choice.gloo_replica_ranks) {
     out.workers = wrap(collective::MakeCommunicator("gloo", setup.base));
     abort_on_failure(*out.workers);
     return out;
   }
-  // NCCL's set-up waits for every rank: this worker's ranks join at once, a thread each.
+  // A rank per replica; their set-up waits for every rank: this worker's join at once, a thread
+  // each.
+  const char* backend = choice.nccl ? kNccl : "gloo";
   std::vector<std::future<std::unique_ptr<collective::Communicator>>> joining;
   for (int r = 0; r < placement.local_replicas; ++r) {
     collective::CommunicatorOptions options = setup.base;
     options.rank = placement.first_replica + r;
     options.size = placement.total_replicas;
-    options.prefix = "allreduce-nccl";
-    options.device = setup.devices[static_cast<size_t>(r)].index;
+    options.prefix = choice.nccl ? "allreduce-nccl" : "allreduce-replicas";
+    options.device = setup.devices.empty() ? 0 : setup.devices[static_cast<size_t>(r)].index;
     options.rendezvous = setup.make_store ? setup.make_store() : setup.base.rendezvous;
-    joining.push_back(std::async(
-        std::launch::async, [options] { return collective::MakeCommunicator(kNccl, options); }));
+    joining.push_back(std::async(std::launch::async, [options, backend] {
+      return collective::MakeCommunicator(backend, options);
+    }));
   }
   std::exception_ptr error;
   for (auto& future : joining) {

@@ -31,9 +31,18 @@ namespace autodist::cli {
 // (one per rank, "<host>/<device identity>") that are equal; nullopt when all differ.
 std::optional<std::string> SharedDevice(const std::vector<std::string>& devices);
 
+// Set to 1 in a job's environment (every member inherits it from `autodist run`), CPU workers
+// take the GPU workers' all-reduce path too (sync/device_all_reduce_part.h), with one Gloo rank
+// per replica where a GPU job has an NCCL rank: the GPU path's ranks, start, fusion buffers,
+// optimizer, evaluation and checkpoints, run by the CPU tests with several workers and replicas,
+// which a one-GPU machine cannot. A test hook, not a tuning knob: on the CPU it is slower than the
+// host path (more ranks, an optimizer per replica).
+inline constexpr const char* kReplicaRanksOnCpuEnv = "AUTODIST_REPLICA_RANKS_ON_CPU";
+
 // How a worker's all-reduce is carried, and the line that says so (empty: nothing to say).
 struct CollectivesChoice {
-  bool nccl = false;
+  bool nccl = false;                // one NCCL rank per replica, on its GPU
+  bool gloo_replica_ranks = false;  // one Gloo rank per replica, on the CPU (kReplicaRanksOnCpuEnv)
   std::string note;
 };
 
@@ -41,13 +50,15 @@ struct CollectivesChoice {
 // (which all-reduces something). `nccl_built`: this binary has the "nccl" communicator.
 // `gather_devices` gathers every rank's "<host>/<device identity>" (a collective: it is called
 // on every worker or on none, as the earlier conditions are the same everywhere).
-CollectivesChoice ChooseCollectives(
-    const sync::StrategyPlan& plan, const std::vector<tensor::Device>& devices, bool nccl_built,
-    const std::function<std::vector<std::string>()>& gather_devices);
+// `replica_ranks_on_cpu`: kReplicaRanksOnCpuEnv was set, the same for every worker.
+CollectivesChoice ChooseCollectives(const sync::StrategyPlan& plan,
+                                    const std::vector<tensor::Device>& devices, bool nccl_built,
+                                    const std::function<std::vector<std::string>()>& gather_devices,
+                                    bool replica_ranks_on_cpu = false);
 
 struct WorkerCollectives {
   std::unique_ptr<collective::Communicator> workers;                // Gloo; null when unused
-  std::vector<std::unique_ptr<collective::Communicator>> replicas;  // NCCL, by local replica
+  std::vector<std::unique_ptr<collective::Communicator>> replicas;  // one rank per local replica
   // Each communicator above on the setup's abort list; declared after them, so destroyed first.
   std::vector<collective::AbortList::Entry> abort_entries;
 

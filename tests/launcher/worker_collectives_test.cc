@@ -9,6 +9,7 @@
 #include <future>
 
 #include "runtime/collective/memory_rendezvous_store.h"
+#include "runtime/common/error.h"
 #include "runtime/compress/flat_compressor.h"
 #include "runtime/strategy/compiler.h"
 #include "tests/strategy/test_support.h"
@@ -95,6 +96,24 @@ TEST(ChooseCollectivesTest, WhatNcclCannotServeStaysOnTheHostWithoutAskingTheGpu
   const CollectivesChoice unbuilt = ChooseCollectives(Plan("AllReduce"), kGpu, false, never);
   EXPECT_FALSE(unbuilt.nccl);
   EXPECT_THAT(unbuilt.note, HasSubstr("this build has no NCCL"));
+}
+
+// The test hook (kReplicaRanksOnCpuEnv): CPU workers take the GPU workers' path with a Gloo rank
+// per replica, asking nothing of the GPUs; a plan that path cannot take is an error naming it.
+TEST(ChooseCollectivesTest, TheReplicaRanksHookPutsCpuWorkersOnTheGpuPathWithGloo) {
+  const auto never = NeverGathered("the replicas are on the CPU");
+  const CollectivesChoice choice = ChooseCollectives(Plan("AllReduce"), kCpu, true, never, true);
+  EXPECT_FALSE(choice.nccl);
+  EXPECT_TRUE(choice.gloo_replica_ranks);
+  EXPECT_THAT(choice.note, HasSubstr("one Gloo rank per replica on the CPU"));
+  EXPECT_FALSE(ChooseCollectives(Plan("AllReduce"), kCpu, true, never).gloo_replica_ranks);
+  try {
+    ChooseCollectives(Plan("AllReduce", {{"all_reduce_spec", "RING"}}), kCpu, true, never, true);
+    ADD_FAILURE() << "a RING plan took the replicas' path";
+  } catch (const autodist::Error& error) {
+    EXPECT_EQ(error.code(), autodist::ErrorCode::kInvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("AUTODIST_REPLICA_RANKS_ON_CPU asks for the all-reduce"));
+  }
 }
 
 TEST(ChooseCollectivesTest, CpuWorkersUseGlooAndWarnOnlyWhenNcclWasAskedFor) {
