@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "launcher/local_limit.h"
+#include "runtime/cli/worker_collectives.h"
 #include "tests/launcher/run_job_test_util.h"
 
 namespace autodist::launcher {
@@ -67,8 +68,12 @@ class HungWorker : public ::testing::TestWithParam<const char*> {};
 TEST_P(HungWorker, FailsTheJobWithinTheHeartbeatDeadline) {
   TempDir dir;
   JobParams params = LongRun();
-  params.builder = GetParam();
+  // The GPU workers' all-reduce path, run on the CPU: a rank per replica, each aborted alike.
+  const bool replica_ranks = std::string(GetParam()) == "AllReduceOnReplicaRanks";
+  params.builder = replica_ranks ? "AllReduce" : GetParam();
   params.parameter_servers = params.builder == "PS" ? 1 : 0;
+  std::optional<ScopedEnvironment> hook;
+  if (replica_ranks) hook.emplace(cli::kReplicaRanksOnCpuEnv, "1");
   const std::string manifest = WriteManifest(dir, JobYaml(params, dir / "ckpt"));
   const cli::RunOptions options = OptionsFor(dir, manifest);
   auto run = std::async(std::launch::async, [&] { return RunManifest(options); });
@@ -97,7 +102,8 @@ TEST_P(HungWorker, FailsTheJobWithinTheHeartbeatDeadline) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, HungWorker, ::testing::Values("PS", "AllReduce"));
+INSTANTIATE_TEST_SUITE_P(Strategies, HungWorker,
+                         ::testing::Values("PS", "AllReduce", "AllReduceOnReplicaRanks"));
 
 // Ctrl-C at the terminal: the launcher binary stops every member and exits 128 + SIGINT.
 TEST(RunFaultsTest, InterruptStopsEveryProcess) {
@@ -148,15 +154,19 @@ void WriteImagesWithNanRow(const std::string& path, int64_t row) {
 }
 
 // Worker 1 diverges at step 4 (NaN in its data), while the others are mid-step with it: the
-// failure is named as that worker's, with its step, under both kinds of synchronization,
-// never as another member's broken connection.
+// failure is named as that worker's, with its step, under both kinds of synchronization (and on
+// the GPU workers' all-reduce path, run on the CPU: there the check is the part's, on its
+// communication thread), never as another member's broken connection.
 class DivergingWorker : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(DivergingWorker, IsNamedWithItsStepNotAPeersBrokenConnection) {
   TempDir dir;
   JobParams params;
-  params.builder = GetParam();
+  const bool replica_ranks = std::string(GetParam()) == "AllReduceOnReplicaRanks";
+  params.builder = replica_ranks ? "AllReduce" : GetParam();
   params.parameter_servers = std::string(GetParam()) == "PS" ? 1 : 0;
+  std::optional<ScopedEnvironment> hook;
+  if (replica_ranks) hook.emplace(cli::kReplicaRanksOnCpuEnv, "1");
   params.steps = 10;
   std::string yaml = JobYaml(params, dir / "ckpt");
   // Unshuffled, rank r reads rows r, r + 2, ...: worker 1's step 4 (batch 8) starts at row
@@ -184,9 +194,13 @@ TEST_P(DivergingWorker, IsNamedWithItsStepNotAPeersBrokenConnection) {
     EXPECT_THAT(log, ::testing::Not(HasSubstr("could not report the failure"))) << log;
   }
   EXPECT_THAT(ProcessesMentioning(dir.path().string()), ::testing::IsEmpty());
+  if (replica_ranks) {
+    EXPECT_THAT(ReadText(dir / "logs/worker-1.log"), HasSubstr("one Gloo rank per replica"));
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DivergingWorker, ::testing::Values("PS", "AllReduce"));
+INSTANTIATE_TEST_SUITE_P(Strategies, DivergingWorker,
+                         ::testing::Values("PS", "AllReduce", "AllReduceOnReplicaRanks"));
 
 TEST(RunFaultsTest, MemberFailingAtStartNamesItsError) {
   TempDir dir;

@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "launcher/run_command.h"
@@ -173,6 +175,30 @@ inline std::map<std::string, std::vector<float>> CheckpointVariables(const std::
   }
   return values;
 }
+
+// Sets environment variable `name` to `value` for one scope (a job's members inherit the
+// launcher's environment: this process's), and puts back what was there before, so that scopes
+// nest.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* before = std::getenv(name_.c_str())) before_ = before;
+    setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (before_) {
+      setenv(name_.c_str(), before_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> before_;
+};
 
 // Every variable of `got` within `relative` of `expected` (relative to max(1, |expected|)).
 inline void ExpectSameVariables(const std::map<std::string, std::vector<float>>& expected,

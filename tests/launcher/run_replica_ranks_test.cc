@@ -7,8 +7,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "runtime/cli/worker_collectives.h"
@@ -20,26 +18,10 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Sets the hook for one scope (the members inherit it from the launcher, this process), and puts
-// back what was there before, so that scopes nest.
-class ReplicaRanksOnCpu {
+// The hook for one scope.
+class ReplicaRanksOnCpu : public ScopedEnvironment {
  public:
-  ReplicaRanksOnCpu() {
-    if (const char* before = std::getenv(cli::kReplicaRanksOnCpuEnv)) before_ = before;
-    setenv(cli::kReplicaRanksOnCpuEnv, "1", 1);
-  }
-  ~ReplicaRanksOnCpu() {
-    if (before_) {
-      setenv(cli::kReplicaRanksOnCpuEnv, before_->c_str(), 1);
-    } else {
-      unsetenv(cli::kReplicaRanksOnCpuEnv);
-    }
-  }
-  ReplicaRanksOnCpu(const ReplicaRanksOnCpu&) = delete;
-  ReplicaRanksOnCpu& operator=(const ReplicaRanksOnCpu&) = delete;
-
- private:
-  std::optional<std::string> before_;
+  ReplicaRanksOnCpu() : ScopedEnvironment(cli::kReplicaRanksOnCpuEnv, "1") {}
 };
 
 struct PathRun {
