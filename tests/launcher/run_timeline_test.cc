@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -72,18 +73,28 @@ TEST(RunTimelineTest, ParameterServerJobHasATrackPerMember) {
   EXPECT_NE(report.find("data-category=\"ps\""), std::string::npos);
 }
 
-TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
-  TempDir dir;
+// An AllReduce job of the parity MLP with its timeline recorded into `dir`; returns the merged
+// trace's path. `adjust` changes the job first.
+std::string RunAllReduceWithTimeline(const TempDir& dir, const std::string& name,
+                                     const std::function<void(JobParams&)>& adjust) {
   JobParams params;
-  params.name = "timeline-allreduce";
+  params.name = name;
   params.builder = "AllReduce";
   params.parameter_servers = 0;
-  params.steps = 2;
+  adjust(params);
   cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt")));
   options.timeline = dir / "job.trace.json";
   const RunOutcome outcome = RunManifest(options);
-  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
-  const auto spans = SpansByMember(options.timeline);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  return options.timeline;
+}
+
+TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
+  TempDir dir;
+  const std::string trace = RunAllReduceWithTimeline(dir, "timeline-allreduce",
+                                                     [](JobParams& params) { params.steps = 2; });
+  ASSERT_FALSE(HasFailure());
+  const auto spans = SpansByMember(trace);
   for (const char* worker : {"worker-0", "worker-1"}) {
     SCOPED_TRACE(worker);
     const auto& mine = spans.at(worker);
@@ -109,25 +120,21 @@ TEST(RunTimelineTest, AllReduceJobShowsGroupsAndTheirCollectives) {
 // a thread's wake-up may lag past a short backward now and then, not every time.
 TEST(RunTimelineTest, AllReduceGroupsAreReducedWhileBackwardRuns) {
   TempDir dir;
-  JobParams params;
-  params.name = "timeline-overlap";
-  params.builder = "AllReduce";
-  params.parameter_servers = 0;
-  params.strategy_options = "      chunkSize: 1\n";
-  params.batch = 512;
-  params.steps = 10;
-  cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(params, dir / "ckpt")));
-  options.timeline = dir / "job.trace.json";
-  const RunOutcome outcome = RunManifest(options);
-  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const std::string trace =
+      RunAllReduceWithTimeline(dir, "timeline-overlap", [](JobParams& params) {
+        params.strategy_options = "      chunkSize: 1\n";
+        params.batch = 512;
+        params.steps = 10;
+      });
+  ASSERT_FALSE(HasFailure());
   struct Interval {
     double start;
     double end;
   };
   std::map<int, std::vector<Interval>> backward;     // by member (pid)
   std::map<int, std::vector<double>> reduce_starts;  // by member
-  const nlohmann::json trace = nlohmann::json::parse(ReadText(options.timeline));
-  for (const auto& event : trace.at("traceEvents")) {
+  const nlohmann::json events = nlohmann::json::parse(ReadText(trace));
+  for (const auto& event : events.at("traceEvents")) {
     if (event.value("ph", "") != "X") continue;
     const std::string name = event.at("name").get<std::string>();
     const int pid = event.at("pid").get<int>();
