@@ -103,8 +103,10 @@ int Run(int argc, char** argv) {
       autodist::optim::ParseOptimizerOptions("sgd", {{"lr", "0.01"}, {"momentum", "0.9"}}), device);
   std::mt19937_64 engine(0);
   // A few distinct batches, cycled, so data generation stays out of the timing.
+  constexpr int kBatches = 4;
   std::vector<autodist::exec::Feeds> batches;
-  for (int i = 0; i < 4; ++i) batches.push_back(RandomFeeds(session, batch, engine));
+  batches.reserve(kBatches);
+  for (int i = 0; i < kBatches; ++i) batches.push_back(RandomFeeds(session, batch, engine));
 
   const auto step = [&](int i) {
     auto result = session.ForwardBackward(batches[static_cast<size_t>(i) % batches.size()]);

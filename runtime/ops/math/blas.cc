@@ -37,14 +37,14 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
     return;
   }
   if (m >= n) {
-    ParallelFor(m, std::max<int64_t>(8, m / (4 * NumThreads())), [&](int64_t begin, int64_t end) {
+    ParallelFor(m, std::max<int64_t>(8, m / (int64_t{4} * NumThreads())), [&](int64_t begin, int64_t end) {
       const float* a_rows = trans_a ? a + begin : a + begin * k;
       SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
                   c + begin * n, n);
       ApplyFusedActivation(activation, c + begin * n, (end - begin) * n);
     });
   } else {
-    ParallelFor(n, std::max<int64_t>(16, n / (4 * NumThreads())), [&](int64_t begin, int64_t end) {
+    ParallelFor(n, std::max<int64_t>(16, n / (int64_t{4} * NumThreads())), [&](int64_t begin, int64_t end) {
       const float* b_cols = trans_b ? b + begin * k : b + begin;
       SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta, c + begin,
                   n);
