@@ -49,10 +49,11 @@ void FinishCall(Stream& stream, grpc::ClientContext& context,
 }  // namespace
 
 PsClient::PsClient(std::string name, std::string endpoint, const rpc::RpcOptions& options,
-                   std::chrono::milliseconds call_deadline)
+                   std::chrono::milliseconds call_deadline, tensor::DeviceKind reply_staging)
     : name_(std::move(name)),
       endpoint_(std::move(endpoint)),
       call_deadline_(call_deadline),
+      reply_staging_(reply_staging),
       credentials_(options.credentials),
       grpc_channel_(rpc::MakeChannel(endpoint_, options)),
       stub_(autodist::proto::ParameterServer::NewStub(grpc_channel_)) {}
@@ -134,8 +135,9 @@ PsDataChannelClient* PsClient::Channel() {
   } else if (status.ok()) {
     channel_known_ = true;
     if (reply.port() > 0) {
-      auto channel = std::make_unique<PsDataChannelClient>(
-          rpc::HostOfEndpoint(endpoint_), reply.port(), call_deadline_, credentials_);
+      auto channel =
+          std::make_unique<PsDataChannelClient>(rpc::HostOfEndpoint(endpoint_), reply.port(),
+                                                call_deadline_, credentials_, reply_staging_);
       try {
         channel->Connect();
         channel_ = std::move(channel);
@@ -185,7 +187,7 @@ PsValues PsClient::Step(const PsStepRequest& request) {
   if (open) stream->WritesDone();
 
   PsValues out;
-  rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit);
+  rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit, reply_staging_);
   std::exception_ptr failure;
   try {
     ReadReplies(*stream, assembler, out);
@@ -208,7 +210,7 @@ PsValues PsClient::Pull(const std::vector<std::string>& names, bool optimizer_st
   auto reader = stub_->Pull(&context, request);
 
   PsValues out;
-  rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit);
+  rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit, reply_staging_);
   std::exception_ptr failure;
   try {
     ReadReplies(*reader, assembler, out);

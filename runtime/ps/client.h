@@ -25,14 +25,20 @@
 
 namespace autodist::ps {
 
+// Longer than a server's own wait deadline (300 s by default): see PsClient.
+inline constexpr std::chrono::milliseconds kDefaultCallDeadline = std::chrono::minutes(10);
+
 class PsClient {
  public:
   // `name` ("ps-0") and `endpoint` ("10.0.0.3:7001") name the server in errors. `call_deadline`
   // bounds every call; it is longer than the server's own wait deadline (300 s by default), so
   // that a Step waiting for a dead peer fails with the server's message naming the replicas
   // that are missing rather than with a bare DEADLINE_EXCEEDED.
+  // Replies (pulled values) are received into `reply_staging`'s host staging memory: pinned where
+  // the values go on to GPUs (rpc::PieceAssembler).
   PsClient(std::string name, std::string endpoint, const rpc::RpcOptions& options = {},
-           std::chrono::milliseconds call_deadline = std::chrono::minutes(10));
+           std::chrono::milliseconds call_deadline = kDefaultCallDeadline,
+           tensor::DeviceKind reply_staging = tensor::DeviceKind::kCpu);
 
   // Sends the hosted tensors, optimizer, initial values and optimizer state. Throws
   // autodist::Error naming "parameter server <name> (<endpoint>): Init" on any failure
@@ -85,6 +91,7 @@ class PsClient {
   std::string name_;
   std::string endpoint_;
   std::chrono::milliseconds call_deadline_;
+  tensor::DeviceKind reply_staging_;
   std::shared_ptr<const security::JobCredentials> credentials_;  // the data channel's too
   std::shared_ptr<grpc::Channel> grpc_channel_;
   std::unique_ptr<autodist::proto::ParameterServer::Stub> stub_;

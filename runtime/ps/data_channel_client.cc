@@ -55,10 +55,12 @@ void SendGradient(rpc::FrameSocket& socket, const PsStepRequest& request, const 
 
 PsDataChannelClient::PsDataChannelClient(
     std::string host, int port, std::chrono::milliseconds timeout,
-    const std::shared_ptr<const security::JobCredentials>& credentials)
+    const std::shared_ptr<const security::JobCredentials>& credentials,
+    tensor::DeviceKind reply_staging)
     : host_(std::move(host)),
       port_(port),
       timeout_(timeout),
+      reply_staging_(reply_staging),
       tls_(credentials ? std::make_unique<security::TlsContext>(*credentials,
                                                                 security::TlsContext::Side::kClient)
                        : nullptr) {}
@@ -103,7 +105,7 @@ PsValues PsDataChannelClient::Step(const PsStepRequest& request, compress::PushE
     }
     socket->Send(kEndFrame, autodist::proto::DataChannelRequest());  // any empty message: no meta
 
-    rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit);
+    rpc::PieceAssembler assembler(what, rpc::kNoTotalLimit, reply_staging_);
     while (!status) {
       const std::optional<rpc::FrameHead> head = socket->ReadHead();
       AD_CHECK(head.has_value(), kUnavailable, "data channel {}: the server closed the connection",

@@ -21,9 +21,11 @@ namespace autodist::ps {
 class PsDataChannelClient {
  public:
   // `timeout` bounds connecting and every send or receive of a Step. With `credentials` each
-  // connection is mutual TLS (the server must hold a certificate of the same job).
+  // connection is mutual TLS (the server must hold a certificate of the same job). Replies are
+  // received into `reply_staging`'s host staging memory (rpc::PieceAssembler).
   PsDataChannelClient(std::string host, int port, std::chrono::milliseconds timeout,
-                      const std::shared_ptr<const security::JobCredentials>& credentials);
+                      const std::shared_ptr<const security::JobCredentials>& credentials,
+                      tensor::DeviceKind reply_staging = tensor::DeviceKind::kCpu);
 
   // Opens a connection now, so that a channel that cannot be reached is known before the first
   // Step. Throws Unavailable naming the address.
@@ -44,6 +46,7 @@ class PsDataChannelClient {
   std::string host_;
   int port_;
   std::chrono::milliseconds timeout_;
+  tensor::DeviceKind reply_staging_;
   std::unique_ptr<security::TlsContext> tls_;  // nullptr: plaintext
   std::mutex mutex_;                           // guards idle_
   std::vector<std::unique_ptr<rpc::FrameSocket>> idle_;

@@ -136,8 +136,9 @@ void EmitTensors(const std::map<std::string, Tensor>& values, int64_t piece_byte
   for (const auto& [name, value] : values) EmitTensor(name, value, 0, piece_bytes, sink);
 }
 
-PieceAssembler::PieceAssembler(std::string peer, int64_t max_total_bytes)
-    : peer_(std::move(peer)), max_total_bytes_(max_total_bytes) {}
+PieceAssembler::PieceAssembler(std::string peer, int64_t max_total_bytes,
+                               tensor::DeviceKind staging)
+    : peer_(std::move(peer)), max_total_bytes_(max_total_bytes), staging_(staging) {}
 
 void PieceAssembler::Add(const TensorPiece& piece) {
   const auto length = static_cast<int64_t>(piece.data().size());
@@ -245,8 +246,11 @@ PieceAssembler::Pending PieceAssembler::Start(const TensorPiece& piece) {
   } else {
     if (pending.encoding == TensorPiece::FLOAT16) pending.expected_bytes = bytes / 2;
     // Every byte is about to be copied in from the pieces: have the pages mapped up front (a
-    // buffer reused from the pool is; a fresh one is populated in one call).
-    pending.tensor.dense = Tensor::Prefaulted(dtype, shape);
+    // buffer reused from the pool is; a fresh one is populated in one call). Staging memory for
+    // a device is mapped (pinned) when it is made.
+    pending.tensor.dense = staging_ == tensor::DeviceKind::kCpu
+                               ? Tensor::Prefaulted(dtype, shape)
+                               : Tensor::HostStaging(dtype, shape, staging_);
   }
   pending.tensor.replicas = piece.replicas() > 0 ? piece.replicas() : 1;
   return pending;

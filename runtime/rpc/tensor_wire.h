@@ -84,8 +84,12 @@ struct ReceivedTensor {
 class PieceAssembler {
  public:
   // `peer` names the sender in errors; a tensor (or the sum of all tensors) announcing more than
-  // `max_total_bytes` is rejected before anything is allocated.
-  PieceAssembler(std::string peer, int64_t max_total_bytes);
+  // `max_total_bytes` is rejected before anything is allocated. Dense tensors are received into
+  // the host staging memory of `staging`'s devices (tensor::Tensor::HostStaging: pinned for
+  // CUDA), for values that go on to a GPU (GPU workers' parameter-server replies); the CPU's: as
+  // any host tensor.
+  PieceAssembler(std::string peer, int64_t max_total_bytes,
+                 tensor::DeviceKind staging = tensor::DeviceKind::kCpu);
 
   // Adds one piece. Throws InvalidArgument naming the peer and the tensor for an unknown data
   // type, negative or overflowing dims, a piece out of order or past the end, a repeated name, a
@@ -130,6 +134,7 @@ class PieceAssembler {
 
   std::string peer_;
   int64_t max_total_bytes_;
+  tensor::DeviceKind staging_;
   int64_t announced_bytes_ = 0;
   int64_t bytes_received_ = 0;
   std::map<std::string, Pending> tensors_;

@@ -46,7 +46,8 @@ ParameterServerPart::ParameterServerPart(const StrategyPlan& plan,
     const auto it = options_.endpoints.find(node);
     AD_CHECK(it != options_.endpoints.end(), kInvalidArgument,
              "no endpoint is known for parameter server '{}'", node);
-    clients_[node] = std::make_unique<ps::PsClient>(node, it->second);
+    clients_[node] = std::make_unique<ps::PsClient>(
+        node, it->second, rpc::RpcOptions{}, ps::kDefaultCallDeadline, options_.reply_staging);
   }
 }
 

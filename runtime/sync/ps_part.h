@@ -30,6 +30,9 @@ struct ParameterServerPartOptions {
   std::map<std::string, std::string> endpoints;  // parameter-server node -> host:port
   std::string optimizer;                         // name and options as the manifest gives them
   std::map<std::string, std::string> optimizer_options;
+  // Where the replicas are: replies are received into that kind's host staging memory (pinned
+  // for GPU workers, whose host path copies them on to the GPUs).
+  tensor::DeviceKind reply_staging = tensor::DeviceKind::kCpu;
 };
 
 class ParameterServerPart {

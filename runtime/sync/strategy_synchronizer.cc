@@ -24,6 +24,7 @@ ParameterServerPartOptions ServerOptions(const StrategySynchronizerOptions& opti
   out.endpoints = options.ps_endpoints;
   out.optimizer = options.optimizer;
   out.optimizer_options = options.optimizer_options;
+  if (!options.replica_devices.empty()) out.reply_staging = options.replica_devices.front().kind;
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/common/error.h"
 #include "runtime/tensor/float16.h"
+#include "tests/tensor/host_backed_memory.h"
 
 namespace autodist::rpc {
 namespace {
@@ -57,6 +58,24 @@ TEST(TensorWire, SplitsIntoPiecesAndReassemblesBitExact) {
   for (int64_t i = 0; i < value.numel(); ++i)
     EXPECT_EQ(got.data<float>()[i], value.data<float>()[i]);
   EXPECT_EQ(assembler.bytes_received(), 140);
+}
+
+// For values that go on to a GPU (a GPU worker's parameter-server replies) dense tensors are
+// received into the device kind's host staging memory, here a stand-in that counts what it lends.
+TEST(TensorWire, ReceivesIntoTheHostStagingMemoryOfTheDevicesItIsFor) {
+  if (tensor::HasMemory(tensor::DeviceKind::kCuda)) GTEST_SKIP() << "a CUDA backend is linked";
+  tensor::testing::StagingMemory memory;
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, &memory);
+  const Tensor value = Iota({5, 7});
+  PieceAssembler assembler("peer", 1 << 20, tensor::DeviceKind::kCuda);
+  for (const auto& piece : Pieces("w", value, 64)) assembler.Add(piece);
+  const auto received = assembler.Finish();
+  const Tensor& got = received.at("w").dense;
+  EXPECT_EQ(got.device(), tensor::Device::Cpu());
+  ASSERT_EQ(memory.lent.size(), 1U);
+  EXPECT_EQ(got.raw(), memory.lent[0]);
+  EXPECT_EQ(std::memcmp(got.raw(), value.raw(), value.nbytes()), 0);
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
 }
 
 // AddFrom: the data comes from a callback (the data channel's socket), straight into the tensor
