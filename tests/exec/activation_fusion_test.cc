@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "runtime/common/file_io.h"
 #include "runtime/exec/execution_plan.h"
 #include "runtime/exec/session.h"
+#include "tests/error_of.h"
 
 namespace autodist::exec {
 namespace {
@@ -111,14 +113,8 @@ std::vector<std::string> Fused(const ExecutionPlan& plan) {
   return names;
 }
 
-template <typename Body>
-std::string ErrorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
+std::string ErrorOf(const std::function<void()>& body) {
+  return autodist::testing::ErrorOf(body).what();
 }
 
 TEST(ActivationFusionTest, FusesAGemmWhoseOnlyReaderIsARelu) {

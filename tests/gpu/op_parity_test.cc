@@ -25,6 +25,7 @@
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/ops/kernel_catalog_check.h"
 #include "tests/ops/op_test_util.h"
+#include "tests/scoped_environment.h"
 
 namespace autodist::gpu {
 namespace {
@@ -857,24 +858,9 @@ TEST_F(OpParityTest, EveryCpuOpHasACudaKernel) {
 
 // Sets AUTODIST_CONV_PATH for the kernels made while it lives (a kernel reads it when made), and
 // restores what was there.
-class ConvPathEnvironment {
+class ConvPathEnvironment : public autodist::testing::ScopedEnvironment {
  public:
-  explicit ConvPathEnvironment(const char* mode) {
-    if (const char* old = std::getenv(conv::kConvPathEnv); old != nullptr) old_ = old;
-    ::setenv(conv::kConvPathEnv, mode, 1);
-  }
-  ~ConvPathEnvironment() {
-    if (old_.has_value()) {
-      ::setenv(conv::kConvPathEnv, old_->c_str(), 1);
-    } else {
-      ::unsetenv(conv::kConvPathEnv);
-    }
-  }
-  ConvPathEnvironment(const ConvPathEnvironment&) = delete;
-  ConvPathEnvironment& operator=(const ConvPathEnvironment&) = delete;
-
- private:
-  std::optional<std::string> old_;
+  explicit ConvPathEnvironment(const char* mode) : ScopedEnvironment(conv::kConvPathEnv, mode) {}
 };
 
 constexpr std::array<conv::ConvDirection, 3> kConvDirections{conv::ConvDirection::kForward,

@@ -24,6 +24,7 @@
 #include "launcher/run_command.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "tests/launcher/launcher_test_util.h"
+#include "tests/scoped_environment.h"
 
 namespace autodist::launcher {
 
@@ -176,29 +177,7 @@ inline std::map<std::string, std::vector<float>> CheckpointVariables(const std::
   return values;
 }
 
-// Sets environment variable `name` to `value` for one scope (a job's members inherit the
-// launcher's environment: this process's), and puts back what was there before, so that scopes
-// nest.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
-    if (const char* before = std::getenv(name_.c_str())) before_ = before;
-    setenv(name_.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (before_) {
-      setenv(name_.c_str(), before_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> before_;
-};
+using testing::ScopedEnvironment;
 
 // Every variable of `got` within `relative` of `expected` (relative to max(1, |expected|)).
 inline void ExpectSameVariables(const std::map<std::string, std::vector<float>>& expected,

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "runtime/cli/worker_collectives.h"
@@ -34,12 +35,9 @@ PathRun RunPath(const JobParams& params, bool replica_ranks) {
   const std::string checkpoints = dir / "ckpt";
   const cli::RunOptions options = OptionsFor(dir, WriteManifest(dir, JobYaml(params, checkpoints)));
   PathRun run;
-  if (replica_ranks) {
-    const ReplicaRanksOnCpu hook;
-    run.outcome = RunManifest(options);
-  } else {
-    run.outcome = RunManifest(options);
-  }
+  std::optional<ReplicaRanksOnCpu> hook;
+  if (replica_ranks) hook.emplace();
+  run.outcome = RunManifest(options);
   EXPECT_EQ(run.outcome.exit_code, 0) << run.outcome.err << run.outcome.out;
   if (run.outcome.exit_code == 0) run.variables = CheckpointVariables(checkpoints);
   run.outcome.out += ReadText(dir / "logs/worker-0.log");
