@@ -99,22 +99,22 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
 
   auto* p = GrowDeviceBuffer<float>(p_, FloatBytes(p_size), index, stream);
   auto* q = GrowDeviceBuffer<float>(q_, FloatBytes(q_size), index, stream);
-  for (const LowRank& matrix : low_rank) {
+  for (LowRank& matrix : low_rank) {
     const compress::FlatMember& member = *matrix.member;
-    float* residual = residuals_.Get(group, member.name, matrix.n * matrix.m, index, stream);
+    matrix.residual = residuals_.Get(group, member.name, matrix.n * matrix.m, index, stream);
     const bool fresh = !qs_.Contains(member.name);
-    float* kept_q = qs_.Get(group, member.name, matrix.m * r, index, stream);
+    matrix.kept_q = qs_.Get(group, member.name, matrix.m * r, index, stream);
     if (fresh || !options_.warm_start || degenerate_q_[member.name]) {
       // The CPU's draw, so that every rank (and the CPU path) starts from the same Q. A copy
       // from pageable memory has taken its bytes when it returns.
       const std::vector<float> drawn =
           compress::SeededNormal(options_.seed, member.name, static_cast<uint64_t>(step),
                                  static_cast<size_t>(matrix.m * r));
-      CheckCuda(cudaMemcpyAsync(kept_q, drawn.data(), FloatBytes(matrix.m * r),
+      CheckCuda(cudaMemcpyAsync(matrix.kept_q, drawn.data(), FloatBytes(matrix.m * r),
                                 cudaMemcpyHostToDevice, stream),
                 fmt::format("{}: drawing Q of '{}'", kName, member.name));
     }
-    ProjectOnDevice(values + member.offset, residual, matrix.n, matrix.m, kept_q, r,
+    ProjectOnDevice(values + member.offset, matrix.residual, matrix.n, matrix.m, matrix.kept_q, r,
                     p + matrix.p_offset, index, stream);
   }
   CheckCuda(cudaGetLastError(), fmt::format("{}: projecting group '{}'", kName, group));
@@ -134,13 +134,11 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
   const int world = communicator.size();
   for (const LowRank& matrix : low_rank) {
     const compress::FlatMember& member = *matrix.member;
-    float* kept_q = qs_.Get(group, member.name, matrix.m * r, index, stream);
-    CheckCuda(cudaMemcpyAsync(kept_q, q + matrix.q_offset, FloatBytes(matrix.m * r),
+    CheckCuda(cudaMemcpyAsync(matrix.kept_q, q + matrix.q_offset, FloatBytes(matrix.m * r),
                               cudaMemcpyDeviceToDevice, stream),
               fmt::format("{}: keeping Q of '{}'", kName, member.name));
-    float* residual = residuals_.Get(group, member.name, matrix.n * matrix.m, index, stream);
-    DecompressOnDevice(values + member.offset, residual, matrix.n, matrix.m, p + matrix.p_offset,
-                       q + matrix.q_offset, r, world, index, stream);
+    DecompressOnDevice(values + member.offset, matrix.residual, matrix.n, matrix.m,
+                       p + matrix.p_offset, q + matrix.q_offset, r, world, index, stream);
   }
   CheckCuda(cudaGetLastError(), fmt::format("{}: decompressing group '{}'", kName, group));
   if (options_.warm_start) {

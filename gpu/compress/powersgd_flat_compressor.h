@@ -42,8 +42,10 @@ class PowerSGDFlatCompressor final : public compress::FlatCompressor {
     const compress::FlatMember* member;
     int64_t n;
     int64_t m;
-    int64_t p_offset;  // into p_ (n r elements)
-    int64_t q_offset;  // into q_ (m r elements)
+    int64_t p_offset;           // into p_ (n r elements)
+    int64_t q_offset;           // into q_ (m r elements)
+    float* residual = nullptr;  // its state, found once per step
+    float* kept_q = nullptr;
   };
 
   // Sums `members` over the ranks, uncompressed, through one packed float32 buffer.

@@ -56,12 +56,14 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
     CheckCuda(cudaMemcpyAsync(to, from, FloatBytes(n), cudaMemcpyDeviceToDevice, stream),
               fmt::format("{}: group '{}': {}", kName, group, what));
   };
+  std::vector<float*> residuals;  // each member's, found once per step
+  residuals.reserve(members.size());
   int64_t at = 0;
   for (const compress::FlatMember& member : members) {
     const int64_t n = tensor::NumElements(member.shape);
+    residuals.push_back(residuals_.Get(group, member.name, n, index, stream));
     copy(fused + at, values + member.offset, n, "packing '" + member.name + "'");
-    copy(fused_residual + at, residuals_.Get(group, member.name, n, index, stream), n,
-         "packing the residual of '" + member.name + "'");
+    copy(fused_residual + at, residuals.back(), n, "packing the residual of '" + member.name + "'");
     at += n;
   }
   auto* indices =
@@ -69,10 +71,9 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   auto* picked = GrowDeviceBuffer<float>(values_, FloatBytes(k), index, stream);
   selector_->TakeLargestWithFeedback(fused, elements, fused_residual, k, indices, picked, stream);
   at = 0;
-  for (const compress::FlatMember& member : members) {
-    const int64_t n = tensor::NumElements(member.shape);
-    copy(residuals_.Get(group, member.name, n, index, stream), fused_residual + at, n,
-         "keeping the residual of '" + member.name + "'");
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int64_t n = tensor::NumElements(members[i].shape);
+    copy(residuals[i], fused_residual + at, n, "keeping the residual of '" + members[i].name + "'");
     at += n;
   }
   CheckCuda(cudaGetLastError(), fmt::format("{}: selecting group '{}'", kName, group));

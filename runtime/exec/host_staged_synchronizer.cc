@@ -18,19 +18,16 @@ void CopyValues(Session& from, Session& to, bool states) {
   for (const std::string& name : from.state_names()) to.state(name).CopyFrom(from.state(name));
 }
 
-// A host copy of `tensor` in the staging memory of `staging`'s devices (pinned for CUDA).
-Tensor OnHost(const Tensor& tensor, tensor::DeviceKind staging) {
-  if (tensor.device().is_cpu()) return tensor;
+// A copy of `tensor` in the host staging memory of `staging`'s devices (pinned for CUDA).
+Tensor StagedCopy(const Tensor& tensor, tensor::DeviceKind staging) {
   Tensor out = Tensor::HostStaging(tensor.dtype(), tensor.shape(), staging);
   out.CopyFrom(tensor);
   return out;
 }
 
-// Moves `value`'s storage into the staging memory of `staging`'s devices, keeping its elements.
-void IntoStaging(Tensor& value, tensor::DeviceKind staging) {
-  Tensor staged = Tensor::HostStaging(value.dtype(), value.shape(), staging);
-  staged.CopyFrom(value);
-  value = std::move(staged);
+// `tensor` on the host: itself when it is there already, else a staged copy.
+Tensor OnHost(const Tensor& tensor, tensor::DeviceKind staging) {
+  return tensor.device().is_cpu() ? tensor : StagedCopy(tensor, staging);
 }
 
 }  // namespace
@@ -64,9 +61,11 @@ HostStagedSynchronizer::HostStagedSynchronizer(StepSynchronizer& inner,
     if (device == tensor::DeviceKind::kCpu) continue;
     Session& mirror = *mirrors_.back();
     for (const std::string& name : mirror.trainable_names()) {
-      IntoStaging(mirror.variable(name), device);
+      mirror.variable(name) = StagedCopy(mirror.variable(name), device);
     }
-    for (const std::string& name : mirror.state_names()) IntoStaging(mirror.state(name), device);
+    for (const std::string& name : mirror.state_names()) {
+      mirror.state(name) = StagedCopy(mirror.state(name), device);
+    }
   }
 }
 
