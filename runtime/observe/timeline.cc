@@ -19,10 +19,16 @@ std::atomic<Timeline*> active{nullptr};
 constexpr auto kWriteInterval = std::chrono::seconds(1);
 constexpr size_t kWriteBytes = size_t{256} * 1024;
 
-// A small number per thread, stable for the thread's life: the track ("tid") of its events.
-int ThreadTrack() {
+// Track numbers ("tid"), one counter for threads' tracks and named ones, so that they never
+// share a number.
+int NextTrack() {
   static std::atomic<int> next{1};
-  thread_local const int track = next.fetch_add(1);
+  return next.fetch_add(1);
+}
+
+// A small number per thread, stable for the thread's life: the track of its events.
+int ThreadTrack() {
+  thread_local const int track = NextTrack();
   return track;
 }
 
@@ -88,21 +94,41 @@ Timeline::~Timeline() {
 
 void Timeline::Complete(std::string_view category, std::string_view name, int64_t start_us,
                         int64_t duration_us, std::string_view args_json) {
+  CompleteOn(ThreadTrack(), category, name, start_us, duration_us, args_json);
+}
+
+void Timeline::CompleteOn(int track, std::string_view category, std::string_view name,
+                          int64_t start_us, int64_t duration_us, std::string_view args_json) {
   Append(fmt::format(R"({{"ph":"X","cat":{},"name":{},"pid":{},"tid":{},"ts":{},"dur":{}{}}})",
-                     Quoted(category), Quoted(name), pid_, ThreadTrack(), start_us, duration_us,
+                     Quoted(category), Quoted(name), pid_, track, start_us, duration_us,
                      Args(args_json)));
 }
 
 void Timeline::Instant(std::string_view category, std::string_view name,
                        std::string_view args_json) {
+  InstantOn(ThreadTrack(), category, name, NowMicros(), args_json);
+}
+
+void Timeline::InstantOn(int track, std::string_view category, std::string_view name, int64_t at_us,
+                         std::string_view args_json) {
   Append(fmt::format(R"({{"ph":"i","s":"t","cat":{},"name":{},"pid":{},"tid":{},"ts":{}{}}})",
-                     Quoted(category), Quoted(name), pid_, ThreadTrack(), NowMicros(),
-                     Args(args_json)));
+                     Quoted(category), Quoted(name), pid_, track, at_us, Args(args_json)));
 }
 
 void Timeline::NameThread(std::string_view name) {
   Append(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
                      pid_, ThreadTrack(), Quoted(name)));
+}
+
+int Timeline::Track(std::string_view name) {
+  const std::lock_guard lock(tracks_mutex_);
+  if (const auto found = tracks_.find(name); found != tracks_.end()) return found->second;
+  const int track = NextTrack();
+  tracks_.emplace(std::string(name), track);
+  // Named under the lock: no event of the track's reaches the buffer before its name.
+  Append(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                     pid_, track, Quoted(name)));
+  return track;
 }
 
 void Timeline::Append(const std::string& event) {

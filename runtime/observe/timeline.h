@@ -16,6 +16,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +45,17 @@ class Timeline {
   void Instant(std::string_view category, std::string_view name, std::string_view args_json = {});
   // Names the calling thread's track ("training", "all-reduce").
   void NameThread(std::string_view name);
+
+  // A track of its own, apart from every thread's: what happened elsewhere, at times measured
+  // elsewhere (a GPU stream's work, "cuda:0 stream comm"). Named on first use; the same name
+  // gives the same track for the timeline's life.
+  int Track(std::string_view name);
+  // A span of `duration_us` from `start_us` (microseconds since the epoch) on `track` (Track's).
+  void CompleteOn(int track, std::string_view category, std::string_view name, int64_t start_us,
+                  int64_t duration_us, std::string_view args_json = {});
+  // A moment at `at_us` (microseconds since the epoch) on `track` (Track's).
+  void InstantOn(int track, std::string_view category, std::string_view name, int64_t at_us,
+                 std::string_view args_json = {});
 
   // Writes what is buffered and the closing bracket; later events are dropped. Throws
   // InvalidArgument naming the file when a write failed (then or earlier: events are never
@@ -73,6 +86,8 @@ class Timeline {
   std::FILE* file_ = nullptr;
   std::string failure_;  // a failed write, reported by Close()
   std::thread writer_;
+  std::mutex tracks_mutex_;                         // guards tracks_
+  std::map<std::string, int, std::less<>> tracks_;  // Track's, by name
 };
 
 // The timeline this process records into, or null.
