@@ -1,23 +1,18 @@
 #include "runtime/compress/flat_compressor.h"
 
 #include <deque>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "runtime/common/error.h"
+#include "runtime/compress/device_registry.h"
 #include "runtime/compress/registry.h"
 
 namespace autodist::compress {
 namespace {
 
-struct FlatRegistry {
-  std::mutex mutex;
-  std::map<std::pair<CompressorKind, tensor::DeviceKind>, FlatCompressorFactory> factories;
-};
-
-FlatRegistry& Registry() {
-  static auto* registry = new FlatRegistry();  // never destroyed: registrations run at static init
+DeviceRegistry<FlatCompressorFactory>& Registry() {
+  // Never destroyed: registrations run at static initialization.
+  static auto* registry = new DeviceRegistry<FlatCompressorFactory>("flat compressor");
   return *registry;
 }
 
@@ -52,34 +47,22 @@ void RegisterFlatCompressor(CompressorKind kind, tensor::DeviceKind device,
                             FlatCompressorFactory make) {
   AD_CHECK(device != tensor::DeviceKind::kCpu, kInternal,
            "the CPU's flat compressors are the registered compressors");
-  FlatRegistry& registry = Registry();
-  const std::lock_guard lock(registry.mutex);
-  const bool added = registry.factories.emplace(std::pair{kind, device}, std::move(make)).second;
-  AD_CHECK(added, kInternal, "a second {} flat compressor for {} was registered",
-           CompressorName(kind), tensor::DeviceKindName(device));
+  Registry().Add(kind, device, std::move(make));
 }
 
 bool HasFlatCompressor(CompressorKind kind, tensor::DeviceKind device) {
   if (device == tensor::DeviceKind::kCpu) return true;  // every kind is registered (registry.h)
-  FlatRegistry& registry = Registry();
-  const std::lock_guard lock(registry.mutex);
-  return registry.factories.contains({kind, device});
+  return Registry().Contains(kind, device);
 }
 
 std::unique_ptr<FlatCompressor> MakeFlatCompressor(const CompressorOptions& options,
                                                    tensor::DeviceKind device) {
   if (device == tensor::DeviceKind::kCpu) return std::make_unique<HostFlatCompressor>(options);
-  FlatCompressorFactory make;
-  {
-    FlatRegistry& registry = Registry();
-    const std::lock_guard lock(registry.mutex);
-    const auto it = registry.factories.find({options.kind, device});
-    AD_CHECK(it != registry.factories.end(), kFailedPrecondition,
-             "{} does not run on {} devices (it runs on the host path)",
-             CompressorName(options.kind), tensor::DeviceKindName(device));
-    make = it->second;
-  }
-  return make(options);
+  const std::optional<FlatCompressorFactory> make = Registry().Find(options.kind, device);
+  AD_CHECK(make.has_value(), kFailedPrecondition,
+           "{} does not run on {} devices (it runs on the host path)", CompressorName(options.kind),
+           tensor::DeviceKindName(device));
+  return (*make)(options);
 }
 
 }  // namespace autodist::compress

@@ -29,30 +29,53 @@ void PushEncoder::Encode(const std::string& what, int first_replica, const std::
            "{}: gradient '{}' is {}; {} compresses float32 gradients only", what, name,
            tensor::DTypeName(dense.dtype()), compressor.name);
   const int64_t elements = dense.numel();
+  if (!dense.device().is_cpu()) {
+    // Every device push has a stream, with or without feedback: it keeps the device's scratch.
+    Stream& stream = StreamFor(what, first_replica, name, elements, dense.device(), options);
+    const std::lock_guard lock(stream.mutex);
+    stream.on_device->Encode(dense, options, out);
+    return;
+  }
   if (!compressor.error_feedback) {
     PushState stateless;
     compressor.encode_push(dense.data<float>(), static_cast<size_t>(elements), options, stateless,
                            out);
     return;
   }
-  Stream& stream = StreamFor(what, first_replica, name, elements);
+  Stream& stream = StreamFor(what, first_replica, name, elements, dense.device(), options);
   const std::lock_guard lock(stream.mutex);
   compressor.encode_push(dense.data<float>(), static_cast<size_t>(elements), options, stream.state,
                          out);
 }
 
 PushEncoder::Stream& PushEncoder::StreamFor(const std::string& what, int first_replica,
-                                            const std::string& name, int64_t elements) {
+                                            const std::string& name, int64_t elements,
+                                            const tensor::Device& device,
+                                            const CompressorOptions& options) {
   const std::lock_guard lock(mutex_);
-  std::unique_ptr<Stream>& stream = streams_[{first_replica, name}];
-  if (stream == nullptr) {
-    stream = std::make_unique<Stream>();
-    stream->state.residual.assign(static_cast<size_t>(elements), 0.0F);
+  auto found = streams_.find({first_replica, name});
+  if (found == streams_.end()) {
+    // Made before it is added: a stream whose device refuses the kind is never left half made.
+    auto made = std::make_unique<Stream>();
+    made->device = device;
+    made->elements = elements;
+    made->error_feedback = FindCompressor(options.kind).error_feedback;
+    if (device.is_cpu()) {
+      made->state.residual.assign(static_cast<size_t>(elements), 0.0F);
+    } else {
+      made->on_device = MakeDevicePushStream(device, elements, options);
+    }
+    found = streams_.emplace(std::pair{first_replica, name}, std::move(made)).first;
   }
-  // Read under the map's lock: a residual's size never changes once made.
-  AD_CHECK(static_cast<int64_t>(stream->state.residual.size()) == elements, kFailedPrecondition,
+  const std::unique_ptr<Stream>& stream = found->second;
+  // Read under the map's lock: a stream's size and device never change once made.
+  AD_CHECK(stream->elements == elements, kFailedPrecondition,
            "{}: gradient '{}' of replica {} has {} elements; its error-feedback residual has {}",
-           what, name, first_replica, elements, stream->state.residual.size());
+           what, name, first_replica, elements, stream->elements);
+  AD_CHECK(
+      stream->device == device, kFailedPrecondition,
+      "{}: gradient '{}' of replica {} is on {}; its stream of pushes keeps its residual on {}",
+      what, name, first_replica, tensor::DeviceName(device), tensor::DeviceName(stream->device));
   return *stream;
 }
 
@@ -66,6 +89,8 @@ std::optional<std::vector<float>> PushEncoder::Residual(int first_replica,
     stream = it->second.get();
   }
   const std::lock_guard lock(stream->mutex);
+  if (!stream->error_feedback) return std::nullopt;
+  if (stream->on_device != nullptr) return stream->on_device->Residual();
   return stream->state.residual;
 }
 

@@ -7,6 +7,10 @@
 // stream (its first_replica: a single replica, or a worker's proxy sum) to one server. A
 // parameter-server client talks to one server, so it keeps one PushEncoder, keyed by
 // (first_replica, name).
+//
+// A gradient on a device (a GPU worker's, handed over where backward left it) is compressed
+// there, by the device's registered encoder (device_push_encoder.h), into the same EncodedPush;
+// its stream's residual then lives on that device.
 #pragma once
 
 #include <map>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "runtime/compress/compressor.h"
+#include "runtime/compress/device_push_encoder.h"
 #include "runtime/compress/push_encoding.h"
 #include "runtime/tensor/tensor.h"
 
@@ -33,25 +38,33 @@ void CheckPushCompression(const std::string& what, const std::string& name,
 class PushEncoder {
  public:
   // Compresses `dense` (float32) as options.kind does into `out`, updating the stream's
-  // residual. Throws InvalidArgument naming `what` and the tensor for a tensor that is not
-  // float32, for a kind that does not compress pushes (CheckPushCompression; NoneCompressor
-  // pushes are sent as they are, without an encoder), and FailedPrecondition when a tensor's
-  // element count differs from the one its residual was made for.
+  // residual; a tensor on a device is compressed there. Throws InvalidArgument naming `what` and
+  // the tensor for a tensor that is not float32, for a kind that does not compress pushes
+  // (CheckPushCompression; NoneCompressor pushes are sent as they are, without an encoder), and
+  // FailedPrecondition when a tensor's element count or device differs from the one its stream
+  // was made for, or its device kind has no encoder for the kind.
   void Encode(const std::string& what, int first_replica, const std::string& name,
               const tensor::Tensor& dense, const CompressorOptions& options, EncodedPush& out);
 
-  // A copy of a stream's residual; nullopt before its first error-feedback push.
+  // A host copy of a stream's residual (wherever it lives); nullopt before its first
+  // error-feedback push, and for kinds without error feedback.
   std::optional<std::vector<float>> Residual(int first_replica, const std::string& name) const;
 
  private:
   struct Stream {
-    std::mutex mutex;  // held while the state is read and replaced
-    PushState state;
+    std::mutex mutex;       // held while the state is read and replaced
+    tensor::Device device;  // where the stream's gradients are, and its state
+    int64_t elements = 0;
+    bool error_feedback = false;
+    PushState state;                              // on the host: the residual and scratch
+    std::unique_ptr<DevicePushStream> on_device;  // on a device: its encoder and state
   };
 
-  // The stream's state, made (zero residual of `elements`) on first use.
+  // The stream's state, made on first use for `elements` on `device` (a zero residual); throws
+  // FailedPrecondition when the stream exists for another size or device.
   Stream& StreamFor(const std::string& what, int first_replica, const std::string& name,
-                    int64_t elements);
+                    int64_t elements, const tensor::Device& device,
+                    const CompressorOptions& options);
 
   mutable std::mutex mutex_;  // guards the map, not the streams
   std::map<std::pair<int, std::string>, std::unique_ptr<Stream>> streams_;
