@@ -1,14 +1,19 @@
 // What the GPU tests share: skipping, visibly, where this machine has no GPU (ctest reports such
-// a test as Skipped, tests/CMakeLists.txt), comparing floats by their bits, and device arrays.
+// a test as Skipped, tests/CMakeLists.txt), comparing floats by their bits, inputs that cover
+// float16's cases, and device arrays.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "gpu/device/cuda_error.h"
@@ -36,6 +41,33 @@ inline int64_t UlpDistance(float a, float b) {
   const int64_t la = ia < 0 ? int64_t{INT32_MIN} - ia : ia;
   const int64_t lb = ib < 0 ? int64_t{INT32_MIN} - ib : ib;
   return std::llabs(la - lb);
+}
+
+// Inputs that cover float16's cases: ordinary values at several scales, the largest half and
+// the midpoint above it, overflow, subnormal halves and values that round to zero, infinities
+// and a NaN.
+inline std::vector<float> CastInputs(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  const float specials[] = {65504.0F,
+                            65519.0F,
+                            65520.0F,
+                            70000.0F,
+                            -70000.0F,
+                            6.0e-8F,
+                            -2.0e-8F,
+                            1.0e-5F,
+                            0.0F,
+                            -0.0F,
+                            1.0F / 3.0F,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    values[i] = i % 17 == 0 ? specials[(i / 17) % std::size(specials)]
+                            : normal(rng) * std::pow(10.0F, static_cast<float>(i % 9) - 4.0F);
+  }
+  return values;
 }
 
 // Device memory of `size` T (cudaMalloc, apart from our pools), freed with the array.

@@ -36,33 +36,6 @@
 namespace autodist::gpu {
 namespace {
 
-// Inputs that cover the cast's cases: ordinary values at several scales, the largest half and
-// the midpoint above it, overflow, subnormal halves and values that round to zero, infinities
-// and a NaN.
-std::vector<float> Inputs(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  const float specials[] = {65504.0F,
-                            65519.0F,
-                            65520.0F,
-                            70000.0F,
-                            -70000.0F,
-                            6.0e-8F,
-                            -2.0e-8F,
-                            1.0e-5F,
-                            0.0F,
-                            -0.0F,
-                            1.0F / 3.0F,
-                            std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN()};
-  std::vector<float> values(count);
-  for (size_t i = 0; i < count; ++i) {
-    values[i] = i % 17 == 0 ? specials[(i / 17) % std::size(specials)]
-                            : normal(rng) * std::pow(10.0F, static_cast<float>(i % 9) - 4.0F);
-  }
-  return values;
-}
-
 // A device copy of `bytes` at `host`, with `offset` bytes of room first (misalignment).
 class DeviceBytes {
  public:
@@ -110,8 +83,8 @@ class HalfCompressionTest : public ::testing::TestWithParam<Layout> {};
 TEST_P(HalfCompressionTest, CastsAndErrorFeedbackMatchTheCpuBitForBit) {
   AUTODIST_SKIP_WITHOUT_GPU();
   const auto [count, offset] = GetParam();
-  const std::vector<float> gradient = Inputs(count, 1);
-  std::vector<float> residual = Inputs(count, 2);
+  const std::vector<float> gradient = testing::CastInputs(count, 1);
+  std::vector<float> residual = testing::CastInputs(count, 2);
   for (float& r : residual) r = std::isfinite(r) ? r * 1.0e-4F : 0.0F;
 
   std::vector<uint16_t> cpu_plain(count);
