@@ -290,6 +290,14 @@ void TrainWorker(const job::JobSpec& job, const tensor::Device& device,
       ConnectCollectives(plan, options, registration, member, node, host, abort_list);
   sync::StrategySynchronizer synchronizer(plan, options, coordinator, collectives.workers.get(),
                                           collectives.replica_pointers());
+  if (const size_t encoded = synchronizer.pushes_encoded_on_device().size(); encoded > 0) {
+    std::cout << fmt::format(
+                     "parameter servers: the pushes of {} variable{} are compressed on the {} "
+                     "devices, before the copy to the host",
+                     encoded, encoded == 1 ? "" : "s",
+                     tensor::DeviceKindName(options.replica_devices.front().kind))
+              << std::endl;
+  }
   exec::TrainResult trained;
   try {
     trained = exec::Train(trainer, synchronizer,

@@ -69,12 +69,15 @@ HostStagedSynchronizer::HostStagedSynchronizer(StepSynchronizer& inner,
   }
 }
 
+Gradient HostStagedSynchronizer::Staged(const std::string& variable,
+                                        const Gradient& gradient) const {
+  return inner_.TakesOnDevice(variable) ? gradient : GradientOnHost(gradient, device_);
+}
+
 std::map<std::string, Gradient> HostStagedSynchronizer::MapOnHost(
     const std::map<std::string, Gradient>& gradients) const {
   std::map<std::string, Gradient> out;
-  for (const auto& [name, gradient] : gradients) {
-    out.emplace(name, GradientOnHost(gradient, device_));
-  }
+  for (const auto& [name, gradient] : gradients) out.emplace(name, Staged(name, gradient));
   return out;
 }
 
@@ -106,7 +109,7 @@ void HostStagedSynchronizer::GradientReady(
     for (int r = 0; r < replica; ++r) staged_earlier_.push_back(MapOnHost(earlier[r]));
   }
   const Gradient& staged =
-      staged_ready_.insert_or_assign(variable, GradientOnHost(gradient, device_)).first->second;
+      staged_ready_.insert_or_assign(variable, Staged(variable, gradient)).first->second;
   inner_.GradientReady(step, replica, variable, staged, staged_earlier_);
 }
 
@@ -126,7 +129,7 @@ std::vector<std::map<std::string, Gradient>> HostStagedSynchronizer::StagedGradi
       if (ready != staged_ready_.end()) {
         host[r].emplace(name, std::move(ready->second));
       } else {
-        host[r].emplace(name, GradientOnHost(gradient, device_));
+        host[r].emplace(name, Staged(name, gradient));
       }
     }
   }

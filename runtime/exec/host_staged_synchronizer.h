@@ -5,7 +5,9 @@
 // state) is copied back to the device after each call. The inner synchronizer never sees a
 // device tensor, so every Strategy that trains on the CPU trains GPU replicas unchanged, at the
 // price of a device-to-host copy of each gradient and a host-to-device copy of each variable
-// per step, both from the device kind's host staging memory (pinned for CUDA).
+// per step, both from the device kind's host staging memory (pinned for CUDA). A gradient the
+// inner synchronizer takes on the device (StepSynchronizer::TakesOnDevice: a push it compresses
+// there) is handed over as it is, and only its compressed form crosses.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,8 @@ class HostStagedSynchronizer final : public StepSynchronizer {
  private:
   void CheckReplicas(const std::vector<Session*>& replicas) const;
   std::map<std::string, Gradient> MapOnHost(const std::map<std::string, Gradient>& gradients) const;
+  // `gradient` of `variable` as the inner synchronizer takes it: on the host, or where it is.
+  Gradient Staged(const std::string& variable, const Gradient& gradient) const;
   // Host copies of `step`'s gradients: those GradientReady staged already, the rest copied now.
   std::vector<std::map<std::string, Gradient>> StagedGradients(
       int64_t step, const std::vector<std::map<std::string, Gradient>>& gradients);

@@ -108,6 +108,12 @@ class StepSynchronizer {
   // (host_staged_synchronizer.h). A synchronizer that works on the replicas' device says false.
   virtual bool works_on_host() const { return false; }
 
+  // Whether, though it works on the host, it takes `variable`'s gradient where backward left it,
+  // on the replica's device: a parameter-server push compressed there before it is copied
+  // (runtime/compress/device_push_encoder.h). A HostStagedSynchronizer hands such a gradient over
+  // uncopied.
+  virtual bool TakesOnDevice(const std::string& /*variable*/) const { return false; }
+
   // Progress after a logged step, for whoever displays it (the coordinator).
   virtual void ReportProgress(int64_t /*step*/, int64_t /*total*/, double /*loss*/,
                               double /*samples_per_second*/) {}

@@ -9,6 +9,7 @@
 
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/common/error.h"
+#include "runtime/compress/device_push_encoder.h"
 #include "runtime/observe/timeline.h"
 #include "runtime/sync/gradient_sum.h"
 #include "runtime/sync/sharded_values.h"
@@ -48,6 +49,16 @@ ParameterServerPart::ParameterServerPart(const StrategyPlan& plan,
              "no endpoint is known for parameter server '{}'", node);
     clients_[node] = std::make_unique<ps::PsClient>(
         node, it->second, rpc::RpcOptions{}, ps::kDefaultCallDeadline, options_.reply_staging);
+  }
+  const bool one_replica = options_.placement.local_replicas == 1;
+  for (const VariablePlan& variable : plan_.variables) {
+    if (variable.sparse || variable.partitioned || variable.shards.size() != 1) continue;
+    const ShardPlan& shard = variable.shards.front();
+    if (shard.kind == SyncKind::kParameterServer &&
+        compress::HasDevicePushEncoder(shard.push_compressor, options_.reply_staging) &&
+        (one_replica || !shard.local_replication)) {
+      encoded_on_device_.insert(variable.name);
+    }
   }
 }
 

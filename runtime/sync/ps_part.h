@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,8 @@ struct ParameterServerPartOptions {
   std::string optimizer;                         // name and options as the manifest gives them
   std::map<std::string, std::string> optimizer_options;
   // Where the replicas are: replies are received into that kind's host staging memory (pinned
-  // for GPU workers, whose host path copies them on to the GPUs).
+  // for GPU workers, whose host path copies them on to the GPUs), and pushes that kind can
+  // compress are compressed there (TakesOnDevice).
   tensor::DeviceKind reply_staging = tensor::DeviceKind::kCpu;
 };
 
@@ -44,6 +46,15 @@ class ParameterServerPart {
   ~ParameterServerPart();
 
   bool empty() const { return plan_.ps_nodes.empty(); }
+
+  // Whether `variable`'s gradients are pushed compressed from the replicas' devices, before
+  // any copy to the host (runtime/compress/device_push_encoder.h): so on GPU workers for a
+  // dense variable whole on one server, pushed with a compressor the device kind encodes, by
+  // each replica itself (one replica, or no local proxy: a proxy's sum is made on the host).
+  bool TakesOnDevice(const std::string& variable) const {
+    return encoded_on_device_.contains(variable);
+  }
+  const std::set<std::string>& encoded_on_device() const { return encoded_on_device_; }
 
   // On the chief: every server gets its shards' values cut from `variables` (whole values) and
   // its shards' optimizer slots from `optimizer_state` ("<shard>/<slot>"); versions start at
@@ -78,6 +89,7 @@ class ParameterServerPart {
   // the stream that serves them all): sent with the next Step, so that its reply is only the
   // rows changed since. Set from every whole value pulled and every Step reply.
   std::map<std::pair<std::string, int>, ps::HeldVersion> held_;
+  std::set<std::string> encoded_on_device_;  // the variables TakesOnDevice
 };
 
 }  // namespace autodist::sync

@@ -79,6 +79,14 @@ class StrategySynchronizer final : public exec::StepSynchronizer {
   // all-reduce on the replicas' devices does not.
   bool works_on_host() const override { return !on_devices_; }
   bool overlaps_backward() const override { return !all_reduce_->empty(); }
+  // Pushes the parameter-server part compresses on the replicas' devices.
+  bool TakesOnDevice(const std::string& variable) const override {
+    return servers_.TakesOnDevice(variable);
+  }
+  // The variables TakesOnDevice, for the worker's log.
+  const std::set<std::string>& pushes_encoded_on_device() const {
+    return servers_.encoded_on_device();
+  }
   // On the devices the all-reduce part checks each group before reducing it.
   bool checks_ready_gradients() const override { return on_devices_; }
   void GradientReady(int64_t step, int replica, const std::string& variable,

@@ -184,6 +184,100 @@ TEST(HostStagedSynchronizerTest, MirrorsAndStagedGradientsOfDeviceReplicasLiveIn
   tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
 }
 
+// An inner synchronizer that takes one variable's gradients where backward left them (a push it
+// compresses on the device) and records what it is handed.
+class DeviceTakingProbe final : public StepSynchronizer {
+ public:
+  explicit DeviceTakingProbe(std::string taken) : taken_(std::move(taken)) {}
+
+  ResumePoint Start(const std::vector<Session*>& /*replicas*/, ResumePoint start,
+                    const std::map<std::string, Tensor>& /*optimizer_state*/) override {
+    return start;
+  }
+  void Synchronize(int64_t /*step*/, double /*lr*/,
+                   const std::vector<std::map<std::string, Gradient>>& gradients,
+                   const std::vector<Session*>& /*replicas*/) override {
+    handed = gradients;
+  }
+  TrainingState CurrentState(const std::vector<Session*>& /*replicas*/) override { return {}; }
+  CheckpointState StateForCheckpoint(const std::vector<Session*>& /*replicas*/,
+                                     const std::string& /*checkpoint_path*/) override {
+    return {};
+  }
+  std::map<std::string, Tensor> ReduceStates(const std::string& /*round*/,
+                                             const std::vector<Session*>& /*replicas*/) override {
+    return {};
+  }
+  bool overlaps_backward() const override { return true; }
+  void GradientReady(int64_t /*step*/, int /*replica*/, const std::string& variable,
+                     const Gradient& gradient,
+                     const std::vector<std::map<std::string, Gradient>>& /*earlier*/) override {
+    ready_devices[variable] = gradient.dense.device();
+  }
+  bool works_on_host() const override { return true; }
+  bool TakesOnDevice(const std::string& variable) const override { return variable == taken_; }
+
+  std::vector<std::map<std::string, Gradient>> handed;
+  std::map<std::string, tensor::Device> ready_devices;
+
+ private:
+  std::string taken_;
+};
+
+// What the inner synchronizer takes on the device crosses uncopied (the same storage, still on
+// the device); every other gradient is staged to the host as before, whether it was handed out
+// during backward or only at the step's end.
+TEST(HostStagedSynchronizerTest, GradientsTheInnerTakesOnTheDeviceAreNotCopied) {
+  if (tensor::HasMemory(tensor::DeviceKind::kCuda)) GTEST_SKIP() << "a CUDA backend is linked";
+  tensor::testing::StagingMemory memory;
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, &memory);
+  {
+    const TrainerOptions options = TwoReplicaCnn("");
+    const onnx::ModelProto model = LoadModel(options.model);
+    Session first(model, options.model, SessionOptions{});
+    Session second(model, options.model, SessionOptions{});
+    const std::vector<std::string> names = first.trainable_names();
+    ASSERT_GE(names.size(), 2U);
+    const std::string& taken = names[0];
+    const std::string& staged_name = names[1];
+    DeviceTakingProbe probe(taken);
+    HostStagedSynchronizer staged(probe, model, options.model, options.loss, 2,
+                                  tensor::DeviceKind::kCuda);
+    const auto on_device = [](float value) {
+      Gradient gradient;
+      gradient.dense = Tensor::FromVector<float>({2}, {value, -value}).To(tensor::Device::Cuda(0));
+      return gradient;
+    };
+    std::vector<std::map<std::string, Gradient>> gradients(2);
+    for (int r = 0; r < 2; ++r) {
+      gradients[r][taken] = on_device(1.0F + static_cast<float>(r));
+      gradients[r][staged_name] = on_device(3.0F + static_cast<float>(r));
+    }
+    const std::vector<Session*> replicas{&first, &second};
+    for (const bool during_backward : {true, false}) {
+      const int64_t step = during_backward ? 0 : 1;
+      if (during_backward) {
+        for (const auto& [name, gradient] : gradients[1]) {
+          staged.GradientReady(step, 1, name, gradient, {gradients[0]});
+        }
+        EXPECT_EQ(probe.ready_devices.at(taken), tensor::Device::Cuda(0));
+        EXPECT_EQ(probe.ready_devices.at(staged_name), tensor::Device::Cpu());
+      }
+      staged.Synchronize(step, 0.1, gradients, replicas);
+      ASSERT_EQ(probe.handed.size(), 2U);
+      for (size_t r = 0; r < 2; ++r) {
+        const Tensor& kept = probe.handed[r].at(taken).dense;
+        EXPECT_EQ(kept.device(), tensor::Device::Cuda(0)) << "replica " << r;
+        EXPECT_TRUE(kept.SharesStorageWith(gradients[r].at(taken).dense)) << "replica " << r;
+        const Tensor& copied = probe.handed[r].at(staged_name).dense;
+        EXPECT_EQ(copied.device(), tensor::Device::Cpu()) << "replica " << r;
+        EXPECT_EQ(copied.data<float>()[1], -(3.0F + static_cast<float>(r))) << "replica " << r;
+      }
+    }
+  }
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
+}
+
 TEST(HostStagedSynchronizerTest, MirrorsAreTheHostsOwnSessions) {
   const TrainerOptions options = TwoReplicaCnn("");
   LocalSynchronizer local(options.optimizer, options.sum_states, options.device);

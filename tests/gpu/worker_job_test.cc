@@ -4,7 +4,8 @@
 // * Two workers of gpusPerWorker: 1 share the machine's one GPU. NCCL refuses two ranks on one
 //   GPU, so each worker stages its gradients and variables through host memory to Gloo or the
 //   parameter servers (exec/host_staged_synchronizer.h), and says so; fp32: 1e-4 relative, for
-//   an all-reduce and a parameter-server strategy.
+//   an all-reduce and a parameter-server strategy; and pushes compressed on the GPU before the
+//   copy (HorovodCompressorEF, TopKCompressorEF): 1e-3.
 // * One worker takes the NCCL path (one rank; worker_collectives.h) and keeps its gradients,
 //   their fusion buffers, the mean and the optimizer on the GPU (sync/device_all_reduce_part.h),
 //   float16 compression with error feedback included (gpu/compress/half_flat_compressor.h): 1e-4
@@ -44,6 +45,35 @@ INSTANTIATE_TEST_SUITE_P(Builders, GpuWorkerJob,
                          [](const ::testing::TestParamInfo<GpuJobCase>& param) {
                            return std::string(param.param.builder) + "_" + param.param.model;
                          });
+
+struct PushCase {
+  const char* name;
+  const char* strategy_options;
+};
+
+class CompressedPushJob : public ::testing::TestWithParam<PushCase> {};
+
+// Two GPU workers push to a parameter server compressed on their GPU (gpu/compress/
+// push_streams.h), the residual kept there; the CPU run compresses the same pushes on the host,
+// bit for bit the same encoder, so only the GPU's last-bit differences in the gradients remain,
+// now and then a float16 step or another top-k pick: 1e-3.
+TEST_P(CompressedPushJob, PushesCompressedOnTheGpuMatchTheCpuRunOver50Steps) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const GpuJobCase job{"PS", "mlp", 1, 2, GetParam().strategy_options};
+  const testing::JobRun cpu = testing::RunJobOn(job, false, dir);
+  const testing::JobRun gpu = testing::RunJobOn(job, true, dir);
+  EXPECT_THAT(gpu.logs, HasSubstr("are compressed on the cuda devices, before the copy"));
+  EXPECT_THAT(cpu.logs, Not(HasSubstr("compressed on the")));
+  testing::ExpectRunsMatch(cpu, gpu, 50, 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Compressors, CompressedPushJob,
+    ::testing::Values(PushCase{"HorovodCompressorEF", "      compressor: HorovodCompressorEF\n"},
+                      PushCase{"TopKCompressorEF",
+                               "      compressor: TopKCompressorEF\n      topkFraction: 0.1\n"}),
+    [](const ::testing::TestParamInfo<PushCase>& param) { return param.param.name; });
 
 struct NcclCase {
   const char* name;

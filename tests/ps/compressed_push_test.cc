@@ -1,7 +1,9 @@
 // Compressed pushes end to end over gRPC: float16 (exact for halves, rounded otherwise), float16
 // with error feedback on a hand-computed sequence, TopK with error feedback draining its
 // residual, the bytes a push saves, compressed and uncompressed tensors in one push, one
-// residual per replica stream, and malformed encodings that leave the server serving.
+// residual per replica stream, and malformed encodings that leave the server serving. And
+// gradients on a device (a host-backed stand-in for a GPU and its push encoders,
+// tests/compress/host_backed_push_stream.h) pushed compressed as the host's are, bit for bit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +15,9 @@
 #include "runtime/ps/service.h"
 #include "runtime/rpc/grpc_helpers.h"
 #include "runtime/tensor/float16.h"
+#include "tests/compress/host_backed_push_stream.h"
 #include "tests/ps/test_util.h"
+#include "tests/tensor/host_backed_memory.h"
 
 namespace autodist::ps {
 namespace {
@@ -267,6 +271,38 @@ TEST_P(PsCompressedPushTest, MalformedEncodingsAreRejectedAndTheServerKeepsServi
   EXPECT_EQ(reply.versions.at("p"), 1);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(Values(reply, "p")[i], -Half(g.data<float>()[i]));
   EXPECT_EQ(client_->Stats().pushes, 1);
+}
+
+// A GPU worker's gradient reaches the client still on its device; the client's encoder
+// compresses it there (runtime/compress/device_push_encoder.h), and the server gets what a host
+// push of the same numbers brings, step after step (the residual is the device stream's own).
+TEST_P(PsCompressedPushTest, DeviceGradientsArePushedAsTheHostsAre) {
+  static tensor::testing::HostBackedMemory memory;  // the stand-in "GPU" of this test program
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, &memory);
+  static const bool registered = [] {
+    compress::testing::RegisterHostBackedPushEncoders(
+        {compress::CompressorKind::kHorovodEF, compress::CompressorKind::kTopKEF});
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  Start({{"ef_host"}, {"ef_device"}, {"topk_host"}, {"topk_device"}},
+        {{"ef_host", 300}, {"ef_device", 300}, {"topk_host", 300}, {"topk_device", 300}});
+  const int encoded = compress::testing::HostBackedPushStream::encoded;
+  PsValues reply;
+  for (int64_t step = 0; step < 3; ++step) {
+    const Tensor g = Random({300}, static_cast<uint64_t>(40 + step));
+    const Tensor on_device = g.To(tensor::Device::Cuda(0));
+    reply = Push(step, {{"ef_host", Ref(g, compress::CompressorKind::kHorovodEF)},
+                        {"ef_device", Ref(on_device, compress::CompressorKind::kHorovodEF)},
+                        {"topk_host", Ref(g, compress::CompressorKind::kTopKEF, 0.1)},
+                        {"topk_device", Ref(on_device, compress::CompressorKind::kTopKEF, 0.1)}});
+    EXPECT_EQ(Values(reply, "ef_device"), Values(reply, "ef_host")) << "step " << step;
+    EXPECT_EQ(Values(reply, "topk_device"), Values(reply, "topk_host")) << "step " << step;
+  }
+  EXPECT_EQ(compress::testing::HostBackedPushStream::encoded - encoded, 6);
+  EXPECT_EQ(*client_->PushResidual(0, "ef_device"), *client_->PushResidual(0, "ef_host"));
+  EXPECT_EQ(*client_->PushResidual(0, "topk_device"), *client_->PushResidual(0, "topk_host"));
+  tensor::InstallDeviceMemory(tensor::DeviceKind::kCuda, nullptr);
 }
 
 }  // namespace
