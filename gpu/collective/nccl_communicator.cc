@@ -13,6 +13,7 @@
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/collective/rendezvous.h"
 #include "runtime/common/error.h"
+#include "runtime/observe/timeline.h"
 
 namespace autodist::gpu {
 namespace {
@@ -59,6 +60,25 @@ class CurrentGpu {
  private:
   int previous_ = 0;
 };
+
+// A collective's name on the timeline, as the host's spans have it (sync/traced_communicator.h).
+const char* SpanName(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduceSum:
+      return "all-reduce";
+    case Collective::kAllGather:
+      return "all-gather";
+    case Collective::kAllGatherV:
+      return "all-gather-v";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kBarrier:
+      return "barrier";
+    case Collective::kReduceScatterSum:
+      return "reduce-scatter";
+  }
+  return "collective";
+}
 
 // Result of an NCCL call made before there is a communicator (ncclGetUniqueId).
 void CheckPlain(ncclResult_t result, const char* what) {
@@ -107,6 +127,7 @@ NcclCommunicator::NcclCommunicator(const collective::CommunicatorOptions& option
            ncclGetErrorString(started));
     }
     Await(what, Until::kEnqueued, options.connect_timeout);
+    times_ = std::make_unique<CollectiveTimes>(device_);
   } catch (...) {
     if (comm_ != nullptr && !aborted_) ncclCommAbort(comm_);
     if (records_ != nullptr) cudaFree(records_);
@@ -140,6 +161,7 @@ NcclCommunicator::~NcclCommunicator() {
     }
   }
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  times_.reset();  // its events, with their GPU current
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (records_ != nullptr) cudaFree(records_);
   if (ordered_ != nullptr) cudaEventDestroy(ordered_);
@@ -154,6 +176,12 @@ void NcclCommunicator::Abort(const std::string& reason) {
     abort_reason_ = reason;
   }
   abort_requested_.store(true);
+}
+
+void NcclCommunicator::DataReady(const std::string& tag) {
+  if (observe::ActiveTimeline() == nullptr) return;
+  const CurrentGpu current(device_);
+  times_->Ready(tag, TensorStream(device_));
 }
 
 void NcclCommunicator::Break(const std::string& what, const std::string& why) {
@@ -225,11 +253,21 @@ void NcclCommunicator::Run(const CallSignature& call, Body&& body) {
            failure_.value_or(""));
   BreakIfAborted(what);
   const CurrentGpu current(device_);
+  times_->Begin(stream_);  // while the stream is idle
   // The caller's buffers were written on the GPU's tensor stream (cuda_tensor_memory.h): this
   // communicator's stream starts after what is queued there now.
   CheckStream(cudaEventRecord(ordered_, TensorStream(device_)), what);
   CheckStream(cudaStreamWaitEvent(stream_, ordered_, 0), what);
   body(what);
+  times_->Finish(SpanName(call.collective), call.tag);
+}
+
+void NcclCommunicator::EndTimed(const std::string& what) {
+  if (!times_->started()) return;
+  // A non-blocking communicator may still be putting the collective on the stream when the call
+  // returns: an event recorded before its kernels would end the span early.
+  Await(what, Until::kEnqueued, timeout_);
+  CheckStream(times_->End(stream_), what);
 }
 
 void NcclCommunicator::CheckStream(cudaError_t status, const std::string& what) {
@@ -293,7 +331,9 @@ void NcclCommunicator::AllReduceSum(void* data, size_t count, ElementType type,
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (count == 0) return;
+    CheckStream(times_->Start(stream_), what);
     Check(ncclAllReduce(data, data, count, NcclType(type), ncclSum, comm_, stream_), what);
+    EndTimed(what);
     Await(what, Until::kStreamDrained, timeout_);
     // NCCL's ring: each rank sends and receives 2 (n-1)/n of the message.
     const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
@@ -317,7 +357,9 @@ void NcclCommunicator::AllGather(const void* in, size_t count, ElementType type,
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (count == 0) return;
+    CheckStream(times_->Start(stream_), what);
     Check(ncclAllGather(in, out, count, NcclType(type), comm_, stream_), what);
+    EndTimed(what);
     Await(what, Until::kStreamDrained, timeout_);
     const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
     Count(bytes * (size_ - 1), bytes * (size_ - 1));
@@ -331,7 +373,9 @@ void NcclCommunicator::ReduceScatterSum(const void* in, void* out, size_t count,
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (count == 0) return;
+    CheckStream(times_->Start(stream_), what);
     Check(ncclReduceScatter(in, out, count, NcclType(type), ncclSum, comm_, stream_), what);
+    EndTimed(what);
     Await(what, Until::kStreamDrained, timeout_);
     const auto bytes = static_cast<int64_t>(count * collective::ElementBytes(type));
     Count(bytes * (size_ - 1), bytes * (size_ - 1));
@@ -356,6 +400,7 @@ std::vector<size_t> NcclCommunicator::AllGatherV(const void* in, size_t count, E
     auto* gathered = static_cast<std::byte*>(Scratch(total, what));
     // One broadcast per rank, from its part into its offset: NCCL has no all-gather of unequal
     // parts; grouped, they run as one operation.
+    CheckStream(times_->Start(stream_), what);
     Check(ncclGroupStart(), what);
     // The group is closed before any error is raised: an open group would hold every later
     // NCCL call of this thread.
@@ -376,6 +421,7 @@ std::vector<size_t> NcclCommunicator::AllGatherV(const void* in, size_t count, E
     const ncclResult_t ended = ncclGroupEnd();
     Check(first_error, what);
     Check(ended, what);
+    EndTimed(what);
     // Drained before the copy into pageable memory (Exchange says why).
     Await(what, Until::kStreamDrained, timeout_);
     CheckStream(cudaMemcpyAsync(out.data(), gathered, total, cudaMemcpyDeviceToHost, stream_),
@@ -397,7 +443,9 @@ void NcclCommunicator::Broadcast(void* data, size_t bytes, int root, const std::
   Run(call, [&](const std::string& what) {
     Verify(call);
     if (bytes == 0) return;
+    CheckStream(times_->Start(stream_), what);
     Check(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), what);
+    EndTimed(what);
     Await(what, Until::kStreamDrained, timeout_);
     const auto moved = static_cast<int64_t>(bytes);
     Count(rank_ == root ? moved : 0, rank_ == root ? 0 : moved);
@@ -410,7 +458,9 @@ void NcclCommunicator::Barrier(const std::string& tag) {
     Verify(call);
     // A one-element all-reduce: no rank leaves it before every rank has entered it.
     void* flag = Scratch(sizeof(float), what);
+    CheckStream(times_->Start(stream_), what);
     Check(ncclAllReduce(flag, flag, 1, ncclFloat32, ncclSum, comm_, stream_), what);
+    EndTimed(what);
     Await(what, Until::kStreamDrained, timeout_);
   });
 }

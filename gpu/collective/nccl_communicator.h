@@ -14,13 +14,19 @@
 //   not only a tag's first: NCCL has no tags to keep a check apart from another rank's
 //   collective. The cost is one 64-byte all-gather per call.
 // * Each call is synchronous, as the interface is: it starts after the work already queued on
-//   the GPU's tensor stream (where tensors are written, cuda_tensor_memory.h) and returns once
-//   the collective has finished on the communicator's own stream. Overlap with backward (issue
-//   16, "Streams and overlap") needs the interface to take a stream and events; it does not yet.
+//   the GPU's tensor stream (where tensors are written, cuda_tensor_memory.h; an event orders
+//   the communicator's stream after it) and returns once the collective has finished on the
+//   communicator's own stream. Overlap with backward comes from the caller's communication
+//   thread (sync/device_all_reduce_part.h); the interface takes no stream.
+// * While a timeline records, each collective's device times go on it (collective_times.h):
+//   its start and end on the communicator's stream and, when the caller marked its data ready
+//   (DataReady), that moment on the tensor stream, so that the timeline shows the overlap on
+//   the device's clock, not only when the host queued the work.
 // * A call leaves the thread's current GPU as it found it.
 //
 // Only one GPU per process has been run so far (docs/gpu.md): a 1-rank communicator copies and
-// cannot show multi-rank correctness, overlap or the abort on a peer's death.
+// cannot show multi-rank correctness, overlap or the abort on a peer's death. The device times
+// have not run on a GPU yet.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/collective/collective_times.h"
 #include "runtime/collective/call_check.h"
 #include "runtime/collective/communicator.h"
 #include "runtime/collective/registry.h"
@@ -80,6 +87,9 @@ class NcclCommunicator final : public collective::Communicator {
   // communicator is aborted (ncclCommAbort, by the thread of the call in flight, or the next
   // call, or the destructor).
   void Abort(const std::string& reason) override;
+  // From the thread that queued the writes, while a timeline records: marks the tensor stream's
+  // current point as the moment the data of the next collective tagged `tag` is complete.
+  void DataReady(const std::string& tag) override;
 
  private:
   // What the polling waits for after NCCL has taken a call.
@@ -99,6 +109,9 @@ class NcclCommunicator final : public collective::Communicator {
   // every rank's count.
   std::vector<uint64_t> Exchange(const collective::detail::CallSignature& call);
   void Verify(const collective::detail::CallSignature& call);
+  // Records the end of a collective that the device times time (collective_times.h), once NCCL
+  // has put it on the stream.
+  void EndTimed(const std::string& what);
   // A CUDA call's status: an error breaks the communicator (it may be mid-collective).
   void CheckStream(cudaError_t status, const std::string& what);
   // Device scratch of at least `bytes`, kept for later calls (stream-ordered on stream_).
@@ -123,6 +136,7 @@ class NcclCommunicator final : public collective::Communicator {
   bool aborted_ = false;  // ncclCommAbort was called
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
+  std::unique_ptr<CollectiveTimes> times_;  // the device times for the timeline
 };
 
 }  // namespace autodist::gpu

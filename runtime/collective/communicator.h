@@ -65,6 +65,12 @@ class Communicator {
   // implementation says where it cannot). The communicator cannot be used again.
   virtual void Abort(const std::string& reason) = 0;
 
+  // From the thread that wrote the data of this rank's next collective tagged `tag`, once it has
+  // queued the writes, without waiting for them: a backend whose buffers are written on a device
+  // stream may record that moment for the timeline (the NCCL communicator's device times). The
+  // others need nothing.
+  virtual void DataReady(const std::string& /*tag*/) {}
+
   // Payload bytes this rank has sent so far (an estimate from the algorithm used), for the
   // run's summary and compression ratios.
   virtual int64_t bytes_sent() const = 0;

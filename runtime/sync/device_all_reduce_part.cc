@@ -171,6 +171,13 @@ void DeviceAllReducePart::Pack(size_t g, size_t m, const std::vector<const Gradi
 
 void DeviceAllReducePart::Queue(size_t g) {
   queued_[g] = true;
+  observe::Timeline* timeline = observe::ActiveTimeline();
+  if (timeline != nullptr) {
+    // Marked here, on the thread that packed the buffers, not by the communication thread,
+    // which gets to the group only after the earlier groups' reductions: the device's time of
+    // this mark is when backward had finished the group (the timeline's device spans).
+    for (const auto& replica : replicas_) replica->communicator->DataReady(groups_[g].name);
+  }
   for (size_t m = 0; m < groups_[g].members.size(); ++m) {
     if (!packed_[g][m]) continue;
     const Member& member = groups_[g].members[m];
@@ -182,7 +189,7 @@ void DeviceAllReducePart::Queue(size_t g) {
     for (const auto& replica : replicas_) replica->queued.push_back(Work{false, g, step_});
   }
   changed_.notify_all();
-  if (observe::Timeline* timeline = observe::ActiveTimeline()) {
+  if (timeline != nullptr) {
     timeline->Instant("sync", groups_[g].name + " ready", fmt::format(R"("step":{})", step_ + 1));
   }
 }

@@ -8,7 +8,10 @@
 //   that the fused optimizer's vector loads stay aligned);
 // * once a group is complete, a communication thread per replica all-reduces its buffer (sum)
 //   while backward goes on, groups in the order they complete, which is the same on every rank
-//   (through the group's compressor, compress/flat_compressor.h, when it has one);
+//   (through the group's compressor, compress/flat_compressor.h, when it has one); while a
+//   timeline records, the group is first marked ready on each replica's communicator
+//   (Communicator::DataReady), from which the NCCL communicator's device times show when the
+//   GPU had finished the group, apart from when its reduction ran;
 // * before a group or a row-sparse gradient leaves the worker, its thread checks that it is finite
 //   (one scalar read on a device, exec/finite_check.h), so that a diverged worker fails itself,
 //   naming the gradient, without backward waiting for the check (checks_ready_gradients);

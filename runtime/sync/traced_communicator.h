@@ -30,6 +30,7 @@ class TracedCommunicator final : public collective::Communicator {
   void Barrier(const std::string& tag) override;
   // Not traced: it comes from the heartbeat's thread, not a step.
   void Abort(const std::string& reason) override { inner_->Abort(reason); }
+  void DataReady(const std::string& tag) override { inner_->DataReady(tag); }
   int64_t bytes_sent() const override { return inner_->bytes_sent(); }
   int64_t bytes_received() const override { return inner_->bytes_received(); }
 

@@ -14,8 +14,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <future>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -25,6 +28,7 @@
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
+#include "runtime/observe/timeline.h"
 #include "runtime/optim/optimizer_options.h"
 #include "runtime/strategy/compiler.h"
 #include "runtime/sync/allreduce_part.h"
@@ -423,6 +427,121 @@ TEST(DeviceAllReducePartTest, TwoReplicasPerWorkerStayIdenticalAndCloseToTheHost
   Job job;
   job.replicas_per_worker = 2;
   ExpectReplicasIdenticalAndCloseToTheHostPath(job, 4, {1, 3});
+}
+
+// Passes every call on to a Gloo rank and records the data-ready marks and all-reduces, in order,
+// with the thread that made each.
+class RecordingCommunicator final : public collective::Communicator {
+ public:
+  struct Call {
+    std::string what;  // "ready group-0", "reduce group-0"
+    std::thread::id thread;
+  };
+
+  explicit RecordingCommunicator(collective::Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  void DataReady(const std::string& tag) override { Record("ready " + tag); }
+  void AllReduceSum(void* data, size_t count, collective::ElementType type,
+                    collective::AllReduceAlgorithm algorithm, const std::string& tag) override {
+    Record("reduce " + tag);
+    inner_.AllReduceSum(data, count, type, algorithm, tag);
+  }
+  void AllGather(const void* in, size_t count, collective::ElementType type, void* out,
+                 const std::string& tag) override {
+    inner_.AllGather(in, count, type, out, tag);
+  }
+  void ReduceScatterSum(const void* in, void* out, size_t count, collective::ElementType type,
+                        const std::string& tag) override {
+    inner_.ReduceScatterSum(in, out, count, type, tag);
+  }
+  std::vector<size_t> AllGatherV(const void* in, size_t count, collective::ElementType type,
+                                 std::vector<std::byte>& out, const std::string& tag) override {
+    return inner_.AllGatherV(in, count, type, out, tag);
+  }
+  void Broadcast(void* data, size_t bytes, int root, const std::string& tag) override {
+    inner_.Broadcast(data, bytes, root, tag);
+  }
+  void Barrier(const std::string& tag) override { inner_.Barrier(tag); }
+  void Abort(const std::string& reason) override { inner_.Abort(reason); }
+  int64_t bytes_sent() const override { return inner_.bytes_sent(); }
+  int64_t bytes_received() const override { return inner_.bytes_received(); }
+
+  std::vector<Call> calls() {
+    const std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  void Record(std::string what) {
+    const std::lock_guard lock(mutex_);
+    calls_.push_back(Call{std::move(what), std::this_thread::get_id()});
+  }
+
+  collective::Communicator& inner_;
+  std::mutex mutex_;
+  std::vector<Call> calls_;
+};
+
+// Two steps of one replica with a group per variable: the first with backward's gradients handed
+// out one by one (overlapped), the second all in Synchronize. `timeline` active or not.
+std::vector<RecordingCommunicator::Call> MarksAndReductions(bool timeline) {
+  Job job;
+  job.workers = 1;
+  job.options = {{"chunk_size", "1"}};
+  const StrategyPlan plan = PlanOf(job);
+  std::vector<Worker> workers = MakeWorkers(job);
+  auto communicators = Connect(1, timeline ? "marked" : "unmarked");
+  RecordingCommunicator recording(*communicators[0]);
+  std::optional<observe::Timeline> recorded;
+  if (timeline) {
+    recorded.emplace(
+        (std::filesystem::temp_directory_path() / "device_part_marks.timeline.json").string(),
+        "worker-0");
+    observe::SetActiveTimeline(&*recorded);
+  }
+  {
+    DeviceAllReducePart part(plan, {&recording}, {tensor::Device::Cpu()}, Adam(), 1);
+    for (int64_t step = 0; step < 2; ++step) {
+      const Gradients gradients = StepGradients(plan, 0, 1, step, "");
+      if (step == 0) {
+        for (auto it = plan.variables.rbegin(); it != plan.variables.rend(); ++it) {
+          part.GradientReady(step, 0, it->name, gradients[0].at(it->name), {});
+        }
+      }
+      part.Synchronize(step, 0.05, gradients, workers[0].pointers);
+    }
+  }
+  observe::SetActiveTimeline(nullptr);
+  CloseAll(communicators);
+  return recording.calls();
+}
+
+// While a timeline records, every group is marked ready on its communicator by the thread that
+// packed it (the training thread), before its reduction, once a step: the mark the NCCL
+// communicator timestamps on the GPU's tensor stream (gpu/collective/collective_times.h). The
+// communication thread's own ordering comes later, after the earlier groups' reductions.
+TEST(DeviceAllReducePartTest, EachGroupIsMarkedReadyByTheTrainingThreadBeforeItsReduction) {
+  const std::vector<RecordingCommunicator::Call> calls = MarksAndReductions(true);
+  const std::thread::id training = std::this_thread::get_id();
+  std::map<std::string, int> marked;  // by group: marks not yet followed by its reduction
+  int reductions = 0;
+  for (const RecordingCommunicator::Call& call : calls) {
+    if (call.what.starts_with("ready ")) {
+      EXPECT_EQ(call.thread, training) << call.what;
+      EXPECT_EQ(++marked[call.what.substr(6)], 1) << call.what << " twice before its reduction";
+    } else {
+      ++reductions;
+      EXPECT_NE(call.thread, training) << call.what;
+      EXPECT_EQ(marked[call.what.substr(7)]--, 1) << call.what << " without its mark first";
+    }
+  }
+  EXPECT_GE(reductions, 2 * 2) << "a group per variable, two steps";
+  EXPECT_EQ(static_cast<size_t>(reductions), calls.size() / 2);
+  // Without a timeline, nothing is marked.
+  for (const RecordingCommunicator::Call& call : MarksAndReductions(false)) {
+    EXPECT_FALSE(call.what.starts_with("ready ")) << call.what;
+  }
 }
 
 TEST(DeviceAllReducePartTest, PlansItCannotRunAreRefusedWithTheReason) {
