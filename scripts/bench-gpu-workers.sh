@@ -9,8 +9,16 @@
 #   optimizer there; beside DDP with 1 process over nccl. Needs a GPU and python3 with torch (the GPU machine's image); scripts/device-check.sh
 # run-data runs it from its bundle. Then one more run of the NCCL path with a fusion group per
 # variable records a timeline (OUT_DIR/gpu-workers-nccl.trace.json, for Perfetto) and counts the
-# backward passes during which two or more groups were handed to NCCL: on the host's clock, so it
-# shows the reductions starting while backward is still being queued, not the device's overlap.
+# overlap of the all-reduce with backward twice:
+#
+# * on the host's clock: the backward passes during which two or more groups were handed to NCCL
+#   (the "reduce group-N" spans of the communication thread), which shows the reductions
+#   starting while backward is still being queued, not what the GPU did;
+# * on the device's clock: the NCCL communicator's CUDA event times ("nccl all-reduce group-N" on
+#   the "cuda:N stream comm" track, with each group's ready time on the tensor stream,
+#   runtime/observe/device_spans.h): the steps in which a reduction started on the GPU before
+#   the step's last group was ready there, i.e. while backward was still computing, and the
+#   microseconds of reduction before that (the rule of runtime/observe/device_overlap.h).
 #
 #   scripts/bench-gpu-workers.sh BIN_DIR DATA_DIR OUT_DIR [STEPS]
 #
@@ -118,4 +126,32 @@ passes = sum(1 for pid, begin, end in backward
              if sum(1 for p, t in starts if p == pid and begin < t < end) >= 2)
 print(f"\nOverlap on the host's clock: {passes} of {len(backward)} backward passes handed two or "
       "more groups to NCCL before backward was queued to its end.")
+
+# The device's clock: each all-reduce's start and end on the communication stream and its
+# group's ready time on the tensor stream; a step ends where a group comes again.
+device = sorted(((e["args"]["ready_us"], e["ts"], e["ts"] + e["dur"], e["name"].split()[-1])
+                 for e in events
+                 if e.get("cat") == "device" and e["name"].startswith("nccl all-reduce ")
+                 and "ready_us" in e.get("args", {})))
+steps, seen = [], set()
+for ready, start, end, tag in device:
+    if not steps or tag in seen:
+        steps.append([])
+        seen = set()
+    seen.add(tag)
+    steps[-1].append((ready, start, end))
+overlapped_steps, overlapped_us = 0, 0
+for step in steps:
+    last_ready = max(ready for ready, _, _ in step)
+    early = [(start, end) for _, start, end in step if start < last_ready]
+    overlapped_steps += bool(early)
+    overlapped_us += sum(min(end, last_ready) - start for start, end in early)
+if steps:
+    print(f"Overlap on the device's clock (CUDA events): {overlapped_steps} of {len(steps)} steps "
+          f"reduced a group on the GPU while backward was still computing there, "
+          f"{overlapped_us / len(steps):.1f} us of reduction per step before the last group was "
+          "ready.")
+else:
+    print("Overlap on the device's clock: the timeline holds no device spans (a build without "
+          "NCCL's device times?).")
 PY
