@@ -49,14 +49,16 @@ void HalfFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
                            static_cast<size_t>(n), stream);
     elements += n;
   }
-  CheckCuda(cudaGetLastError(), fmt::format("compressing group '{}' to float16", group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("compressing group '{}' to float16", group); });
   communicator.AllReduceSum(halves, static_cast<size_t>(count), collective::ElementType::kFloat16,
                             options_.algorithm, group);
   for (const compress::FlatMember& member : members) {
     HalvesToFloatsOnDevice(halves + member.offset, values + member.offset,
                            static_cast<size_t>(tensor::NumElements(member.shape)), stream);
   }
-  CheckCuda(cudaGetLastError(), fmt::format("restoring group '{}' from float16", group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("restoring group '{}' from float16", group); });
   stats_.raw_bytes += elements * static_cast<int64_t>(sizeof(float));
   stats_.wire_bytes += elements * static_cast<int64_t>(sizeof(uint16_t));
 }

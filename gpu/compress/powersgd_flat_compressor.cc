@@ -45,7 +45,7 @@ void PowerSGDFlatCompressor::ReduceDense(const std::string& tag, float* values,
       const int64_t n = tensor::NumElements(member->shape);
       CheckCuda(cudaMemcpyAsync(packed + at, values + member->offset, FloatBytes(n),
                                 cudaMemcpyDeviceToDevice, stream),
-                fmt::format("packing '{}' for '{}'", member->name, tag));
+                [&] { return fmt::format("packing '{}' for '{}'", member->name, tag); });
       at += n;
     }
     communicator.AllReduceSum(packed, static_cast<size_t>(total), collective::ElementType::kFloat32,
@@ -55,7 +55,7 @@ void PowerSGDFlatCompressor::ReduceDense(const std::string& tag, float* values,
       const int64_t n = tensor::NumElements(member->shape);
       CheckCuda(cudaMemcpyAsync(values + member->offset, packed + at, FloatBytes(n),
                                 cudaMemcpyDeviceToDevice, stream),
-                fmt::format("unpacking '{}' from '{}'", member->name, tag));
+                [&] { return fmt::format("unpacking '{}' from '{}'", member->name, tag); });
       at += n;
     }
   }
@@ -112,12 +112,13 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
                                  static_cast<size_t>(matrix.m * r));
       CheckCuda(cudaMemcpyAsync(matrix.kept_q, drawn.data(), FloatBytes(matrix.m * r),
                                 cudaMemcpyHostToDevice, stream),
-                fmt::format("{}: drawing Q of '{}'", kName, member.name));
+                [&] { return fmt::format("{}: drawing Q of '{}'", kName, member.name); });
     }
     ProjectOnDevice(values + member.offset, matrix.residual, matrix.n, matrix.m, matrix.kept_q, r,
                     p + matrix.p_offset, index, stream);
   }
-  CheckCuda(cudaGetLastError(), fmt::format("{}: projecting group '{}'", kName, group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: projecting group '{}'", kName, group); });
   communicator.AllReduceSum(p, static_cast<size_t>(p_size), collective::ElementType::kFloat32,
                             options_.algorithm, group + "/P");
   for (const LowRank& matrix : low_rank) {
@@ -128,7 +129,8 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
     ReprojectOnDevice(values + matrix.member->offset, matrix.n, matrix.m, p_matrix, r,
                       q + matrix.q_offset, index, stream);
   }
-  CheckCuda(cudaGetLastError(), fmt::format("{}: reprojecting group '{}'", kName, group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: reprojecting group '{}'", kName, group); });
   communicator.AllReduceSum(q, static_cast<size_t>(q_size), collective::ElementType::kFloat32,
                             options_.algorithm, group + "/Q");
   const int world = communicator.size();
@@ -136,11 +138,12 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
     const compress::FlatMember& member = *matrix.member;
     CheckCuda(cudaMemcpyAsync(matrix.kept_q, q + matrix.q_offset, FloatBytes(matrix.m * r),
                               cudaMemcpyDeviceToDevice, stream),
-              fmt::format("{}: keeping Q of '{}'", kName, member.name));
+              [&] { return fmt::format("{}: keeping Q of '{}'", kName, member.name); });
     DecompressOnDevice(values + member.offset, matrix.residual, matrix.n, matrix.m,
                        p + matrix.p_offset, q + matrix.q_offset, r, world, index, stream);
   }
-  CheckCuda(cudaGetLastError(), fmt::format("{}: decompressing group '{}'", kName, group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: decompressing group '{}'", kName, group); });
   if (options_.warm_start) {
     // Next step starts from these Qs unless one has a zero or non-finite column: read back once
     // for the whole group, waiting for this group's work only (an event), not for what backward
@@ -148,7 +151,7 @@ void PowerSGDFlatCompressor::Reduce(const std::string& group, tensor::Tensor& bu
     host_q_.resize(static_cast<size_t>(q_size));
     CheckCuda(
         cudaMemcpyAsync(host_q_.data(), q, FloatBytes(q_size), cudaMemcpyDeviceToHost, stream),
-        fmt::format("{}: reading back the Qs of group '{}'", kName, group));
+        [&] { return fmt::format("{}: reading back the Qs of group '{}'", kName, group); });
     if (!read_back_) read_back_ = std::make_unique<Event>();
     read_back_->Record(stream);
     read_back_->Synchronize();

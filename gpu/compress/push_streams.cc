@@ -38,7 +38,7 @@ void CopyToHost(std::vector<T>& to, const void* from, int64_t count, cudaStream_
   if (count == 0) return;
   CheckCuda(cudaMemcpyAsync(to.data(), from, static_cast<size_t>(count) * sizeof(T),
                             cudaMemcpyDeviceToHost, stream),
-            fmt::format("{}: copying a push's {} to the host", compressor, what));
+            [&] { return fmt::format("{}: copying a push's {} to the host", compressor, what); });
 }
 
 // A host copy of a residual of `elements` floats, after the work queued on the GPU's stream.
@@ -84,7 +84,8 @@ void HalfPushStream::Encode(const tensor::Tensor& dense, const compress::Compres
   cudaStream_t stream = TensorStream(device_.index);
   FloatsToHalvesOnDevice(values, error_feedback_ ? residual_.as<float>() : nullptr,
                          halves_.as<uint16_t>(), static_cast<size_t>(elements_), stream);
-  CheckCuda(cudaGetLastError(), fmt::format("{}: compressing a push to float16", name));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: compressing a push to float16", name); });
   CopyToHost(out.halves, halves_.data(), elements_, stream, name, "halves");
   copied_.Record(stream);
   copied_.Synchronize();
@@ -125,7 +126,8 @@ void TopKPushStream::Encode(const tensor::Tensor& dense, const compress::Compres
   auto* picked = GrowDeviceBuffer<float>(picked_, FloatBytes(k), device_.index, stream);
   selector_->TakeLargestWithFeedback(values, elements_, residual_.as<float>(), k, indices, picked,
                                      stream);
-  CheckCuda(cudaGetLastError(), fmt::format("{}: selecting a push's entries", name));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: selecting a push's entries", name); });
   CopyToHost(out.indices, indices, k, stream, name, "indices");
   CopyToHost(out.values, picked, k, stream, name, "values");
   copied_.Record(stream);

@@ -52,9 +52,11 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   auto* fused = GrowDeviceBuffer<float>(fused_, FloatBytes(elements), index, stream);
   auto* fused_residual =
       GrowDeviceBuffer<float>(fused_residual_, FloatBytes(elements), index, stream);
-  const auto copy = [&](float* to, const float* from, int64_t n, const std::string& what) {
+  // `what` and the member's `name` describe the copy in its error.
+  const auto copy = [&](float* to, const float* from, int64_t n, const char* what,
+                        const std::string& name) {
     CheckCuda(cudaMemcpyAsync(to, from, FloatBytes(n), cudaMemcpyDeviceToDevice, stream),
-              fmt::format("{}: group '{}': {}", kName, group, what));
+              [&] { return fmt::format("{}: group '{}': {} '{}'", kName, group, what, name); });
   };
   std::vector<float*> residuals;  // each member's, found once per step
   residuals.reserve(members.size());
@@ -62,8 +64,8 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   for (const compress::FlatMember& member : members) {
     const int64_t n = tensor::NumElements(member.shape);
     residuals.push_back(residuals_.Get(group, member.name, n, index, stream));
-    copy(fused + at, values + member.offset, n, "packing '" + member.name + "'");
-    copy(fused_residual + at, residuals.back(), n, "packing the residual of '" + member.name + "'");
+    copy(fused + at, values + member.offset, n, "packing", member.name);
+    copy(fused_residual + at, residuals.back(), n, "packing the residual of", member.name);
     at += n;
   }
   auto* indices =
@@ -73,10 +75,11 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   at = 0;
   for (size_t i = 0; i < members.size(); ++i) {
     const int64_t n = tensor::NumElements(members[i].shape);
-    copy(residuals[i], fused_residual + at, n, "keeping the residual of '" + members[i].name + "'");
+    copy(residuals[i], fused_residual + at, n, "keeping the residual of", members[i].name);
     at += n;
   }
-  CheckCuda(cudaGetLastError(), fmt::format("{}: selecting group '{}'", kName, group));
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: selecting group '{}'", kName, group); });
 
   const int world = communicator.size();
   const auto gathered = static_cast<size_t>(world) * static_cast<size_t>(k);
@@ -91,19 +94,20 @@ void TopKFlatCompressor::Reduce(const std::string& group, tensor::Tensor& buffer
   auto* outside_count = GrowDeviceBuffer<int>(outside_, sizeof(int), index, stream);
   CheckCuda(
       SumSparseOnDevice(fused, elements, all_indices, all_values, k, world, outside_count, stream),
-      fmt::format("{}: summing group '{}'", kName, group));
-  CheckCuda(cudaGetLastError(), fmt::format("{}: summing group '{}'", kName, group));
+      [&] { return fmt::format("{}: summing group '{}'", kName, group); });
+  CheckCuda(cudaGetLastError(),
+            [&] { return fmt::format("{}: summing group '{}'", kName, group); });
   at = 0;
   for (const compress::FlatMember& member : members) {
     const int64_t n = tensor::NumElements(member.shape);
-    copy(values + member.offset, fused + at, n, "unpacking '" + member.name + "'");
+    copy(values + member.offset, fused + at, n, "unpacking", member.name);
     at += n;
   }
   // A rank that sent an index outside the group is a bug, never a silent drop: check it, waiting
   // only for this group's work (an event), not for what backward queued after it.
   int outside = 0;
   CheckCuda(cudaMemcpyAsync(&outside, outside_count, sizeof(int), cudaMemcpyDeviceToHost, stream),
-            fmt::format("{}: checking group '{}'", kName, group));
+            [&] { return fmt::format("{}: checking group '{}'", kName, group); });
   summed_->Record(stream);
   summed_->Synchronize();
   AD_CHECK(outside == 0, kInternal, "{}: group '{}': ranks sent {} indices outside its {} elements",

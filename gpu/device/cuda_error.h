@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string_view>
+#include <type_traits>
 
 namespace autodist::gpu {
 
@@ -12,5 +13,12 @@ namespace autodist::gpu {
 // missing driver or device is kFailedPrecondition, running out of device memory kUnavailable,
 // anything else kInternal.
 void CheckCuda(cudaError_t status, std::string_view what);
+
+// The same, with the text `describe()` returns, built only when the call failed: for calls made
+// per group or per push, whose description names them (a formatted string).
+template <typename Describe, typename = std::enable_if_t<std::is_invocable_v<Describe&>>>
+void CheckCuda(cudaError_t status, Describe&& describe) {
+  if (status != cudaSuccess) CheckCuda(status, std::string_view(describe()));
+}
 
 }  // namespace autodist::gpu

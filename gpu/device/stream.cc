@@ -6,7 +6,9 @@
 
 namespace autodist::gpu {
 
-void UseGpu(int index) { CheckCuda(cudaSetDevice(index), fmt::format("selecting GPU {}", index)); }
+void UseGpu(int index) {
+  CheckCuda(cudaSetDevice(index), [&] { return fmt::format("selecting GPU {}", index); });
+}
 
 Stream::Stream() {
   CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a CUDA stream");
