@@ -23,6 +23,9 @@
 # The bundle's binaries find their libraries through $ORIGIN/../lib. The CUDA libraries (cudart,
 # cuBLAS, cuDNN, NCCL) are far too large to carry and come from the GPU machine's own CUDA at run
 # time; the bundle carries none of them. docs/gpu.md records every device run.
+#
+# Each GPU test binary may run AUTODIST_DEVICE_TEST_SECONDS (300 by default) before it is stopped
+# and counted failed; OUT_DIR/tests-seconds.txt lists what each took.
 set -euo pipefail
 # use_machine_libraries: NCCL and cuDNN from the GPU machine (machine-libraries.sh).
 # shellcheck source=scripts/machine-libraries.sh
@@ -224,9 +227,20 @@ run() {
   local status=0 test
   # The GPU job tests start the bundle's members.
   export AUTODIST_RUNTIME="$dir/bin/autodist-runtime"
+  # Each binary has a time limit, so that one hung test (a collective waiting for a peer) cannot
+  # spend the session's device time; each one's seconds go to tests-seconds.txt, for planning.
+  local limit=${AUTODIST_DEVICE_TEST_SECONDS:-300} started rc
   for test in "$dir"/tests/*; do
-    "$test" --gtest_output="xml:$out/$(basename "$test").xml" >>"$out/tests.log" 2>&1 || status=1
+    started=$SECONDS
+    rc=0
+    timeout --kill-after=10 "$limit" "$test" --gtest_output="xml:$out/$(basename "$test").xml" \
+      >>"$out/tests.log" 2>&1 || rc=$?
+    ((rc == 0)) || status=1
+    ((rc == 124 || rc == 137)) && echo "device-check: $(basename "$test") ran past ${limit} s" |
+      tee -a "$out/tests.log"
+    echo "$(basename "$test") $((SECONDS - started)) s (exit $rc)" >>"$out/tests-seconds.txt"
   done
+  cat "$out/tests-seconds.txt"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/tests.log" || true
   # What failed, with the lines around each failure (the log itself may not come back).
   grep -E -B3 -A12 '(Failure|Expected|exception|what\(\))' "$out/tests.log" | head -150 || true
