@@ -63,6 +63,7 @@ HalfPushStream::HalfPushStream(const tensor::Device& device, int64_t elements,
   AD_CHECK(options.kind == compress::CompressorKind::kHorovod || error_feedback_, kInternal,
            "HalfPushStream made for {}", compress::CompressorName(options.kind));
   UseGpu(device.index);
+  copied_ = std::make_unique<Event>();
   cudaStream_t stream = TensorStream(device.index);
   if (elements == 0) return;
   if (error_feedback_) residual_ = ZeroedDeviceBuffer(device.index, FloatBytes(elements), stream);
@@ -87,13 +88,13 @@ void HalfPushStream::Encode(const tensor::Tensor& dense, const compress::Compres
   CheckCuda(cudaGetLastError(),
             [&] { return fmt::format("{}: compressing a push to float16", name); });
   CopyToHost(out.halves, halves_.data(), elements_, stream, name, "halves");
-  copied_.Record(stream);
-  copied_.Synchronize();
+  copied_->Record(stream);
+  copied_->Synchronize();
 }
 
 std::vector<float> HalfPushStream::Residual() {
   if (!error_feedback_) return {};
-  return ResidualOnHost(device_, residual_, elements_, copied_, "HorovodCompressorEF");
+  return ResidualOnHost(device_, residual_, elements_, *copied_, "HorovodCompressorEF");
 }
 
 TopKPushStream::TopKPushStream(const tensor::Device& device, int64_t elements,
@@ -103,6 +104,7 @@ TopKPushStream::TopKPushStream(const tensor::Device& device, int64_t elements,
            "TopKPushStream made for {}", compress::CompressorName(options.kind));
   compress::CheckTopKOptions(options);
   UseGpu(device.index);
+  copied_ = std::make_unique<Event>();
   if (elements == 0) return;
   residual_ = ZeroedDeviceBuffer(device.index, FloatBytes(elements), TensorStream(device.index));
   selector_ = std::make_unique<TopKSelector>(TensorPool(device.index));
@@ -130,12 +132,12 @@ void TopKPushStream::Encode(const tensor::Tensor& dense, const compress::Compres
             [&] { return fmt::format("{}: selecting a push's entries", name); });
   CopyToHost(out.indices, indices, k, stream, name, "indices");
   CopyToHost(out.values, picked, k, stream, name, "values");
-  copied_.Record(stream);
-  copied_.Synchronize();
+  copied_->Record(stream);
+  copied_->Synchronize();
 }
 
 std::vector<float> TopKPushStream::Residual() {
-  return ResidualOnHost(device_, residual_, elements_, copied_, "TopKCompressorEF");
+  return ResidualOnHost(device_, residual_, elements_, *copied_, "TopKCompressorEF");
 }
 
 void RegisterPushStreams() {

@@ -33,7 +33,7 @@ class HalfPushStream final : public compress::DevicePushStream {
   bool error_feedback_;
   DeviceBuffer residual_;  // empty without error feedback
   DeviceBuffer halves_;
-  Event copied_;
+  std::unique_ptr<Event> copied_;  // made on the stream's GPU: an event belongs to one device
 };
 
 // TopKCompressorEF: the k = TopKCount(fraction, elements) entries of residual + gradient largest
@@ -54,7 +54,7 @@ class TopKPushStream final : public compress::DevicePushStream {
   DeviceBuffer indices_;
   DeviceBuffer picked_;
   std::unique_ptr<TopKSelector> selector_;
-  Event copied_;
+  std::unique_ptr<Event> copied_;  // made on the stream's GPU
 };
 
 // Registers both for CUDA devices (the backend's installer calls it once).
