@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "gpu/device/stream.h"
+#include "gpu/ops/path_timing.h"
 #include "runtime/common/error.h"
 
 namespace autodist::gpu::detail {
@@ -11,21 +11,6 @@ namespace {
 using conv::ConvChoice;
 using conv::ConvPath;
 using conv::ConvPathMode;
-
-// Milliseconds per run of `run` on `stream`, over a few runs after one that warms it up (the
-// first im2col product of a shape times cuBLASLt's candidates; the first cuDNN call may load
-// kernels).
-float TimeRuns(cudaStream_t stream, const std::function<void()>& run) {
-  constexpr int kRuns = 3;
-  run();
-  Event start(/*timing=*/true);
-  Event stop(/*timing=*/true);
-  start.Record(stream);
-  for (int i = 0; i < kRuns; ++i) run();
-  stop.Record(stream);
-  stop.Synchronize();
-  return stop.ElapsedMsSince(start) / kRuns;
-}
 
 ConvChoice PinnedCudnn(conv::ConvDirection direction, const CudnnConvCall& call) {
   ConvChoice choice;
@@ -41,11 +26,11 @@ ConvChoice Measure(conv::ConvDirection direction, const CudnnConvCall& call,
                    const std::function<void()>& run_im2col) {
   ConvChoice choice;
   const std::optional<conv::CudnnAlgorithm> found = FindCudnnAlgorithm(direction, call);
-  choice.im2col_ms = TimeRuns(call.stream, run_im2col);
+  choice.im2col_ms = MeanRunMs(call.stream, run_im2col);
   std::optional<float> cudnn_ms;
   if (found.has_value()) {
     choice.cudnn = *found;
-    choice.cudnn_ms = TimeRuns(call.stream, [&] { RunCudnnConv(direction, *found, call); });
+    choice.cudnn_ms = MeanRunMs(call.stream, [&] { RunCudnnConv(direction, *found, call); });
     cudnn_ms = choice.cudnn_ms;
   }
   choice.path = conv::FasterPath(cudnn_ms, choice.im2col_ms);

@@ -101,28 +101,14 @@ ConvChoiceCache& ConvChoiceCache::Global() {
 ConvChoice ConvChoiceCache::ChooseOnce(const ConvShapeKey& key, ConvDirection direction,
                                        ConvPathMode mode,
                                        const std::function<ConvChoice()>& decide) {
-  const Key entry{key, direction, mode};
-  {
-    const std::lock_guard lock(mutex_);
-    if (auto it = choices_.find(entry); it != choices_.end()) return it->second;
-  }
-  const ConvChoice choice = decide();
-  const std::lock_guard lock(mutex_);
-  ++decisions_;
-  return choices_.emplace(entry, choice).first->second;
+  return choices_.ChooseOnce({key, direction, mode}, decide);
 }
 
 std::optional<ConvChoice> ConvChoiceCache::Find(const ConvShapeKey& key, ConvDirection direction,
                                                 ConvPathMode mode) const {
-  const std::lock_guard lock(mutex_);
-  auto it = choices_.find(Key{key, direction, mode});
-  if (it == choices_.end()) return std::nullopt;
-  return it->second;
+  return choices_.Find({key, direction, mode});
 }
 
-size_t ConvChoiceCache::decisions() const {
-  const std::lock_guard lock(mutex_);
-  return decisions_;
-}
+size_t ConvChoiceCache::decisions() const { return choices_.decisions(); }
 
 }  // namespace autodist::gpu::conv

@@ -12,13 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <tuple>
 
 #include "gpu/blas/matmul.h"
+#include "gpu/ops/choice_cache.h"
 #include "runtime/ops/nn/conv_geometry.h"
 
 namespace autodist::gpu::conv {
@@ -96,10 +95,7 @@ class ConvChoiceCache {
   size_t decisions() const;
 
  private:
-  using Key = std::tuple<ConvShapeKey, ConvDirection, ConvPathMode>;
-  mutable std::mutex mutex_;
-  std::map<Key, ConvChoice> choices_;
-  size_t decisions_ = 0;
+  ChoiceCache<std::tuple<ConvShapeKey, ConvDirection, ConvPathMode>, ConvChoice> choices_;
 };
 
 }  // namespace autodist::gpu::conv

@@ -1,19 +1,17 @@
 // 2-D Conv through cuDNN's convolution API (cudnn_conv.h): descriptors made per call (a few
-// microseconds against a convolution's tens), one handle per GPU, algorithms chosen by cuDNN's
-// own timing search. ONNX's Conv is a cross-correlation, cuDNN's CUDNN_CROSS_CORRELATION mode.
+// microseconds against a convolution's tens), one handle per GPU (cudnn_handle.h), algorithms
+// chosen by cuDNN's own timing search. ONNX's Conv is a cross-correlation, cuDNN's
+// CUDNN_CROSS_CORRELATION mode.
 #include "gpu/ops/cudnn_conv.h"
 
 #include <cudnn.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 
-#include "gpu/device/cuda_error.h"
+#include "gpu/ops/cudnn_handle.h"
 #include "runtime/common/error.h"
 #include "runtime/tensor/tensor.h"
 
@@ -22,48 +20,6 @@ namespace {
 
 using conv::ConvDirection;
 using conv::CudnnAlgorithm;
-
-bool IsNotSupported(cudnnStatus_t status) {
-  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
-}
-
-// cuDNN's status as an autodist error naming the node and the step: out of device memory is
-// kUnavailable, as CheckCuda makes it; anything else a failure we did not expect, kInternal.
-void CheckCudnn(cudnnStatus_t status, const CudnnConvCall& call, const char* what) {
-  if (status == CUDNN_STATUS_SUCCESS) return;
-  const ErrorCode code = status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
-                             ? ErrorCode::kUnavailable
-                             : ErrorCode::kInternal;
-  Fail(code, "{}: cuDNN {}: {} ({})", *call.node, what, cudnnGetErrorString(status),
-       static_cast<int>(status));
-}
-
-// One handle per GPU, made on that GPU; calls through it hold its lock while they queue work,
-// because a handle has one stream at a time.
-struct HandleOf {
-  cudnnHandle_t handle = nullptr;
-  std::mutex mutex;
-};
-
-HandleOf& Handle(const CudnnConvCall& call) {
-  static std::mutex mutex;
-  // Never destroyed: the handles outlive every static that may still run a convolution.
-  static auto* handles = new std::map<int, std::unique_ptr<HandleOf>>();
-  const std::lock_guard lock(mutex);
-  auto& entry = (*handles)[call.device];
-  if (entry == nullptr) {
-    const std::string what = fmt::format("{}: cuDNN's handle on GPU {}", *call.node, call.device);
-    int current = 0;
-    CheckCuda(cudaGetDevice(&current), what);
-    CheckCuda(cudaSetDevice(call.device), what);
-    auto made = std::make_unique<HandleOf>();
-    const cudnnStatus_t status = cudnnCreate(&made->handle);
-    CheckCuda(cudaSetDevice(current), what);
-    CheckCudnn(status, call, "creating a handle");
-    entry = std::move(made);
-  }
-  return *entry;
-}
 
 // The descriptors of one convolution, freed with the object.
 class Descriptors {
@@ -126,7 +82,9 @@ class Descriptors {
     x_ = nullptr;
   }
 
-  void Check(cudnnStatus_t status, const char* what) const { CheckCudnn(status, call_, what); }
+  void Check(cudnnStatus_t status, const char* what) const {
+    CheckCudnn(status, *call_.node, what);
+  }
 
   const CudnnConvCall& call_;
   cudnnTensorDescriptor_t x_ = nullptr;
@@ -221,16 +179,14 @@ size_t SearchWorkspace(ConvDirection direction, cudnnHandle_t handle, const Desc
 
 }  // namespace
 
-bool CudnnInBuild() { return true; }
-
 std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
                                                  const CudnnConvCall& call) {
   if (!conv::CudnnDescribes(*call.shape)) return std::nullopt;
-  HandleOf& handle = Handle(call);
+  CudnnHandle& handle = CudnnHandleOn(call.device, *call.node);
   Descriptors d(call);
   d.SetMath(SearchMath(call.math));
   const std::lock_guard lock(handle.mutex);
-  CheckCudnn(cudnnSetStream(handle.handle, call.stream), call, "setting the stream");
+  CheckCudnn(cudnnSetStream(handle.handle, call.stream), *call.node, "setting the stream");
   const size_t space_bytes = SearchWorkspace(direction, handle.handle, d);
   tensor::Tensor workspace = Workspace(call, space_bytes);
   void* space = WorkspaceData(workspace, space_bytes);
@@ -266,14 +222,14 @@ std::optional<CudnnAlgorithm> FindCudnnAlgorithm(ConvDirection direction,
     }
   }
   // A shape cuDNN refuses runs on im2col (the caller's fallback); any other failure is ours.
-  if (IsNotSupported(status)) return std::nullopt;
-  CheckCudnn(status, call, "searching for an algorithm");
+  if (CudnnRefused(status)) return std::nullopt;
+  CheckCudnn(status, *call.node, "searching for an algorithm");
   return best;
 }
 
 void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
                   const CudnnConvCall& call) {
-  HandleOf& handle = Handle(call);
+  CudnnHandle& handle = CudnnHandleOn(call.device, *call.node);
   Descriptors d(call);
   d.SetMath(static_cast<cudnnMathType_t>(algorithm.math_type));
   tensor::Tensor workspace = Workspace(call, algorithm.workspace_bytes);
@@ -281,17 +237,17 @@ void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
   const float one = 1.0F;
   const float zero = 0.0F;
   const std::lock_guard lock(handle.mutex);
-  CheckCudnn(cudnnSetStream(handle.handle, call.stream), call, "setting the stream");
+  CheckCudnn(cudnnSetStream(handle.handle, call.stream), *call.node, "setting the stream");
   switch (direction) {
     case ConvDirection::kForward: {
       CheckCudnn(
           cudnnConvolutionForward(handle.handle, &one, d.x(), call.x, d.w(), call.w, d.conv(),
                                   static_cast<cudnnConvolutionFwdAlgo_t>(algorithm.algorithm),
                                   space, algorithm.workspace_bytes, &zero, d.y(), call.y),
-          call, "running the convolution");
+          *call.node, "running the convolution");
       if (call.bias != nullptr) {
         cudnnTensorDescriptor_t bias = nullptr;
-        CheckCudnn(cudnnCreateTensorDescriptor(&bias), call, "creating B's descriptor");
+        CheckCudnn(cudnnCreateTensorDescriptor(&bias), *call.node, "creating B's descriptor");
         const cudnnStatus_t described =
             cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
                                        static_cast<int>(call.shape->out_channels), 1, 1);
@@ -300,7 +256,7 @@ void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
                 ? cudnnAddTensor(handle.handle, &one, bias, call.bias, &one, d.y(), call.y)
                 : described;
         cudnnDestroyTensorDescriptor(bias);
-        CheckCudnn(added, call, "adding the bias");
+        CheckCudnn(added, *call.node, "adding the bias");
       }
       break;
     }
@@ -309,14 +265,14 @@ void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
                      handle.handle, &one, d.w(), call.w, d.y(), call.dy, d.conv(),
                      static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm.algorithm), space,
                      algorithm.workspace_bytes, &zero, d.x(), call.dx),
-                 call, "computing the input's gradient");
+                 *call.node, "computing the input's gradient");
       break;
     case ConvDirection::kBackwardFilter:
       CheckCudnn(cudnnConvolutionBackwardFilter(
                      handle.handle, &one, d.x(), call.x, d.y(), call.dy, d.conv(),
                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm.algorithm), space,
                      algorithm.workspace_bytes, &zero, d.w(), call.dw),
-                 call, "computing the weight's gradient");
+                 *call.node, "computing the weight's gradient");
       break;
   }
 }

@@ -11,12 +11,10 @@
 
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/conv_path.h"
+#include "gpu/ops/cudnn_build.h"
 #include "runtime/ops/nn/conv_geometry.h"
 
 namespace autodist::gpu::detail {
-
-// Whether this build links cuDNN.
-bool CudnnInBuild();
 
 // The most workspace a cuDNN algorithm may take: its search skips those that need more. Enough
 // for the FFT and Winograd kernels of a small network's layers, and a bound on what a step holds

@@ -6,8 +6,6 @@
 
 namespace autodist::gpu::detail {
 
-bool CudnnInBuild() { return false; }
-
 std::optional<conv::CudnnAlgorithm> FindCudnnAlgorithm(conv::ConvDirection /*direction*/,
                                                        const CudnnConvCall& /*call*/) {
   return std::nullopt;

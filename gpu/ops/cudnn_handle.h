@@ -1,0 +1,33 @@
+// Internal: what every cuDNN call of the op kernels shares (Conv's cudnn_conv.cc, pooling's
+// cudnn_pool.cc): one cuDNN handle per GPU, and cuDNN's statuses as autodist errors. Built only
+// where the build has cuDNN (gpu/CMakeLists.txt).
+#pragma once
+
+#include <cudnn.h>
+
+#include <mutex>
+#include <string>
+
+namespace autodist::gpu::detail {
+
+// A GPU's handle. A handle has one stream at a time, so a call holds `mutex` from setting the
+// stream until its work is queued.
+struct CudnnHandle {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mutex;
+};
+
+// The handle of GPU `device`, made on that GPU the first time it is asked for and never destroyed
+// (kernels of static sessions may still run while statics are torn down). Throws as CheckCuda
+// does (FailedPrecondition without a usable driver), naming `node` and the GPU.
+CudnnHandle& CudnnHandleOn(int device, const std::string& node);
+
+// Whether cuDNN refused what it was asked (CUDNN_STATUS_NOT_SUPPORTED and its sub-codes): the
+// callers run the shape on their own kernels then.
+bool CudnnRefused(cudnnStatus_t status);
+
+// Throws for any status but success, naming `node` and `what` was being done: kUnavailable out of
+// device memory (as CheckCuda makes it), kInternal otherwise.
+void CheckCudnn(cudnnStatus_t status, const std::string& node, const char* what);
+
+}  // namespace autodist::gpu::detail
