@@ -1,0 +1,133 @@
+// 2-D pooling through cuDNN's legacy pooling API (cudnn_pool.h, cudnn_ops.h): descriptors made
+// per call, the GPU's handle shared with Conv (cudnn_handle.h).
+#include "gpu/ops/cudnn_pool.h"
+
+#include <cudnn.h>
+
+#include <mutex>
+
+#include "gpu/ops/cudnn_handle.h"
+#include "runtime/common/error.h"
+
+namespace autodist::gpu::detail {
+namespace {
+
+using pool::PoolDirection;
+using pool::PoolKind;
+
+// The CPU's means map onto cuDNN's two average modes. The maximum takes the deterministic mode,
+// though only its forward runs here (pool_path.h's CudnnMayTake), which picks no element.
+cudnnPoolingMode_t ModeOf(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::kAverageExcludingPadding:
+      return CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    case PoolKind::kAverageIncludingPadding:
+      return CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    case PoolKind::kMax:
+      break;
+  }
+  return CUDNN_POOLING_MAX_DETERMINISTIC;
+}
+
+// The descriptors of one pooling run, freed with the object.
+class Descriptors {
+ public:
+  explicit Descriptors(const CudnnPoolCall& call) : call_(call) {
+    // A constructor that throws runs no destructor: free what was made, then let the error go on.
+    try {
+      Describe();
+    } catch (...) {
+      Destroy();
+      throw;
+    }
+  }
+  ~Descriptors() { Destroy(); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  // Whether cuDNN's output size for the window is ours (CudnnDescribesPool's rule says it is;
+  // this is cuDNN's own word on it).
+  bool OutputIsOurs() const {
+    int n = 0;
+    int c = 0;
+    int h = 0;
+    int w = 0;
+    Check(cudnnGetPooling2dForwardOutputDim(pool_, x_, &n, &c, &h, &w), "sizing the output");
+    const ops::nn::WindowGeometry& g = *call_.window;
+    return n == call_.batch && c == call_.channels && h == g.out_h && w == g.out_w;
+  }
+
+  cudnnTensorDescriptor_t x() const { return x_; }
+  cudnnTensorDescriptor_t y() const { return y_; }
+  cudnnPoolingDescriptor_t pool() const { return pool_; }
+
+ private:
+  void Describe() {
+    const ops::nn::WindowGeometry& g = *call_.window;
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
+    Check(cudnnCreateTensorDescriptor(&x_), "creating X's descriptor");
+    Check(cudnnCreateTensorDescriptor(&y_), "creating Y's descriptor");
+    Check(cudnnCreatePoolingDescriptor(&pool_), "creating the pooling's descriptor");
+    Check(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
+                                     i(call_.channels), i(g.in_h), i(g.in_w)),
+          "describing X");
+    Check(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
+                                     i(call_.channels), i(g.out_h), i(g.out_w)),
+          "describing Y");
+    // NaN propagates: the CPU's maximum is NaN wherever a window holds one.
+    Check(cudnnSetPooling2dDescriptor(pool_, ModeOf(call_.kind), CUDNN_PROPAGATE_NAN, i(g.kernel_h),
+                                      i(g.kernel_w), i(g.pad_top), i(g.pad_left), i(g.stride_h),
+                                      i(g.stride_w)),
+          "describing the window");
+  }
+
+  void Destroy() noexcept {
+    if (pool_ != nullptr) cudnnDestroyPoolingDescriptor(pool_);
+    if (y_ != nullptr) cudnnDestroyTensorDescriptor(y_);
+    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
+    pool_ = nullptr;
+    y_ = nullptr;
+    x_ = nullptr;
+  }
+
+  void Check(cudnnStatus_t status, const char* what) const {
+    CheckCudnn(status, *call_.node, what);
+  }
+
+  const CudnnPoolCall& call_;
+  cudnnTensorDescriptor_t x_ = nullptr;
+  cudnnTensorDescriptor_t y_ = nullptr;
+  cudnnPoolingDescriptor_t pool_ = nullptr;
+};
+
+}  // namespace
+
+bool RunCudnnPool(PoolDirection direction, const CudnnPoolCall& call) {
+  if (!pool::CudnnMayTake(call.kind, direction, call.needs_argmax) ||
+      !pool::CudnnDescribesPool(call.kind, call.batch, call.channels, *call.window)) {
+    return false;
+  }
+  CudnnHandle& handle = CudnnHandleOn(call.device, *call.node);
+  const Descriptors d(call);
+  if (!d.OutputIsOurs()) return false;
+  const float one = 1.0F;
+  const float zero = 0.0F;
+  const std::lock_guard lock(handle.mutex);
+  CheckCudnn(cudnnSetStream(handle.handle, call.stream), *call.node, "setting the stream");
+  cudnnStatus_t status = CUDNN_STATUS_SUCCESS;
+  if (direction == PoolDirection::kForward) {
+    status =
+        cudnnPoolingForward(handle.handle, d.pool(), &one, d.x(), call.x, &zero, d.y(), call.y);
+  } else {
+    // A mean's gradient needs neither X nor Y, but the call takes both: dY stands for Y and dX for
+    // X (same shapes; cuDNN's average modes read neither).
+    status = cudnnPoolingBackward(handle.handle, d.pool(), &one, d.y(), call.dy, d.y(), call.dy,
+                                  d.x(), call.dx, &zero, d.x(), call.dx);
+  }
+  if (CudnnRefused(status)) return false;
+  CheckCudnn(status, *call.node,
+             direction == PoolDirection::kForward ? "pooling" : "computing the pooling's gradient");
+  return true;
+}
+
+}  // namespace autodist::gpu::detail
