@@ -72,9 +72,10 @@ int Run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "Untimed steps first");
   app.add_option("--threads", threads, "Compute threads (0: all cores)");
   bool no_fusion = false;
-  app.add_flag("--no-fusion", no_fusion,
-               "Plan every node as its own step (no Gemm -> Relu fusion): the fused plan's "
-               "reference");
+  app.add_flag(
+      "--no-fusion", no_fusion,
+      "Plan every node as its own step (no Gemm -> Relu or MatMul -> Add fusion): the fused plan's "
+      "reference");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) autodist::ops::SetNumThreads(threads);
   autodist::tensor::ConfigureTensorPool(

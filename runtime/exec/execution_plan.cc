@@ -9,8 +9,8 @@
 #include <set>
 
 #include "runtime/common/error.h"
-#include "runtime/exec/activation_fusion.h"
 #include "runtime/exec/initializer_value.h"
+#include "runtime/exec/node_fusion.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/ops/registry.h"
 #include "runtime/ops/tensor/constant_value.h"
@@ -141,10 +141,10 @@ void ExecutionPlan::CheckKernelsExist() const {
 void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers, const std::string& loss,
                               bool fuse_activations) {
   const int64_t opset = DefaultOpset(*model);
-  const std::map<int, ActivationFusion> fusions =
-      fuse_activations ? FindActivationFusions(model->graph(), loss, opset, device.kind)
-                       : std::map<int, ActivationFusion>{};
-  std::set<int> fused;  // activation nodes planned inside their producer's step
+  const std::map<int, NodeFusion> fusions =
+      fuse_activations ? FindNodeFusions(model->graph(), loss, opset, device.kind)
+                       : std::map<int, NodeFusion>{};
+  std::set<int> fused;  // nodes planned inside their producer's step (node_fusion.h)
   // Kahn's algorithm, stable in model order: ONNX requires sorted graphs, but we do not rely
   // on it.
   const auto& protos = model->graph().node();
@@ -212,16 +212,26 @@ void ExecutionPlan::LoadNodes(std::vector<Tensor>& initializers, const std::stri
       constants.emplace(proto.output(0), ops::ConstantValue(*node.info));
     }
     node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
-    if (const auto fusion = fusions.find(n);
-        fusion != fusions.end() && node.kernel->TakesFusedActivation(fusion->second.kind)) {
-      // The step computes the activation's output; the tensor between the two is never made.
-      node.info->SetFusedActivation(fusion->second.kind);
-      node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
-      node.fused = &protos[fusion->second.activation];
-      fused.insert(fusion->second.activation);
+    std::vector<std::string> step_inputs(proto.input().begin(), proto.input().end());
+    if (const auto fusion = fusions.find(n); fusion != fusions.end()) {
+      const NodeFusion& f = fusion->second;
+      const bool bias = !f.bias.empty();
+      if (bias ? node.kernel->TakesFusedBias() : node.kernel->TakesFusedActivation(f.activation)) {
+        // The step computes the consumer's output; the tensor between the two is never made. A
+        // fused bias is the step's input after the node's own.
+        if (bias) {
+          node.info->SetFusedBias(true);
+          step_inputs.push_back(f.bias);
+        } else {
+          node.info->SetFusedActivation(f.activation);
+        }
+        node.kernel = ops::KernelRegistry::Global().Create(*node.info, device.kind);
+        node.fused = &protos[f.consumer];
+        fused.insert(f.consumer);
+      }
     }
     const int position = static_cast<int>(nodes.size());
-    for (const auto& input : proto.input()) {
+    for (const std::string& input : step_inputs) {
       if (input.empty()) {
         node.inputs.push_back(-1);
         continue;

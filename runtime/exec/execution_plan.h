@@ -1,9 +1,9 @@
 // The planner: an ONNX training graph resolved and planned once, at load. Every node gets its
 // kernel (an unsupported op fails here, naming op type, node and opset); nodes are put in
-// topological order; an activation whose input only it reads is fused into the node producing
-// that input (activation_fusion.h: Gemm -> Relu as one step); the loss and the trainable
-// variables are found; the plan marks which nodes backward runs, when each gradient becomes
-// final, and how long each value must live. The executor (executor.h) runs a plan; Session
+// topological order; a node whose input only it reads may be fused into the node producing that
+// input (node_fusion.h: Gemm -> Relu, MatMul -> Add of a bias, as one step); the loss and the
+// trainable variables are found; the plan marks which nodes backward runs, when each gradient
+// becomes final, and how long each value must live. The executor (executor.h) runs a plan; Session
 // (session.h) puts the two together.
 #pragma once
 
@@ -57,8 +57,9 @@ struct PlannedNode {
   std::vector<int> inputs;   // value ids; -1 for an absent optional input
   std::vector<int> outputs;  // value ids; -1 for an unused optional output
   bool in_backward = false;
-  // The activation node fused into this one (info->fused_activation() says which op), whose
-  // outputs are this node's; null when none is.
+  // The node fused into this one (the activation info->fused_activation() names, or the Add of
+  // the bias info->fused_bias() says this node takes as its last input), whose outputs are this
+  // node's; null when none is.
   const onnx::NodeProto* fused = nullptr;
 };
 

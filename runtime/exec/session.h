@@ -30,7 +30,8 @@ struct SessionOptions {
   tensor::Device device = tensor::Device::Cpu();
   // Of matrix products and convolutions (ops/precision.h): fp32, or on a GPU tf32.
   ops::Precision precision = ops::Precision::kFp32;
-  // Whether the planner fuses activations into the nodes feeding them (activation_fusion.h).
+  // Whether the planner fuses nodes into the nodes feeding them (node_fusion.h: activations,
+  // and the Add of a bias after a MatMul).
   // The results are the same bits either way; false is the reference tests and benchmarks
   // compare the fused plan with.
   bool fuse_activations = true;

@@ -1,5 +1,5 @@
 // An activation the planner fuses into the op that produces its input (runtime/exec/
-// activation_fusion.h): Gemm -> Relu runs as one Gemm whose kernel applies Relu to its result,
+// node_fusion.h): Gemm -> Relu runs as one Gemm whose kernel applies Relu to its result,
 // so the product is written once and the pre-activation tensor never exists. The kernel's
 // backward reads the activation's gradient off its output first, as the Relu kernel does, so a
 // fused step gives the unfused pair's bits.

@@ -151,6 +151,10 @@ class OpKernel {
     return false;
   }
 
+  // Whether this kernel can add a bias [N] to every row of its output itself, taking it as one
+  // more input (NodeInfo::fused_bias): the planner fuses an Add of a bias only into such a kernel.
+  virtual bool TakesFusedBias() const { return false; }
+
   // Replica-local state written by a training forward: (output, input) pairs whose output
   // replaces the initializer feeding the input (BatchNormalization's running statistics).
   virtual std::vector<std::pair<size_t, size_t>> StateUpdates() const { return {}; }

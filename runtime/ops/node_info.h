@@ -42,6 +42,12 @@ class NodeInfo {
   // whose kernel says it takes it (OpKernel::TakesFusedActivation), before that kernel is made.
   FusedActivation fused_activation() const { return fused_activation_; }
   void SetFusedActivation(FusedActivation activation) { fused_activation_ = activation; }
+  // Whether the planner fused the Add of a bias onto this node's output (a MatMul -> Add with a
+  // bias [N], runtime/exec/node_fusion.h): the bias is one more input after the node's own
+  // (input num_inputs()), which the kernel adds to every row of its result, which is then the
+  // Add's output. Set only on a node whose kernel says it takes one (OpKernel::TakesFusedBias).
+  bool fused_bias() const { return fused_bias_; }
+  void SetFusedBias(bool fused) { fused_bias_ = fused; }
   size_t num_inputs() const;
   size_t num_outputs() const;
   // Whether input i is given (ONNX marks absent optional inputs with an empty name).
@@ -69,6 +75,7 @@ class NodeInfo {
   std::string name_;
   std::map<size_t, tensor::Tensor> constant_inputs_;
   FusedActivation fused_activation_ = FusedActivation::kNone;
+  bool fused_bias_ = false;
 };
 
 }  // namespace autodist::ops

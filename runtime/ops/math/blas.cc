@@ -21,10 +21,28 @@ void SgemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
               static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
+// The epilogue of rows [0, rows) x columns [begin, end) of C (row stride n): the bias (indexed
+// by column), then the activation.
+void Epilogue(float* c, int64_t rows, int64_t n, int64_t begin, int64_t end, const float* bias,
+              FusedActivation activation) {
+  if (bias == nullptr && begin == 0 && end == n) {  // whole rows: one contiguous run
+    ApplyFusedActivation(activation, c, rows * n);
+    return;
+  }
+  if (bias == nullptr && activation == FusedActivation::kNone) return;
+  for (int64_t row = 0; row < rows; ++row) {
+    float* out = c + row * n + begin;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < end - begin; ++j) out[j] += bias[begin + j];
+    }
+    ApplyFusedActivation(activation, out, end - begin);
+  }
+}
+
 }  // namespace
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           const float* b, float beta, float* c, FusedActivation activation) {
+           const float* b, float beta, float* c, FusedActivation activation, const float* bias) {
   if (m == 0 || n == 0) return;
   const int64_t lda = trans_a ? m : k;
   const int64_t ldb = trans_b ? k : n;
@@ -33,26 +51,25 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   // is an ordinary GEMM on a sub-matrix (same leading dimensions, offset pointers).
   if (NumThreads() <= 1 || m * n * k < kParallelWork) {
     SgemmSerial(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
-    ApplyFusedActivation(activation, c, m * n);
+    Epilogue(c, m, n, 0, n, bias, activation);
     return;
   }
   if (m >= n) {
-    ParallelFor(m, std::max<int64_t>(8, m / (int64_t{4} * NumThreads())), [&](int64_t begin, int64_t end) {
-      const float* a_rows = trans_a ? a + begin : a + begin * k;
-      SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
-                  c + begin * n, n);
-      ApplyFusedActivation(activation, c + begin * n, (end - begin) * n);
-    });
+    ParallelFor(m, std::max<int64_t>(8, m / (int64_t{4} * NumThreads())),
+                [&](int64_t begin, int64_t end) {
+                  const float* a_rows = trans_a ? a + begin : a + begin * k;
+                  SgemmSerial(trans_a, trans_b, end - begin, n, k, alpha, a_rows, lda, b, ldb, beta,
+                              c + begin * n, n);
+                  Epilogue(c + begin * n, end - begin, n, 0, n, bias, activation);
+                });
   } else {
-    ParallelFor(n, std::max<int64_t>(16, n / (int64_t{4} * NumThreads())), [&](int64_t begin, int64_t end) {
-      const float* b_cols = trans_b ? b + begin * k : b + begin;
-      SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta, c + begin,
-                  n);
-      if (activation == FusedActivation::kNone) return;
-      for (int64_t row = 0; row < m; ++row) {
-        ApplyFusedActivation(activation, c + row * n + begin, end - begin);
-      }
-    });
+    ParallelFor(n, std::max<int64_t>(16, n / (int64_t{4} * NumThreads())),
+                [&](int64_t begin, int64_t end) {
+                  const float* b_cols = trans_b ? b + begin * k : b + begin;
+                  SgemmSerial(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b_cols, ldb, beta,
+                              c + begin, n);
+                  Epilogue(c, m, n, begin, end, bias, activation);
+                });
   }
 }
 

@@ -2,7 +2,11 @@
 // second operand a column [K, 1], the added axis removed from the result; axes before the last
 // two are batch axes, broadcast against each other. When the second operand has no batch, the
 // first folds into one [batch * M, K] matrix and the product is a single GEMM (the Linear-layer
-// case); otherwise one GEMM runs per batch entry, in parallel when the matrices are small.
+// case); otherwise one GEMM runs per batch entry, in parallel when the matrices are small. With
+// the Add of a bias the planner fused into it (NodeInfo::fused_bias: a Linear layer on a
+// sequence, MatMul then Add), the bias comes as input 2 and is added to each slice of the product
+// as it is computed (blas.h); its gradient is the Add kernel's sum of dY over the rows, so the
+// fused step gives MatMul-then-Add's bits.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -11,6 +15,7 @@
 #include "runtime/common/error.h"
 #include "runtime/ops/math/blas.h"
 #include "runtime/ops/math/matmul_shape.h"
+#include "runtime/ops/math/reduce_sum.h"
 #include "runtime/ops/parallel.h"
 #include "runtime/ops/registry.h"
 #include "runtime/tensor/broadcast.h"
@@ -23,16 +28,20 @@ namespace {
 constexpr int64_t kSmallGemm = int64_t{1} << 18;
 
 // Sgemm with an empty inner dimension handled here (the product is zero): such a call would pass
-// leading dimension 0, which the CBLAS interface does not allow.
+// leading dimension 0, which the CBLAS interface does not allow. `bias` [n] (or null) is added to
+// every row of the product.
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-          const float* b, float beta, float* c) {
+          const float* b, float beta, float* c, const float* bias = nullptr) {
   if (k == 0) {
     if (beta == 0.0F) {
       for (int64_t i = 0; i < m * n; ++i) c[i] = 0.0F;
     }
+    if (bias != nullptr) {
+      for (int64_t i = 0; i < m * n; ++i) c[i] += bias[i % n];
+    }
     return;
   }
-  Sgemm(trans_a, trans_b, m, n, k, 1.0F, a, b, beta, c);
+  Sgemm(trans_a, trans_b, m, n, k, 1.0F, a, b, beta, c, FusedActivation::kNone, bias);
 }
 
 // Runs fn(entry) for every batch entry: in parallel when each GEMM is small (and `parallel_ok`:
@@ -52,7 +61,7 @@ void ForEachEntry(const MatMulShape& s, bool parallel_ok, Fn&& fn) {
 
 class MatMulKernel final : public OpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit MatMulKernel(const NodeInfo& node) : OpKernel(node), bias_(node.fused_bias()) {}
 
   void Forward(ForwardContext& ctx) const override {
     const Tensor& a = ctx.input(0);
@@ -66,8 +75,9 @@ class MatMulKernel final : public OpKernel {
     const float* pb = b.data<float>();
     float* py = y.data<float>();
     const auto entries = static_cast<int64_t>(s.a_offsets.size());
-    if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B
-      Gemm(false, false, entries * s.m, s.n, s.k, pa, pb, 0.0F, py);
+    const float* bias = bias_ ? FusedBias(ctx, s) : nullptr;
+    if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B (+ bias)
+      Gemm(false, false, entries * s.m, s.n, s.k, pa, pb, 0.0F, py, bias);
     } else {
       ForEachEntry(s, true, [&](size_t i) {
         Gemm(false, false, s.m, s.n, s.k, pa + s.a_offsets[i], pb + s.b_offsets[i], 0.0F,
@@ -116,9 +126,30 @@ class MatMulKernel final : public OpKernel {
       }
       ctx.set_input_grad(1, std::move(db));
     }
+    if (bias_ && ctx.needs_grad(2)) {
+      // The Add kernel's gradient of its bias operand: dY summed over the rows.
+      ctx.set_input_grad(2, SumToShape(*dy, ctx.input(2).shape()));
+    }
   }
 
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+  bool TakesFusedBias() const override { return true; }
+
+ private:
+  // The fused bias (input 2): float32 [N], and only where the product is one GEMM (the planner
+  // fuses it only where B is a matrix). Internal otherwise: the planner checked both.
+  static const float* FusedBias(const ForwardContext& ctx, const MatMulShape& s) {
+    const Tensor& bias = ctx.input(2);
+    AD_CHECK(s.b_single && bias.dtype() == DType::kFloat32 && bias.shape() == tensor::Shape{s.n},
+             kInternal,
+             "{}: the fused bias must be float32 [{}] on a product with one matrix B, "
+             "got {} {}",
+             ctx.Describe(), s.n, tensor::DTypeName(bias.dtype()),
+             tensor::ShapeToString(bias.shape()));
+    return bias.data<float>();
+  }
+
+  bool bias_;  // an Add of a bias fused into this node (NodeInfo::fused_bias)
 };
 
 AUTODIST_REGISTER_KERNEL(MatMul, 1, 17, MatMulKernel);

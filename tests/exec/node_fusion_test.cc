@@ -1,6 +1,7 @@
-// The planner's Gemm -> Relu fusion (runtime/exec/activation_fusion.h): which pairs it fuses and
-// which it leaves, on graphs built here; and that fused and unfused plans give the same bits,
-// forward and backward, on these graphs and on the exported MLPs.
+// The planner's fusions (runtime/exec/node_fusion.h), Gemm -> Relu and MatMul -> Add of a row
+// bias: which pairs it fuses and which it leaves, on graphs built here; and that fused and
+// unfused plans give the same bits, forward and backward, on these graphs, on the exported MLPs
+// and on the Transformer.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -90,6 +91,30 @@ onnx::ModelProto TwoLayers() {
   AddNode(graph, "Relu", "act1", {"h"}, {"a"});
   SetTransB(AddNode(graph, "Gemm", "fc2", {"a", "w2", "b2"}, {"logits"}));
   onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {"logits"}, {"loss"});
+  onnx::AttributeProto* keepdims = mean->add_attribute();
+  keepdims->set_name("keepdims");
+  keepdims->set_type(onnx::AttributeProto::INT);
+  keepdims->set_i(0);
+  SetTensorType(graph->add_output(), "loss", {});
+  return model;
+}
+
+// x [2, 3, 4] -> MatMul proj (w [4, 5]) -> p -> Add bias (p, b [5]) -> y -> ReduceMean -> loss:
+// a Linear layer on a sequence, as PyTorch exports it.
+onnx::ModelProto SequenceLinear() {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(14);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("sequence_linear");
+  SetTensorType(graph->add_input(), "x", {2, 3, 4});
+  AddWeight(graph, "w", {4, 5}, 5);
+  AddWeight(graph, "b", {5}, 6);
+  AddNode(graph, "MatMul", "proj", {"x", "w"}, {"p"});
+  AddNode(graph, "Add", "bias", {"p", "b"}, {"y"});
+  onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {"y"}, {"loss"});
   onnx::AttributeProto* keepdims = mean->add_attribute();
   keepdims->set_name("keepdims");
   keepdims->set_type(onnx::AttributeProto::INT);
@@ -270,6 +295,102 @@ onnx::ModelProto Load(const std::string& path) {
   onnx::ModelProto model;
   EXPECT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
   return model;
+}
+
+TEST(BiasFusionTest, FusesAMatMulWhoseOnlyReaderAddsARowBias) {
+  const ExecutionPlan plan = Plan(SequenceLinear());
+  ASSERT_EQ(plan.nodes.size(), 2U);
+  EXPECT_EQ(Fused(plan), std::vector<std::string>{"bias"});
+  const PlannedNode& fused = plan.nodes[0];
+  EXPECT_EQ(fused.info->name(), "proj");
+  EXPECT_TRUE(fused.info->fused_bias());
+  EXPECT_EQ(fused.info->fused_activation(), ops::FusedActivation::kNone);
+  // The bias is the step's third input; the product between the two is never planned.
+  ASSERT_EQ(fused.inputs.size(), 3U);
+  EXPECT_EQ(fused.inputs[2], plan.value_ids.at("b"));
+  EXPECT_FALSE(plan.value_ids.contains("p"));
+  ASSERT_EQ(fused.outputs.size(), 1U);
+  EXPECT_EQ(fused.outputs[0], plan.value_ids.at("y"));
+}
+
+TEST(BiasFusionTest, BMayBeTheTransposeOfAWeight) {
+  // PyTorch's export in training mode: W [5, 4] -> Transpose -> B [4, 5].
+  onnx::ModelProto model = SequenceLinear();
+  onnx::GraphProto* graph = model.mutable_graph();
+  onnx::TensorProto* weight = graph->mutable_initializer(0);
+  weight->set_dims(0, 5);
+  weight->set_dims(1, 4);
+  AddNode(graph, "Transpose", "wt", {"w"}, {"w_t"});
+  // proj bias mean wt -> wt proj bias mean: shape inference wants the graph sorted.
+  graph->mutable_node()->SwapElements(3, 2);
+  graph->mutable_node()->SwapElements(2, 1);
+  graph->mutable_node()->SwapElements(1, 0);
+  graph->mutable_node(1)->set_input(1, "w_t");
+  const ExecutionPlan plan = Plan(model);
+  EXPECT_EQ(Fused(plan), std::vector<std::string>{"bias"});
+  // A transpose with another permutation is not a matrix's.
+  onnx::AttributeProto* perm = graph->mutable_node(0)->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(0);
+  perm->add_ints(1);
+  weight->set_dims(0, 4);
+  weight->set_dims(1, 5);
+  EXPECT_TRUE(Fused(Plan(model)).empty());
+}
+
+TEST(BiasFusionTest, TheBiasMayBeEitherOperandOfTheAdd) {
+  onnx::ModelProto model = SequenceLinear();
+  onnx::NodeProto* add = model.mutable_graph()->mutable_node(1);
+  add->set_input(0, "b");
+  add->set_input(1, "p");
+  EXPECT_EQ(Fused(Plan(model)), std::vector<std::string>{"bias"});
+}
+
+TEST(BiasFusionTest, OnlyARowBiasOnAWeightMatrixIsFused) {
+  // The bias fed as a graph input: a feed could give it any shape.
+  onnx::ModelProto fed_bias = SequenceLinear();
+  SetTensorType(fed_bias.mutable_graph()->add_input(), "b", {5});
+  EXPECT_TRUE(Fused(Plan(fed_bias)).empty());
+  // B not an initializer: the product's last axis is unknown when planning.
+  onnx::ModelProto fed_weight = SequenceLinear();
+  SetTensorType(fed_weight.mutable_graph()->add_input(), "w", {4, 5});
+  EXPECT_TRUE(Fused(Plan(fed_weight)).empty());
+  // A bias of rank 2 broadcasts the same, but is not a row bias of the kernel's.
+  onnx::ModelProto matrix_bias = SequenceLinear();
+  onnx::TensorProto* row = matrix_bias.mutable_graph()->mutable_initializer(1);
+  row->set_dims(0, 1);
+  row->add_dims(5);
+  EXPECT_TRUE(Fused(Plan(matrix_bias)).empty());
+  // The product read by another node too.
+  onnx::ModelProto read_twice = SequenceLinear();
+  read_twice.mutable_graph()->mutable_node(2)->set_input(0, "p");
+  EXPECT_TRUE(Fused(Plan(read_twice)).empty());
+  // Another node than Add.
+  onnx::ModelProto sub = SequenceLinear();
+  sub.mutable_graph()->mutable_node(1)->set_op_type("Sub");
+  EXPECT_TRUE(Fused(Plan(sub)).empty());
+}
+
+TEST(BiasFusionTest, ASequenceLinearTrainsToTheSameBitsFusedOrNot) {
+  std::vector<Feeds> batches;
+  for (int b = 0; b < 3; ++b) {
+    Tensor x(DType::kFloat32, {2, 3, 4});
+    std::mt19937_64 engine(static_cast<uint64_t>(10 + b));
+    std::uniform_real_distribution<float> value(-1.0F, 1.0F);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = value(engine);
+    batches.push_back({{"x", x}});
+  }
+  ExpectSameTraining(SequenceLinear(), "sequence_linear.onnx", batches, 1);
+}
+
+TEST(BiasFusionTest, TheTransformerTrainsToTheSameBitsFusedOrNot) {
+  // Every Linear layer on the sequence: the embedding, and each encoder layer's qkv, projection
+  // and two feed-forward layers.
+  const std::string path =
+      std::string(AUTODIST_SOURCE_DIR) + "/examples/fashion-mnist/fmnist_transformer.onnx";
+  const onnx::ModelProto model = Load(path);
+  ExpectSameTraining(model, path, ImageBatches(model, 2), 9);
 }
 
 TEST(ActivationFusionTest, TwoLayersTrainToTheSameBitsFusedOrNot) {
