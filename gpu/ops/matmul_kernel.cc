@@ -4,10 +4,13 @@
 // (the Linear-layer case); when neither operand is broadcast, the entries are one strided batch
 // (attention's per-head products); otherwise each entry is its own call. Gradients as on the
 // CPU: dA = dY Bᵀ and dB = Aᵀ dY per entry, summed over the entries that share a matrix.
-// Products run in TF32 or BF16 when the session's precision asks.
+// Products run in TF32 or BF16 when the session's precision asks. The Add of a bias the planner
+// fused into the node (NodeInfo::fused_bias, input 2) rides in cuBLASLt's bias epilogue; its
+// gradient is the CUDA Add kernel's sum of dY over the rows.
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/kernel_util.h"
 #include "gpu/ops/launch.h"
+#include "runtime/ops/math/arithmetic_math.h"
 #include "runtime/ops/math/matmul_shape.h"
 #include "runtime/ops/registry.h"
 
@@ -21,7 +24,7 @@ using tensor::Tensor;
 class CudaMatMulKernel final : public ops::OpKernel {
  public:
   explicit CudaMatMulKernel(const ops::NodeInfo& node)
-      : OpKernel(node), math_(detail::GemmMathOf(node.precision())) {}
+      : OpKernel(node), math_(detail::GemmMathOf(node.precision())), bias_(node.fused_bias()) {}
 
   void Forward(ops::ForwardContext& ctx) const override {
     const std::string& node = description();
@@ -41,10 +44,16 @@ class CudaMatMulKernel final : public ops::OpKernel {
       ctx.set_output(0, std::move(y));
       return;
     }
+    const float* bias = bias_ ? FusedBias(ctx, s) : nullptr;
     if (s.k == 0) {
       y.SetZero();
-    } else if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B
-      Product(false, false, s.entries() * s.m, s.n, s.k, pa, pb, 0.0F, py, device, stream);
+      if (bias != nullptr) {  // 0 + bias, as the Add would compute it
+        detail::LaunchBroadcastBinary<ops::ArithmeticOp<ops::Arithmetic::kAdd, float>>(
+            py, bias, py, detail::PlanBroadcast(y.shape(), ctx.input(2).shape(), y.shape(), node),
+            stream);
+      }
+    } else if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B (+ bias)
+      Product(false, false, s.entries() * s.m, s.n, s.k, pa, pb, 0.0F, py, device, stream, bias);
     } else if (s.one_to_one()) {  // Y_e = A_e B_e, one strided batch
       Batched(false, false, s.m, s.n, s.k, pa, pb, py, s.entries(), device, stream);
     } else {
@@ -106,16 +115,34 @@ class CudaMatMulKernel final : public ops::OpKernel {
       }
       ctx.set_input_grad(1, std::move(db));
     }
+    if (bias_ && ctx.needs_grad(2)) {
+      // The CUDA Add kernel's gradient of its bias operand: dY summed over the rows.
+      ctx.set_input_grad(2, detail::SumToShape(node, *dy, ctx.input(2).shape(), stream));
+    }
   }
 
   bool BackwardNeedsOutput(size_t /*output*/) const override { return false; }
+  bool TakesFusedBias() const override { return true; }
 
  private:
-  // C [rows, cols] = op(x) op(y) + beta C; with an empty inner dimension, C is left (beta 1) or
-  // zeroed by the caller.
+  // The fused bias (input 2): float32 [N] on the output's GPU, and only where the product is one
+  // call (the planner fuses it only where B is a matrix). Internal otherwise.
+  const float* FusedBias(const ops::ForwardContext& ctx, const MatMulShape& s) const {
+    const Tensor& bias = ctx.input(2);
+    detail::StreamOf(description(), bias);
+    AD_CHECK(s.b_single && bias.dtype() == DType::kFloat32 && bias.shape() == tensor::Shape{s.n},
+             kInternal,
+             "{}: the fused bias must be float32 [{}] on a product with one matrix B, got {} {}",
+             description(), s.n, tensor::DTypeName(bias.dtype()),
+             tensor::ShapeToString(bias.shape()));
+    return bias.device_data<float>();
+  }
+
+  // C [rows, cols] = op(x) op(y) + beta C (+ bias [cols] on every row); with an empty inner
+  // dimension, C is left (beta 1) or zeroed by the caller.
   void Product(bool trans_x, bool trans_y, int64_t rows, int64_t cols, int64_t inner,
                const float* x, const float* y, float beta, float* c, int device,
-               cudaStream_t stream) const {
+               cudaStream_t stream, const float* bias = nullptr) const {
     if (inner == 0) return;
     Sgemm(GemmCall{.trans_a = trans_x,
                    .trans_b = trans_y,
@@ -126,6 +153,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
                    .b = y,
                    .beta = beta,
                    .c = c,
+                   .bias = bias,
                    .math = math_},
           device, stream);
   }
@@ -151,6 +179,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
   }
 
   GemmMath math_;  // the session's precision
+  bool bias_;      // an Add of a bias fused into this node (NodeInfo::fused_bias)
 };
 
 AUTODIST_REGISTER_DEVICE_KERNEL(MatMul, 1, 17, CudaMatMulKernel, kCuda);

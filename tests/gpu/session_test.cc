@@ -11,11 +11,13 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gpu/memory/cuda_tensor_memory.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
 #include "runtime/exec/execution_plan.h"
+#include "runtime/ops/registry.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace autodist::gpu {
@@ -112,35 +114,56 @@ TEST(CudaSessionTest, TheMlpsForwardAndBackwardMatchTheCpu) {
   ExpectStepMatchesTheCpu("fmnist_mlp.onnx", 1e-4F);
 }
 
-// The planner fuses the MLP's two Gemm -> Relu pairs on cuda as on the CPU (CudaGemmKernel takes
-// the activation). Planning touches no device, so this runs without a GPU.
-TEST(CudaSessionTest, TheMlpsGemmReluPairsAreFusedOnCuda) {
-  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+// The steps the planner fused on cuda, as "op_type: fused op_type". Planning touches no device.
+std::vector<std::string> FusedOnCuda(const std::string& model_name) {
+  const onnx::ModelProto model = LoadExample(model_name);
   std::vector<Tensor> initializers;
-  const exec::ExecutionPlan plan = exec::PlanExecution(model, "fmnist_mlp.onnx", "", initializers,
+  const exec::ExecutionPlan plan = exec::PlanExecution(model, model_name, "", initializers,
                                                        Device::Cuda(0), ops::Precision::kFp32);
-  int fused = 0;
+  std::vector<std::string> fused;
   for (const exec::PlannedNode& node : plan.nodes) {
-    if (node.fused == nullptr) continue;
-    ++fused;
-    EXPECT_EQ(node.info->op_type(), "Gemm");
-    EXPECT_EQ(node.info->fused_activation(), ops::FusedActivation::kRelu);
+    if (node.fused != nullptr) fused.push_back(node.info->op_type() + ": " + node.fused->op_type());
   }
-  EXPECT_EQ(fused, 2);
+  return fused;
 }
 
-// The fused steps on the GPU (the epilogue's Relu) against the same model run unfused there (a
-// Gemm, then the Relu kernel): the same training step to float tolerance (cuBLASLt may pick
-// another kernel for another epilogue, adding in another order).
-TEST(CudaSessionTest, TheMlpFusedOnCudaMatchesItUnfused) {
+// The planner fuses on cuda as on the CPU, the CUDA kernels taking the fusions: the MLP's two
+// Gemm -> Relu pairs (the epilogue's Relu; planning it touches no device, so this runs without
+// a GPU), and the Transformer's nine Linear layers on its sequence, MatMul -> Add (the
+// epilogue's bias; its Constant nodes' values go to the device when planned).
+TEST(CudaSessionTest, TheMlpsGemmReluPairsAreFusedOnCuda) {
+  EXPECT_EQ(FusedOnCuda("fmnist_mlp.onnx"), std::vector<std::string>(2, "Gemm: Relu"));
+}
+
+TEST(CudaSessionTest, TheCudaMatMulTakesAFusedBias) {
+  onnx::NodeProto proto;
+  proto.set_op_type("MatMul");
+  proto.set_name("proj");
+  proto.add_input("x");
+  proto.add_input("w");
+  proto.add_output("y");
+  const ops::NodeInfo node(proto, 17);
+  EXPECT_TRUE(
+      ops::KernelRegistry::Global().Create(node, tensor::DeviceKind::kCuda)->TakesFusedBias());
+}
+
+TEST(CudaSessionTest, TheTransformersMatMulAddPairsAreFusedOnCuda) {
   AUTODIST_SKIP_WITHOUT_GPU();
   InstallCudaTensorMemory();
-  const onnx::ModelProto model = LoadExample("fmnist_mlp.onnx");
+  EXPECT_EQ(FusedOnCuda("fmnist_transformer.onnx"), std::vector<std::string>(9, "MatMul: Add"));
+}
+
+// The fused steps on the GPU (the epilogue's Relu or bias) against the same model run unfused
+// there (the product, then the Relu or Add kernel): the same training step to float tolerance
+// (cuBLASLt may pick another kernel for another epilogue, adding in another order).
+void ExpectFusedMatchesUnfusedOnCuda(const std::string& model_name) {
+  InstallCudaTensorMemory();
+  const onnx::ModelProto model = LoadExample(model_name);
   SessionOptions options;
   options.device = Device::Cuda(0);
-  Session fused(model, "fmnist_mlp.onnx", options);
+  Session fused(model, model_name, options);
   options.fuse_activations = false;
-  Session unfused(model, "fmnist_mlp.onnx", options);
+  Session unfused(model, model_name, options);
   const Feeds feeds = Batch(256, 11);
   const Session::StepResult expected = unfused.ForwardBackward(feeds, nullptr);
   const Session::StepResult actual = fused.ForwardBackward(feeds, nullptr);
@@ -153,6 +176,16 @@ TEST(CudaSessionTest, TheMlpFusedOnCudaMatchesItUnfused) {
     ExpectClose(gradient.dense.To(Device::Cpu()), actual.gradients.at(name).dense, 1e-4F,
                 "gradient of " + name);
   }
+}
+
+TEST(CudaSessionTest, TheMlpFusedOnCudaMatchesItUnfused) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectFusedMatchesUnfusedOnCuda("fmnist_mlp.onnx");
+}
+
+TEST(CudaSessionTest, TheTransformerFusedOnCudaMatchesItUnfused) {
+  AUTODIST_SKIP_WITHOUT_GPU();
+  ExpectFusedMatchesUnfusedOnCuda("fmnist_transformer.onnx");
 }
 
 // Conv, BatchNormalization (training statistics, running statistics) and MaxPool on the GPU.
