@@ -159,7 +159,7 @@ for rank in dict.fromkeys(r["rank"] for r in rows):
     peer = statistics.median(r["ms_per_step"] for r in rows if r["rank"] == rank and r["impl"] == "torch")
     print(f"| rank {rank} (median of runs) | {ours:.3f} | {peer:.3f} | {peer / ours:.3f} | {rows[0]['device']} |")
 PY
-# Our Gemm op against a bare cuBLASLt call (gemm_bench alternates the two within a run).
+# Our Gemm and MatMul ops against bare cuBLASLt calls (gemm_bench alternates the two within a run).
 gemm_jsonl="$out_dir/bench-gemm.jsonl"
 : >"$gemm_jsonl"
 for ((i = 0; i < runs; i++)); do "$bin_dir/gemm_bench" >>"$gemm_jsonl"; done
@@ -167,7 +167,7 @@ python3 - "$gemm_jsonl" >>"$out_dir/bench-gpu.md" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print()
-print("| Gemm shape | ours (us) | bare cuBLASLt (us) | bare / ours (median of runs) | device |")
+print("| Gemm / MatMul shape | ours (us) | bare cuBLASLt (us) | bare / ours (median of runs) | device |")
 print("| --- | --- | --- | --- | --- |")
 for shape in dict.fromkeys(r["shape"] for r in rows):
     mine = [r for r in rows if r["shape"] == shape]

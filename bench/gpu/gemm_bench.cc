@@ -1,15 +1,20 @@
-// Our whole Gemm op on the GPU (the CUDA kernel as the engine runs it: registry, contexts, the
-// output allocated from the pool, cuBLASLt with the bias epilogue) against a bare cuBLASLt call
-// with the same epilogue and cuBLASLt's first heuristic choice (ours times cuBLASLt's candidates
-// on a shape's first call and keeps the fastest, gpu/blas/matmul.cc), on the Fashion-MNIST MLP's
-// layer shapes at batch 256 and two larger squares. Prints one JSON line per shape: microseconds
-// per call of each and bare / ours.
+// Our whole Gemm and MatMul ops on the GPU (the CUDA kernels as the engine runs them: registry,
+// contexts, the output allocated from the pool, cuBLASLt with the bias and Relu epilogues or
+// strided batches) against a bare cuBLASLt call with the same layout, epilogue and batches and
+// cuBLASLt's first heuristic choice (ours times cuBLASLt's candidates on a shape's first call and
+// keeps the fastest, gpu/blas/matmul.cc). The shapes are the four Fashion-MNIST models' at batch
+// 256: their Linear layers as Gemm (with the Relu the planner fuses where one follows), the
+// Transformer's Linear layers on [256, 28, width] as MatMul (one folded product) and its
+// attention's per-head products (a strided batch of 1024), and two larger squares. Prints one JSON
+// line per shape: microseconds per call of each and bare / ours.
 #include <cublasLt.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/gpu/gpu_bench.h"
@@ -25,10 +30,26 @@ namespace {
 using tensor::Device;
 using tensor::Tensor;
 
-struct Shape3 {
+// A Gemm case: Y[m, n] = X[m, k] W[n, k]^T + bias[n], then Relu where `relu` (a Linear layer
+// followed by a Relu, which the planner fuses into the Gemm).
+struct GemmCase {
+  const char* name;
   int64_t m;
   int64_t n;
   int64_t k;
+  bool relu;
+};
+
+// A MatMul case: A[batch..., m, k] B[(batch...,) k, n]. Without `batched` B has no batch and the
+// op folds A's batch into one product (a Linear layer on a sequence); with it both have `batch`
+// entries of one matrix each (attention's heads).
+struct MatMulCase {
+  const char* name;
+  int64_t batch;
+  int64_t m;
+  int64_t n;
+  int64_t k;
+  bool batched;
 };
 
 void Check(cublasStatus_t status, const char* what) {
@@ -51,51 +72,96 @@ double TimeUs(cudaStream_t stream, int iterations, Call&& call) {
   return bench::MsPerRun(stream, iterations, call) * 1000.0;
 }
 
-// Y[m, n] = X[m, k] W[n, k]^T + bias[n]: a Linear layer, as our op computes it.
-double OursUs(const Shape3& s, const Tensor& x, const Tensor& w, const Tensor& bias,
+// Our kernel of `proto` (its NodeInfo given `relu` fused) on `inputs`, as the engine calls it.
+double OursUs(onnx::NodeProto proto, bool relu, const std::vector<const Tensor*>& inputs,
               cudaStream_t stream, int iterations) {
-  onnx::NodeProto proto;
-  proto.set_op_type("Gemm");
   proto.set_name("bench");
-  for (const char* input : {"x", "w", "b"}) proto.add_input(input);
   proto.add_output("y");
-  auto* trans_b = proto.add_attribute();
-  trans_b->set_name("transB");
-  trans_b->set_type(onnx::AttributeProto::INT);
-  trans_b->set_i(1);
-  const ops::NodeInfo node(proto, 17);
+  ops::NodeInfo node(proto, 17);
+  if (relu) node.SetFusedActivation(ops::FusedActivation::kRelu);
   const auto kernel = ops::KernelRegistry::Global().Create(node, tensor::DeviceKind::kCuda);
   std::mt19937_64 rng(1);
-  (void)s;
   return TimeUs(stream, iterations, [&] {
-    ops::ForwardContext ctx({&x, &w, &bias}, 1, true, &rng, &node);
+    ops::ForwardContext ctx(inputs, 1, true, &rng, &node);
     kernel->Forward(ctx);
   });
 }
 
-double BareUs(const Shape3& s, const Tensor& x, const Tensor& w, const Tensor& bias,
-              cudaStream_t stream, int iterations) {
+onnx::NodeProto GemmProto() {
+  onnx::NodeProto proto;
+  proto.set_op_type("Gemm");
+  for (const char* input : {"x", "w", "b"}) proto.add_input(input);
+  auto* trans_b = proto.add_attribute();
+  trans_b->set_name("transB");
+  trans_b->set_type(onnx::AttributeProto::INT);
+  trans_b->set_i(1);
+  return proto;
+}
+
+onnx::NodeProto MatMulProto() {
+  onnx::NodeProto proto;
+  proto.set_op_type("MatMul");
+  for (const char* input : {"a", "b"}) proto.add_input(input);
+  return proto;
+}
+
+// One bare cuBLASLt product in row-major terms: Y[m, n] = A[m, k] op(B) (+ bias), `batch` times
+// at strides of whole matrices. B is [n, k] and transposed (a Gemm's W) or [k, n] (a MatMul's).
+struct BareCall {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+  bool b_transposed = false;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* bias = nullptr;  // with a BIAS epilogue
+};
+
+// Sets a layout's batch count and stride (elements between entries).
+void SetBatch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
+  if (batch == 1) return;
+  const auto count = static_cast<int32_t>(batch);
+  Check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                         sizeof count),
+        "batch count");
+  Check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                         &stride, sizeof stride),
+        "batch stride");
+}
+
+double BareUs(const BareCall& call, cudaStream_t stream, int iterations) {
   cublasLtHandle_t handle = nullptr;
   Check(cublasLtCreate(&handle), "create");
   cublasLtMatmulDesc_t desc = nullptr;
   Check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-  const cublasOperation_t trans = CUBLAS_OP_T;
+  const cublasOperation_t trans_b = call.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t none = CUBLAS_OP_N;
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_b, sizeof trans_b);
   cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none);
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
-  const void* bias_pointer = bias.device_data<float>();
-  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                 sizeof bias_pointer);
-  // Column-major: Y^T [n, m] = W [n, k] (stored as [k, n], transposed) X^T [k, m].
-  cublasLtMatrixLayout_t lw = nullptr;
-  cublasLtMatrixLayout_t lx = nullptr;
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &call.epilogue,
+                                 sizeof call.epilogue);
+  if (call.bias != nullptr) {
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &call.bias,
+                                   sizeof call.bias);
+  }
+  // Column-major: Y^T [n, m] = op(B)^T-as-stored [n, k] A^T [k, m]. A Gemm's W [n, k] is stored
+  // as [k, n] there and transposed; a MatMul's B [k, n] is stored as [n, k] already.
+  cublasLtMatrixLayout_t lb = nullptr;
+  cublasLtMatrixLayout_t la = nullptr;
   cublasLtMatrixLayout_t ly = nullptr;
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  Check(cublasLtMatrixLayoutCreate(&lw, CUDA_R_32F, u(s.k), u(s.n), s.k), "layout");
-  Check(cublasLtMatrixLayoutCreate(&lx, CUDA_R_32F, u(s.k), u(s.m), s.k), "layout");
-  Check(cublasLtMatrixLayoutCreate(&ly, CUDA_R_32F, u(s.n), u(s.m), s.n), "layout");
+  if (call.b_transposed) {
+    Check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, u(call.k), u(call.n), call.k), "layout");
+  } else {
+    Check(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, u(call.n), u(call.k), call.n), "layout");
+  }
+  Check(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, u(call.k), u(call.m), call.k), "layout");
+  Check(cublasLtMatrixLayoutCreate(&ly, CUDA_R_32F, u(call.n), u(call.m), call.n), "layout");
+  SetBatch(lb, call.batch, call.k * call.n);
+  SetBatch(la, call.batch, call.m * call.k);
+  SetBatch(ly, call.batch, call.m * call.n);
   const size_t workspace_bytes = size_t{32} << 20;
   void* workspace = nullptr;
   cudaMalloc(&workspace, workspace_bytes);
@@ -107,54 +173,107 @@ double BareUs(const Shape3& s, const Tensor& x, const Tensor& w, const Tensor& b
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   Check(
-      cublasLtMatmulAlgoGetHeuristic(handle, desc, lw, lx, ly, ly, preference, 1, &result, &found),
+      cublasLtMatmulAlgoGetHeuristic(handle, desc, lb, la, ly, ly, preference, 1, &result, &found),
       "heuristic");
   AD_CHECK(found > 0, kInternal, "bare cuBLASLt found no algorithm");
   void* y = nullptr;
-  cudaMalloc(&y, static_cast<size_t>(s.m * s.n) * sizeof(float));
+  cudaMalloc(&y, static_cast<size_t>(call.batch * call.m * call.n) * sizeof(float));
   const float alpha = 1.0F;
   const float beta = 0.0F;
   const double us = TimeUs(stream, iterations, [&] {
-    Check(cublasLtMatmul(handle, desc, &alpha, w.device_data<float>(), lw, x.device_data<float>(),
-                         lx, &beta, y, ly, y, ly, &result.algo, workspace, workspace_bytes, stream),
+    Check(cublasLtMatmul(handle, desc, &alpha, call.b, lb, call.a, la, &beta, y, ly, y, ly,
+                         &result.algo, workspace, workspace_bytes, stream),
           "matmul");
   });
   cudaFree(y);
   cudaFree(workspace);
   cublasLtMatmulPreferenceDestroy(preference);
   cublasLtMatrixLayoutDestroy(ly);
-  cublasLtMatrixLayoutDestroy(lx);
-  cublasLtMatrixLayoutDestroy(lw);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(handle);
   return us;
 }
 
+// Alternates ours and the bare call, twice each, and keeps the faster of each (the first pays
+// for warm-up effects); prints the JSON line of `shape`.
+template <typename Ours, typename Bare>
+void Compare(const std::string& shape, int64_t multiply_adds, int iterations,
+             const std::string& device, Ours&& ours_us, Bare&& bare_us) {
+  const int count = multiply_adds > (int64_t{1} << 32) ? iterations / 10 : iterations;
+  double ours = ours_us(count);
+  double bare = bare_us(count);
+  ours = std::min(ours, ours_us(count));
+  bare = std::min(bare, bare_us(count));
+  fmt::print(
+      "{{\"shape\": \"{}\", \"ours_us\": {:.2f}, \"bare_us\": {:.2f}, \"bare_over_ours\": "
+      "{:.3f}, \"device\": \"{}\"}}\n",
+      shape, ours, bare, bare / ours, device);
+}
+
 int Run(int argc, char** argv) {
-  CLI::App app{"our Gemm op against a bare cuBLASLt call"};
+  CLI::App app{"our Gemm and MatMul ops against bare cuBLASLt calls"};
   int iterations = 1000;
   app.add_option("--iterations", iterations, "timed calls per shape")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   const GpuInventory gpus = RequireGpus("--device cuda", 1);
+  const std::string device = gpus.gpus[0].name;
   InstallCudaTensorMemory();
   cudaStream_t stream = TensorStream(0);
-  const std::vector<Shape3> shapes{
-      {256, 256, 784}, {256, 128, 256}, {256, 10, 128}, {1024, 1024, 1024}, {4096, 4096, 4096}};
+  const std::vector<GemmCase> gemms{
+      {"mlp fc1", 256, 256, 784, true},    {"mlp fc2", 256, 128, 256, true},
+      {"mlp fc3", 256, 10, 128, false},    {"cnn fc1", 256, 128, 3136, true},
+      {"cnn fc2", 256, 10, 128, false},    {"resnet/transformer fc", 256, 10, 64, false},
+      {"square", 1024, 1024, 1024, false}, {"square", 4096, 4096, 4096, false}};
   uint64_t seed = 1;
-  for (const Shape3& s : shapes) {
-    const Tensor x = Random({s.m, s.k}, seed++);
-    const Tensor w = Random({s.n, s.k}, seed++);
-    const Tensor bias = Random({s.n}, seed++);
-    const int count = s.m * s.n * s.k > (int64_t{1} << 32) ? iterations / 10 : iterations;
-    // Alternate, twice each, and keep the faster of each (the first pays for warm-up effects).
-    double ours = OursUs(s, x, w, bias, stream, count);
-    double bare = BareUs(s, x, w, bias, stream, count);
-    ours = std::min(ours, OursUs(s, x, w, bias, stream, count));
-    bare = std::min(bare, BareUs(s, x, w, bias, stream, count));
-    fmt::print(
-        "{{\"shape\": \"[{}, {}] x [{}, {}]^T + bias\", \"ours_us\": {:.2f}, \"bare_us\": {:.2f}, "
-        "\"bare_over_ours\": {:.3f}, \"device\": \"{}\"}}\n",
-        s.m, s.k, s.n, s.k, ours, bare, bare / ours, gpus.gpus[0].name);
+  for (const GemmCase& c : gemms) {
+    const Tensor x = Random({c.m, c.k}, seed++);
+    const Tensor w = Random({c.n, c.k}, seed++);
+    const Tensor bias = Random({c.n}, seed++);
+    BareCall bare{.m = c.m,
+                  .n = c.n,
+                  .k = c.k,
+                  .b_transposed = true,
+                  .epilogue = c.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS,
+                  .a = x.device_data<float>(),
+                  .b = w.device_data<float>(),
+                  .bias = bias.device_data<float>()};
+    Compare(
+        fmt::format("{}: Gemm [{}, {}] x [{}, {}]^T + bias{}", c.name, c.m, c.k, c.n, c.k,
+                    c.relu ? ", Relu" : ""),
+        c.m * c.n * c.k, iterations, device,
+        [&](int count) {
+          return OursUs(GemmProto(), c.relu, {&x, &w, &bias}, stream, count);
+        },
+        [&](int count) { return BareUs(bare, stream, count); });
+  }
+  // The Transformer at batch 256: 28 tokens of width 64, 4 heads of 16, a 128-wide feed-forward.
+  const std::vector<MatMulCase> matmuls{{"transformer embed", 256, 28, 64, 28, false},
+                                        {"transformer qkv", 256, 28, 192, 64, false},
+                                        {"transformer proj", 256, 28, 64, 64, false},
+                                        {"transformer ff1", 256, 28, 128, 64, false},
+                                        {"transformer ff2", 256, 28, 64, 128, false},
+                                        {"transformer scores", 1024, 28, 28, 16, true},
+                                        {"transformer context", 1024, 28, 16, 28, true}};
+  for (const MatMulCase& c : matmuls) {
+    const Tensor a = Random({c.batch, c.m, c.k}, seed++);
+    const Tensor b = c.batched ? Random({c.batch, c.k, c.n}, seed++) : Random({c.k, c.n}, seed++);
+    // Folded, the product is one [batch * m, k] x [k, n]; batched, `batch` of [m, k] x [k, n].
+    BareCall bare{.m = c.batched ? c.m : c.batch * c.m,
+                  .n = c.n,
+                  .k = c.k,
+                  .batch = c.batched ? c.batch : 1,
+                  .a = a.device_data<float>(),
+                  .b = b.device_data<float>()};
+    Compare(
+        fmt::format("{}: MatMul [{}, {}, {}] x [{}{}, {}]", c.name, c.batch, c.m, c.k,
+                    c.batched ? fmt::format("{}, ", c.batch) : "", c.k, c.n),
+        c.batch * c.m * c.n * c.k, iterations, device,
+        [&](int count) {
+          return OursUs(MatMulProto(), false, {&a, &b}, stream, count);
+        },
+        [&](int count) { return BareUs(bare, stream, count); });
   }
   return 0;
 }
