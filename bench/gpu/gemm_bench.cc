@@ -4,9 +4,10 @@
 // cuBLASLt's first heuristic choice (ours times cuBLASLt's candidates on a shape's first call and
 // keeps the fastest, gpu/blas/matmul.cc). The shapes are the four Fashion-MNIST models' at batch
 // 256: their Linear layers as Gemm (with the Relu the planner fuses where one follows), the
-// Transformer's Linear layers on [256, 28, width] as MatMul (one folded product) and its
-// attention's per-head products (a strided batch of 1024), and two larger squares. Prints one JSON
-// line per shape: microseconds per call of each and bare / ours.
+// Transformer's Linear layers on [256, 28, width] as MatMul (one folded product, the Add of its
+// bias fused into the epilogue as the planner fuses it) and its attention's per-head products (a
+// strided batch of 1024), and two larger squares. Prints one JSON line per shape: microseconds
+// per call of each and bare / ours.
 #include <cublasLt.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -41,8 +42,8 @@ struct GemmCase {
 };
 
 // A MatMul case: A[batch..., m, k] B[(batch...,) k, n]. Without `batched` B has no batch and the
-// op folds A's batch into one product (a Linear layer on a sequence); with it both have `batch`
-// entries of one matrix each (attention's heads).
+// op folds A's batch into one product with the Add of its bias fused (a Linear layer on a
+// sequence); with it both have `batch` entries of one matrix each (attention's heads).
 struct MatMulCase {
   const char* name;
   int64_t batch;
@@ -72,13 +73,15 @@ double TimeUs(cudaStream_t stream, int iterations, Call&& call) {
   return bench::MsPerRun(stream, iterations, call) * 1000.0;
 }
 
-// Our kernel of `proto` (its NodeInfo given `relu` fused) on `inputs`, as the engine calls it.
-double OursUs(onnx::NodeProto proto, bool relu, const std::vector<const Tensor*>& inputs,
+// Our kernel of `proto` (its NodeInfo given `relu`, or a bias as its last input, fused) on
+// `inputs`, as the engine calls it.
+double OursUs(onnx::NodeProto proto, bool relu, bool bias, const std::vector<const Tensor*>& inputs,
               cudaStream_t stream, int iterations) {
   proto.set_name("bench");
   proto.add_output("y");
   ops::NodeInfo node(proto, 17);
   if (relu) node.SetFusedActivation(ops::FusedActivation::kRelu);
+  node.SetFusedBias(bias);
   const auto kernel = ops::KernelRegistry::Global().Create(node, tensor::DeviceKind::kCuda);
   std::mt19937_64 rng(1);
   return TimeUs(stream, iterations, [&] {
@@ -244,7 +247,7 @@ int Run(int argc, char** argv) {
                     c.relu ? ", Relu" : ""),
         c.m * c.n * c.k, iterations, device,
         [&](int count) {
-          return OursUs(GemmProto(), c.relu, {&x, &w, &bias}, stream, count);
+          return OursUs(GemmProto(), c.relu, false, {&x, &w, &bias}, stream, count);
         },
         [&](int count) { return BareUs(bare, stream, count); });
   }
@@ -259,20 +262,26 @@ int Run(int argc, char** argv) {
   for (const MatMulCase& c : matmuls) {
     const Tensor a = Random({c.batch, c.m, c.k}, seed++);
     const Tensor b = c.batched ? Random({c.batch, c.k, c.n}, seed++) : Random({c.k, c.n}, seed++);
-    // Folded, the product is one [batch * m, k] x [k, n]; batched, `batch` of [m, k] x [k, n].
+    const Tensor bias = Random({c.n}, seed++);
+    const bool with_bias = !c.batched;
+    // Folded, the product is one [batch * m, k] x [k, n] + bias; batched, `batch` of
+    // [m, k] x [k, n].
     BareCall bare{.m = c.batched ? c.m : c.batch * c.m,
                   .n = c.n,
                   .k = c.k,
                   .batch = c.batched ? c.batch : 1,
+                  .epilogue = with_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
                   .a = a.device_data<float>(),
-                  .b = b.device_data<float>()};
+                  .b = b.device_data<float>(),
+                  .bias = with_bias ? bias.device_data<float>() : nullptr};
+    std::vector<const Tensor*> inputs{&a, &b};
+    if (with_bias) inputs.push_back(&bias);
     Compare(
-        fmt::format("{}: MatMul [{}, {}, {}] x [{}{}, {}]", c.name, c.batch, c.m, c.k,
-                    c.batched ? fmt::format("{}, ", c.batch) : "", c.k, c.n),
+        fmt::format("{}: MatMul [{}, {}, {}] x [{}{}, {}]{}", c.name, c.batch, c.m, c.k,
+                    c.batched ? fmt::format("{}, ", c.batch) : "", c.k, c.n,
+                    with_bias ? " + bias" : ""),
         c.batch * c.m * c.n * c.k, iterations, device,
-        [&](int count) {
-          return OursUs(MatMulProto(), false, {&a, &b}, stream, count);
-        },
+        [&](int count) { return OursUs(MatMulProto(), false, with_bias, inputs, stream, count); },
         [&](int count) { return BareUs(bare, stream, count); });
   }
   return 0;
