@@ -36,9 +36,9 @@ class CudaMatMulKernel final : public ops::OpKernel {
     detail::RequireFloat32(node, b, "B");
     const MatMulShape s = ops::ResolveMatMul(a.shape(), b.shape(), node);
     Tensor y(DType::kFloat32, s.out_shape, a.device());
-    const float* pa = a.device_data<float>();
-    const float* pb = b.device_data<float>();
-    float* py = y.device_data<float>();
+    const auto* pa = a.device_data<float>();
+    const auto* pb = b.device_data<float>();
+    auto* py = y.device_data<float>();
     const int device = a.device().index;
     if (y.numel() == 0) {
       ctx.set_output(0, std::move(y));
@@ -75,13 +75,13 @@ class CudaMatMulKernel final : public ops::OpKernel {
     cudaStream_t stream = detail::StreamOf(node, *dy);
     const int device = dy->device().index;
     const MatMulShape s = ops::ResolveMatMul(a.shape(), b.shape(), node);
-    const float* pa = a.device_data<float>();
-    const float* pb = b.device_data<float>();
-    const float* g = dy->device_data<float>();
+    const auto* pa = a.device_data<float>();
+    const auto* pb = b.device_data<float>();
+    const auto* g = dy->device_data<float>();
     const bool empty = s.m * s.n * s.entries() == 0;
     if (ctx.needs_grad(0)) {
       Tensor da(DType::kFloat32, a.shape(), a.device());
-      float* d = da.device_data<float>();
+      auto* d = da.device_data<float>();
       if (empty || s.a_broadcast) da.SetZero();
       if (empty) {
       } else if (s.b_single) {  // dA [E*M, K] = dY [E*M, N] Bᵀ
@@ -99,7 +99,7 @@ class CudaMatMulKernel final : public ops::OpKernel {
     }
     if (ctx.needs_grad(1)) {
       Tensor db(DType::kFloat32, b.shape(), b.device());
-      float* d = db.device_data<float>();
+      auto* d = db.device_data<float>();
       if (empty || (s.b_broadcast && !s.b_single)) db.SetZero();
       if (empty) {
       } else if (s.b_single) {  // dB [K, N] = Aᵀ [K, E*M] dY [E*M, N]

@@ -38,7 +38,7 @@ class ArithmeticKernel final : public OpKernel {
                       shape, ArithmeticOp<kOp, float>{});
     } else if (a.dtype() == DType::kInt64) {
       if constexpr (kOp == Arithmetic::kDiv) {
-        const int64_t* divisor = b.data<int64_t>();
+        const auto* divisor = b.data<int64_t>();
         for (int64_t i = 0; i < b.numel(); ++i) {
           AD_CHECK(divisor[i] != 0, kInvalidArgument, "{}: integer division by zero",
                    ctx.Describe());
@@ -75,8 +75,8 @@ class ArithmeticKernel final : public OpKernel {
       }
     } else {
       const Tensor& b = ctx.input(1);
-      const float* g = dy->data<float>();
-      const float* z = b.data<float>();
+      const auto* g = dy->data<float>();
+      const auto* z = b.data<float>();
       const Shape& shape = dy->shape();
       // Each gradient is computed at the broadcast shape, then summed to the operand's shape.
       if (ctx.needs_grad(0)) {
@@ -94,11 +94,11 @@ class ArithmeticKernel final : public OpKernel {
             return ctx.input(0).shape();
           }
         }();
-        ctx.set_input_grad(0, SumToShape(std::move(da), a_shape));
+        ctx.set_input_grad(0, SumToShape(da, a_shape));
       }
       if (ctx.needs_grad(1)) {
         Tensor db(DType::kFloat32, shape);
-        float* d = db.data<float>();
+        auto* d = db.data<float>();
         if constexpr (kOp == Arithmetic::kMul) {  // db = dy * a
           const Tensor& a = ctx.input(0);
           BroadcastBinary(g, shape, a.data<float>(), a.shape(), d, shape, TimesOp{});
@@ -106,7 +106,7 @@ class ArithmeticKernel final : public OpKernel {
           BroadcastBinary(ctx.output(0).data<float>(), shape, z, b.shape(), d, shape, OverOp{});
           MapBinary(g, d, d, db.numel(), NegTimesOp{});
         }
-        ctx.set_input_grad(1, SumToShape(std::move(db), b.shape()));
+        ctx.set_input_grad(1, SumToShape(db, b.shape()));
       }
     }
   }

@@ -71,9 +71,9 @@ class MatMulKernel final : public OpKernel {
              tensor::DTypeName(a.dtype()), tensor::DTypeName(b.dtype()));
     const MatMulShape s = ResolveMatMul(a.shape(), b.shape(), ctx.Describe());
     Tensor y(DType::kFloat32, s.out_shape);
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* py = y.data<float>();
+    const auto* pa = a.data<float>();
+    const auto* pb = b.data<float>();
+    auto* py = y.data<float>();
     const auto entries = static_cast<int64_t>(s.a_offsets.size());
     const float* bias = bias_ ? FusedBias(ctx, s) : nullptr;
     if (s.b_single) {  // Y [E*M, N] = A [E*M, K] B (+ bias)
@@ -94,13 +94,13 @@ class MatMulKernel final : public OpKernel {
     const Tensor& b = ctx.input(1);
     const MatMulShape s = ResolveMatMul(a.shape(), b.shape(), ctx.Describe());
     const auto entries = static_cast<int64_t>(s.a_offsets.size());
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    const float* g = dy->data<float>();
+    const auto* pa = a.data<float>();
+    const auto* pb = b.data<float>();
+    const auto* g = dy->data<float>();
     if (ctx.needs_grad(0)) {
       Tensor da = s.a_broadcast ? Tensor::Zeros(DType::kFloat32, a.shape())
                                 : Tensor(DType::kFloat32, a.shape());
-      float* d = da.data<float>();
+      auto* d = da.data<float>();
       if (s.b_single) {  // dA [E*M, K] = dY [E*M, N] B^T
         Gemm(false, true, entries * s.m, s.k, s.n, g, pb, 0.0F, d);
       } else {  // dA_e (+)= dY_e B_e^T, summed over the entries sharing an a matrix
@@ -114,7 +114,7 @@ class MatMulKernel final : public OpKernel {
     if (ctx.needs_grad(1)) {
       Tensor db = s.b_broadcast ? Tensor::Zeros(DType::kFloat32, b.shape())
                                 : Tensor(DType::kFloat32, b.shape());
-      float* d = db.data<float>();
+      auto* d = db.data<float>();
       if (s.b_single) {  // dB [K, N] = A^T [K, E*M] dY [E*M, N]
         Gemm(true, false, s.k, s.n, entries * s.m, pa, g, 0.0F, d);
       } else {  // dB_e (+)= A_e^T dY_e

@@ -47,9 +47,9 @@ class PowKernel final : public OpKernel {
     const Tensor exponent = PowExponentAsFloat(ctx.input(1), ctx.Describe());
     const Shape shape = tensor::BroadcastShapes(base.shape(), exponent.shape(), ctx.Describe());
     Tensor y(DType::kFloat32, shape);
-    const float* x = base.data<float>();
-    const float* e = exponent.data<float>();
-    float* out = y.data<float>();
+    const auto* x = base.data<float>();
+    const auto* e = exponent.data<float>();
+    auto* out = y.data<float>();
     if (exponent.numel() == 1 && base.numel() == y.numel()) {
       WithScalarPow(e[0], [&](auto pow_e) { MapUnary(x, out, y.numel(), pow_e); });
     } else {
@@ -66,14 +66,14 @@ class PowKernel final : public OpKernel {
     const Tensor exponent = PowExponentAsFloat(ctx.input(1), ctx.Describe());
     const Shape& shape = dy->shape();
     const int64_t n = dy->numel();
-    const float* g = dy->data<float>();
-    const float* x = base.data<float>();
-    const float* e = exponent.data<float>();
+    const auto* g = dy->data<float>();
+    const auto* x = base.data<float>();
+    const auto* e = exponent.data<float>();
     const bool scalar_exponent = exponent.numel() == 1 && base.numel() == n;
 
     if (ctx.needs_grad(0)) {
       Tensor dx(DType::kFloat32, shape);
-      float* d = dx.data<float>();
+      auto* d = dx.data<float>();
       if (scalar_exponent) {
         const float e0 = e[0];
         if (e0 == 0.0F) {
@@ -95,7 +95,7 @@ class PowKernel final : public OpKernel {
       // y is recomputed rather than kept from forward: exponents rarely need a gradient, and
       // not keeping y lets the executor free it early in the common case.
       Tensor de(DType::kFloat32, shape);
-      float* d = de.data<float>();
+      auto* d = de.data<float>();
       if (scalar_exponent) {
         const float e0 = e[0];
         WithScalarPow(e0, [&](auto pow_e) {

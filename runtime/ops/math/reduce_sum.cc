@@ -1,6 +1,7 @@
 #include "runtime/ops/math/reduce_sum.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +25,7 @@ double ContiguousSum(const float* p, int64_t n) {
   double total = 0.0;
   int64_t start = 0;
   for (; start + kSumBlock <= n; start += kSumBlock) {
-    float lanes[kLanes] = {};
+    std::array<float, kLanes> lanes{};
     for (int64_t i = start; i < start + kSumBlock; i += kLanes) {
 #pragma omp simd
       for (int64_t l = 0; l < kLanes; ++l) lanes[l] += p[i + l];

@@ -35,7 +35,7 @@ class UnaryKernel final : public OpKernel {
     const Tensor* dy = ctx.output_grad(0);
     if (dy == nullptr || !ctx.needs_grad(0) || dy->dtype() != DType::kFloat32) return;
     Tensor dx(DType::kFloat32, dy->shape());
-    const float* g = dy->data<float>();
+    const auto* g = dy->data<float>();
     if constexpr (Op::kReads == GradReads::kNothing) {
       MapUnary(g, dx.data<float>(), dx.numel(), [](float gi) { return Op::Grad(gi, 0.0F); });
     } else {
