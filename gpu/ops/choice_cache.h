@@ -8,16 +8,26 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 namespace autodist::gpu {
 
-template <typename Key, typename Choice>
+// `Choice`s by a key made of `KeyParts` (a shape, a direction, a mode).
+template <typename Choice, typename... KeyParts>
 class ChoiceCache {
  public:
-  // The choice for `key`: `decide` runs the first time only, outside the lock (it times work on
+  // The process's cache of this kind. Never destroyed: kernels of static sessions may still ask
+  // while statics are torn down.
+  static ChoiceCache& Global() {
+    static auto* cache = new ChoiceCache();
+    return *cache;
+  }
+
+  // The choice for the key: `decide` runs the first time only, outside the lock (it times work on
   // the GPU, and may throw, leaving nothing behind); two threads deciding one key at once keep the
   // first answer.
-  Choice ChooseOnce(const Key& key, const std::function<Choice()>& decide) {
+  Choice ChooseOnce(const KeyParts&... parts, const std::function<Choice()>& decide) {
+    const Key key(parts...);
     {
       const std::lock_guard lock(mutex_);
       if (auto it = choices_.find(key); it != choices_.end()) return it->second;
@@ -28,9 +38,9 @@ class ChoiceCache {
     return choices_.emplace(key, choice).first->second;
   }
 
-  std::optional<Choice> Find(const Key& key) const {
+  std::optional<Choice> Find(const KeyParts&... parts) const {
     const std::lock_guard lock(mutex_);
-    auto it = choices_.find(key);
+    auto it = choices_.find(Key(parts...));
     if (it == choices_.end()) return std::nullopt;
     return it->second;
   }
@@ -42,6 +52,7 @@ class ChoiceCache {
   }
 
  private:
+  using Key = std::tuple<KeyParts...>;
   mutable std::mutex mutex_;
   std::map<Key, Choice> choices_;
   size_t decisions_ = 0;

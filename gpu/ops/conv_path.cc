@@ -92,23 +92,4 @@ ConvPath FasterPath(std::optional<float> cudnn_ms, float im2col_ms) {
   return cudnn_ms.has_value() && *cudnn_ms < im2col_ms ? ConvPath::kCudnn : ConvPath::kIm2col;
 }
 
-ConvChoiceCache& ConvChoiceCache::Global() {
-  // Never destroyed: kernels of static sessions may still ask while statics are torn down.
-  static auto* cache = new ConvChoiceCache();
-  return *cache;
-}
-
-ConvChoice ConvChoiceCache::ChooseOnce(const ConvShapeKey& key, ConvDirection direction,
-                                       ConvPathMode mode,
-                                       const std::function<ConvChoice()>& decide) {
-  return choices_.ChooseOnce({key, direction, mode}, decide);
-}
-
-std::optional<ConvChoice> ConvChoiceCache::Find(const ConvShapeKey& key, ConvDirection direction,
-                                                ConvPathMode mode) const {
-  return choices_.Find({key, direction, mode});
-}
-
-size_t ConvChoiceCache::decisions() const { return choices_.decisions(); }
-
 }  // namespace autodist::gpu::conv

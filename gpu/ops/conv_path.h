@@ -11,10 +11,8 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string_view>
-#include <tuple>
 
 #include "gpu/blas/matmul.h"
 #include "gpu/ops/choice_cache.h"
@@ -80,22 +78,7 @@ struct ConvChoice {
 ConvPath FasterPath(std::optional<float> cudnn_ms, float im2col_ms);
 
 // The choices made so far, per shape, direction and mode, shared by every Conv node of the
-// process (layers of one shape decide once). Thread-safe.
-class ConvChoiceCache {
- public:
-  static ConvChoiceCache& Global();
-
-  // The choice for (key, direction, mode): `decide` runs the first time only, outside the lock
-  // (it times work on the GPU); two threads deciding the same key at once keep the first answer.
-  ConvChoice ChooseOnce(const ConvShapeKey& key, ConvDirection direction, ConvPathMode mode,
-                        const std::function<ConvChoice()>& decide);
-  std::optional<ConvChoice> Find(const ConvShapeKey& key, ConvDirection direction,
-                                 ConvPathMode mode) const;
-  // How many times `decide` has run: a shape measured once shows here once.
-  size_t decisions() const;
-
- private:
-  ChoiceCache<std::tuple<ConvShapeKey, ConvDirection, ConvPathMode>, ConvChoice> choices_;
-};
+// process (layers of one shape decide once; ChoiceCache::Global). Thread-safe.
+using ConvChoiceCache = ChoiceCache<ConvChoice, ConvShapeKey, ConvDirection, ConvPathMode>;
 
 }  // namespace autodist::gpu::conv

@@ -103,23 +103,4 @@ PoolPath FasterPoolPath(std::optional<float> cudnn_ms, float ours_ms) {
   return cudnn_ms.has_value() && *cudnn_ms < ours_ms ? PoolPath::kCudnn : PoolPath::kOurs;
 }
 
-PoolChoiceCache& PoolChoiceCache::Global() {
-  // Never destroyed: kernels of static sessions may still ask while statics are torn down.
-  static auto* cache = new PoolChoiceCache();
-  return *cache;
-}
-
-PoolChoice PoolChoiceCache::ChooseOnce(const PoolShapeKey& key, PoolDirection direction,
-                                       PoolPathMode mode,
-                                       const std::function<PoolChoice()>& decide) {
-  return choices_.ChooseOnce({key, direction, mode}, decide);
-}
-
-std::optional<PoolChoice> PoolChoiceCache::Find(const PoolShapeKey& key, PoolDirection direction,
-                                                PoolPathMode mode) const {
-  return choices_.Find({key, direction, mode});
-}
-
-size_t PoolChoiceCache::decisions() const { return choices_.decisions(); }
-
 }  // namespace autodist::gpu::pool

@@ -9,10 +9,8 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string_view>
-#include <tuple>
 
 #include "gpu/ops/choice_cache.h"
 #include "runtime/ops/nn/window_geometry.h"
@@ -87,20 +85,7 @@ struct PoolChoice {
 PoolPath FasterPoolPath(std::optional<float> cudnn_ms, float ours_ms);
 
 // The choices made so far, per shape, direction and mode, shared by every pooling node of the
-// process. Thread-safe.
-class PoolChoiceCache {
- public:
-  static PoolChoiceCache& Global();
-
-  // The choice for (key, direction, mode): `decide` runs the first time only (ChoiceCache).
-  PoolChoice ChooseOnce(const PoolShapeKey& key, PoolDirection direction, PoolPathMode mode,
-                        const std::function<PoolChoice()>& decide);
-  std::optional<PoolChoice> Find(const PoolShapeKey& key, PoolDirection direction,
-                                 PoolPathMode mode) const;
-  size_t decisions() const;
-
- private:
-  ChoiceCache<std::tuple<PoolShapeKey, PoolDirection, PoolPathMode>, PoolChoice> choices_;
-};
+// process (ChoiceCache::Global). Thread-safe.
+using PoolChoiceCache = ChoiceCache<PoolChoice, PoolShapeKey, PoolDirection, PoolPathMode>;
 
 }  // namespace autodist::gpu::pool
