@@ -65,6 +65,16 @@ onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& op, const s
   return node;
 }
 
+// loss = ReduceMean(`input`) over every axis, a scalar graph output, by the node "mean".
+void AddMeanLoss(onnx::GraphProto* graph, const std::string& input) {
+  onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {input}, {"loss"});
+  onnx::AttributeProto* keepdims = mean->add_attribute();
+  keepdims->set_name("keepdims");
+  keepdims->set_type(onnx::AttributeProto::INT);
+  keepdims->set_i(0);
+  SetTensorType(graph->add_output(), "loss", {});
+}
+
 void SetTransB(onnx::NodeProto* node) {
   onnx::AttributeProto* attribute = node->add_attribute();
   attribute->set_name("transB");
@@ -90,12 +100,7 @@ onnx::ModelProto TwoLayers() {
   SetTransB(AddNode(graph, "Gemm", "fc1", {"x", "w1", "b1"}, {"h"}));
   AddNode(graph, "Relu", "act1", {"h"}, {"a"});
   SetTransB(AddNode(graph, "Gemm", "fc2", {"a", "w2", "b2"}, {"logits"}));
-  onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {"logits"}, {"loss"});
-  onnx::AttributeProto* keepdims = mean->add_attribute();
-  keepdims->set_name("keepdims");
-  keepdims->set_type(onnx::AttributeProto::INT);
-  keepdims->set_i(0);
-  SetTensorType(graph->add_output(), "loss", {});
+  AddMeanLoss(graph, "logits");
   return model;
 }
 
@@ -114,12 +119,7 @@ onnx::ModelProto SequenceLinear() {
   AddWeight(graph, "b", {5}, 6);
   AddNode(graph, "MatMul", "proj", {"x", "w"}, {"p"});
   AddNode(graph, "Add", "bias", {"p", "b"}, {"y"});
-  onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {"y"}, {"loss"});
-  onnx::AttributeProto* keepdims = mean->add_attribute();
-  keepdims->set_name("keepdims");
-  keepdims->set_type(onnx::AttributeProto::INT);
-  keepdims->set_i(0);
-  SetTensorType(graph->add_output(), "loss", {});
+  AddMeanLoss(graph, "y");
   return model;
 }
 
@@ -291,6 +291,19 @@ std::vector<Feeds> ImageBatches(const onnx::ModelProto& model, int count) {
   return batches;
 }
 
+// `count` feeds of "x" of `shape`, uniform in [-1, 1), batch b drawn with seed `first_seed` + b.
+std::vector<Feeds> RandomX(const Shape& shape, int count, uint64_t first_seed) {
+  std::vector<Feeds> batches;
+  for (int b = 0; b < count; ++b) {
+    Tensor x(DType::kFloat32, shape);
+    std::mt19937_64 engine(first_seed + static_cast<uint64_t>(b));
+    std::uniform_real_distribution<float> value(-1.0F, 1.0F);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = value(engine);
+    batches.push_back({{"x", x}});
+  }
+  return batches;
+}
+
 onnx::ModelProto Load(const std::string& path) {
   onnx::ModelProto model;
   EXPECT_TRUE(model.ParseFromString(ReadFileBytes(path, "model")));
@@ -373,15 +386,7 @@ TEST(BiasFusionTest, OnlyARowBiasOnAWeightMatrixIsFused) {
 }
 
 TEST(BiasFusionTest, ASequenceLinearTrainsToTheSameBitsFusedOrNot) {
-  std::vector<Feeds> batches;
-  for (int b = 0; b < 3; ++b) {
-    Tensor x(DType::kFloat32, {2, 3, 4});
-    std::mt19937_64 engine(static_cast<uint64_t>(10 + b));
-    std::uniform_real_distribution<float> value(-1.0F, 1.0F);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = value(engine);
-    batches.push_back({{"x", x}});
-  }
-  ExpectSameTraining(SequenceLinear(), "sequence_linear.onnx", batches, 1);
+  ExpectSameTraining(SequenceLinear(), "sequence_linear.onnx", RandomX({2, 3, 4}, 3, 10), 1);
 }
 
 TEST(BiasFusionTest, TheTransformerTrainsToTheSameBitsFusedOrNot) {
@@ -394,15 +399,7 @@ TEST(BiasFusionTest, TheTransformerTrainsToTheSameBitsFusedOrNot) {
 }
 
 TEST(ActivationFusionTest, TwoLayersTrainToTheSameBitsFusedOrNot) {
-  std::vector<Feeds> batches;
-  for (int b = 0; b < 3; ++b) {
-    Tensor x(DType::kFloat32, {4, 6});
-    std::mt19937_64 engine(static_cast<uint64_t>(b));
-    std::uniform_real_distribution<float> value(-1.0F, 1.0F);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = value(engine);
-    batches.push_back({{"x", x}});
-  }
-  ExpectSameTraining(TwoLayers(), "two_layers.onnx", batches, 1);
+  ExpectSameTraining(TwoLayers(), "two_layers.onnx", RandomX({4, 6}, 3, 0), 1);
 }
 
 TEST(ActivationFusionTest, TheFashionMnistMlpTrainsToTheSameBitsFusedOrNot) {
