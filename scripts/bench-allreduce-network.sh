@@ -20,7 +20,7 @@ SELF="$(pwd)/scripts/bench-allreduce-network.sh"
 source scripts/bench-lib.sh
 
 # Inside `autodist network`: host i is AUTODIST_NETWORK_ADDRESS_i in AUTODIST_NETWORK_NETNS_i.
-# Prints "n bytes ours_seconds mpi_seconds" per rank count and size.
+# Prints "n bytes ours_seconds mpi_seconds ours_wire mpi_wire" per rank count and size.
 inside() {
   local n bytes i ours_runs mpi_runs subnet
   # Global: the EXIT trap runs after this function has returned.
@@ -44,6 +44,48 @@ echo "agent: no emulated host $host" >&2
 exit 1
 EOF
   chmod +x "$work/agent"
+  # The bytes that left hosts 0..n-1 through their links' tbf, which counts every TCP segment
+  # with its headers as a wire would (a GSO packet as its segments), ACKs and connection set-up
+  # included. Empty on unshaped links: they have no qdisc that counts.
+  wire_bytes() {
+    local n="$1" i netns sent total=0
+    for ((i = 0; i < n; i++)); do
+      netns="AUTODIST_NETWORK_NETNS_$i"
+      sent="$(nsenter --net="${!netns}" tc -s qdisc show dev eth0 |
+        awk '/^qdisc tbf/ { tbf = 1 } tbf && /Sent/ { print $2; exit }')"
+      [[ -n "$sent" ]] || return 0
+      total=$((total + sent))
+    done
+    echo "$total"
+  }
+  # measure WHO N BYTES: runs `WHO N BYTES` and prints "seconds wire" (wire: bytes per rank and
+  # all-reduce, the checked one before the timed ones counted too; "-" on unshaped links).
+  measure() {
+    local who="$1" n="$2" bytes="$3" before after seconds iters
+    before="$(wire_bytes "$n")"
+    seconds="$("$who" "$n" "$bytes")"
+    after="$(wire_bytes "$n")"
+    if [[ -z "$before" ]]; then
+      echo "$seconds -"
+      return
+    fi
+    # The benchmarks' count: 64 MiB of messages, 3 to 500 all-reduces, and the checked one.
+    iters=$(((64 << 20) / bytes))
+    ((iters < 3)) && iters=3
+    ((iters > 500)) && iters=500
+    echo "$seconds $(((after - before) / n / (iters + 1)))"
+  }
+  # median_of K LINE...: the median of field K of the lines, or "-" where they have none.
+  median_of() {
+    local k="$1"
+    shift
+    if [[ "$(cut -d' ' -f"$k" <<<"$1")" == "-" ]]; then
+      echo -
+    else
+      printf "%s\n" "$@" | cut -d' ' -f"$k" | median
+    fi
+  }
+  # shellcheck disable=SC2317  # ours and mpi are called through measure
   ours() {
     local n="$1" bytes="$2" store pids=() rank address netns
     store="$(mktemp -d -p "$work")"
@@ -57,6 +99,7 @@ EOF
     done
     wait_ranks "$store" "${pids[@]}"
   }
+  # shellcheck disable=SC2317
   mpi() {
     local n="$1" bytes="$2" address
     local hosts=""
@@ -88,11 +131,11 @@ EOF
       ours_runs=()
       mpi_runs=()
       for ((i = 0; i < REPEATS; i++)); do
-        ours_runs+=("$(ours "$n" "$bytes")")
-        mpi_runs+=("$(mpi "$n" "$bytes")")
+        ours_runs+=("$(measure ours "$n" "$bytes")")
+        mpi_runs+=("$(measure mpi "$n" "$bytes")")
       done
-      echo "$n $bytes $(printf "%s\n" "${ours_runs[@]}" | median)" \
-        "$(printf "%s\n" "${mpi_runs[@]}" | median)"
+      echo "$n $bytes $(median_of 1 "${ours_runs[@]}") $(median_of 1 "${mpi_runs[@]}")" \
+        "$(median_of 2 "${ours_runs[@]}") $(median_of 2 "${mpi_runs[@]}")"
     done
   done
 }
@@ -127,8 +170,9 @@ done
 echo "all-reduce float32 sum on emulated links, one rank per host, $(nproc) cores," \
   "median of $REPEATS runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bus bandwidth in GB/s; limit = min(link rate, best unshaped bus bandwidth of the same ranks and size)"
-printf "%-9s %5s %10s | %8s %8s | %8s | %10s %10s | %7s\n" link ranks bytes ours MPI limit \
-  "ours/limit" "MPI/limit" ours/MPI
+echo "wire: bytes that left each host's link per all-reduce (tbf's count, headers and ACKs too)"
+printf "%-9s %5s %10s | %8s %8s | %8s | %10s %10s | %7s | %8s %8s\n" link ranks bytes ours MPI \
+  limit "ours/limit" "MPI/limit" ours/MPI "wire ours" "wire MPI"
 awk '
   function rate_gbytes(r,   x) {  # "2.5gbit" -> GB/s
     x = r; sub(/gbit$/, "", x)
@@ -147,7 +191,8 @@ awk '
       split(rows[i], r, " ")
       limit = best[r[2], r[3]]
       if (r[1] != "unshaped" && rate_gbytes(r[1]) < limit) limit = rate_gbytes(r[1])
-      printf "%-9s %5d %10d | %8.3f %8.3f | %8.3f | %9.0f%% %9.0f%% | %6.2fx\n", r[1], r[2], r[3],
-        o[i], m[i], limit, 100 * o[i] / limit, 100 * m[i] / limit, o[i] / m[i]
+      printf "%-9s %5d %10d | %8.3f %8.3f | %8.3f | %9.0f%% %9.0f%% | %6.2fx | %9s %8s\n", r[1],
+        r[2], r[3], o[i], m[i], limit, 100 * o[i] / limit, 100 * m[i] / limit, o[i] / m[i], r[6],
+        r[7]
     }
   }' "$results"
