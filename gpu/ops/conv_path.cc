@@ -1,33 +1,28 @@
 #include "gpu/ops/conv_path.h"
 
 #include <limits>
-#include <string>
 
-#include "runtime/common/error.h"
+#include "gpu/ops/path_mode.h"
 
 namespace autodist::gpu::conv {
 
+namespace {
+
+// The names AUTODIST_CONV_PATH takes, the default first.
+constexpr detail::PathModeNames<ConvPathMode, 3> kConvPathModeNames = {{
+    {ConvPathMode::kMeasured, "measured"},
+    {ConvPathMode::kIm2col, "im2col"},
+    {ConvPathMode::kCudnn, "cudnn"},
+}};
+
+}  // namespace
+
 ConvPathMode ParseConvPathMode(const char* text) {
-  if (text == nullptr) return ConvPathMode::kMeasured;
-  const std::string_view value(text);
-  if (value.empty() || value == "measured") return ConvPathMode::kMeasured;
-  if (value == "im2col") return ConvPathMode::kIm2col;
-  if (value == "cudnn") return ConvPathMode::kCudnn;
-  Fail(ErrorCode::kInvalidArgument,
-       "environment variable {}: expected one of measured, im2col, cudnn, got '{}'", kConvPathEnv,
-       value);
+  return detail::ParsePathMode(kConvPathEnv, text, kConvPathModeNames);
 }
 
 std::string_view ConvPathModeName(ConvPathMode mode) {
-  switch (mode) {
-    case ConvPathMode::kIm2col:
-      return "im2col";
-    case ConvPathMode::kCudnn:
-      return "cudnn";
-    case ConvPathMode::kMeasured:
-      break;
-  }
-  return "measured";
+  return detail::PathModeName(mode, kConvPathModeNames);
 }
 
 std::string_view ConvPathName(ConvPath path) {

@@ -2,31 +2,27 @@
 
 #include <limits>
 
-#include "runtime/common/error.h"
+#include "gpu/ops/path_mode.h"
 
 namespace autodist::gpu::pool {
 
+namespace {
+
+// The names AUTODIST_POOL_PATH takes, the default first.
+constexpr detail::PathModeNames<PoolPathMode, 3> kPoolPathModeNames = {{
+    {PoolPathMode::kMeasured, "measured"},
+    {PoolPathMode::kOurs, "ours"},
+    {PoolPathMode::kCudnn, "cudnn"},
+}};
+
+}  // namespace
+
 PoolPathMode ParsePoolPathMode(const char* text) {
-  if (text == nullptr) return PoolPathMode::kMeasured;
-  const std::string_view value(text);
-  if (value.empty() || value == "measured") return PoolPathMode::kMeasured;
-  if (value == "ours") return PoolPathMode::kOurs;
-  if (value == "cudnn") return PoolPathMode::kCudnn;
-  Fail(ErrorCode::kInvalidArgument,
-       "environment variable {}: expected one of measured, ours, cudnn, got '{}'", kPoolPathEnv,
-       value);
+  return detail::ParsePathMode(kPoolPathEnv, text, kPoolPathModeNames);
 }
 
 std::string_view PoolPathModeName(PoolPathMode mode) {
-  switch (mode) {
-    case PoolPathMode::kOurs:
-      return "ours";
-    case PoolPathMode::kCudnn:
-      return "cudnn";
-    case PoolPathMode::kMeasured:
-      break;
-  }
-  return "measured";
+  return detail::PathModeName(mode, kPoolPathModeNames);
 }
 
 std::string_view PoolPathName(PoolPath path) { return path == PoolPath::kCudnn ? "cudnn" : "ours"; }
