@@ -17,89 +17,51 @@
 #include "runtime/exec/execution_plan.h"
 #include "runtime/exec/session.h"
 #include "tests/error_of.h"
+#include "tests/onnx_graph_builder.h"
 
 namespace autodist::exec {
 namespace {
 
+using autodist::testing::AddInitializer;
+using autodist::testing::AddInput;
+using autodist::testing::AddNode;
+using autodist::testing::AddOutput;
+using autodist::testing::ElementCount;
+using autodist::testing::NewModel;
+using autodist::testing::SetIntAttribute;
+using autodist::testing::SetTensorType;
+
 using ::testing::HasSubstr;
 
-void SetTensorType(onnx::ValueInfoProto* info, const std::string& name,
-                   const std::vector<int64_t>& dims) {
-  info->set_name(name);
-  auto* type = info->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(onnx::TensorProto::FLOAT);
-  auto* shape = type->mutable_shape();
-  shape->clear_dim();
-  for (const int64_t dim : dims) {
-    if (dim < 0) {
-      shape->add_dim()->set_dim_param("d" + std::to_string(shape->dim_size()));
-    } else {
-      shape->add_dim()->set_dim_value(dim);
-    }
-  }
-}
-
+// A FLOAT initializer of `dims` uniform in [-1, 1), drawn with `seed`.
 void AddWeight(onnx::GraphProto* graph, const std::string& name, const std::vector<int64_t>& dims,
                uint64_t seed) {
-  onnx::TensorProto* tensor = graph->add_initializer();
-  tensor->set_name(name);
-  tensor->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t count = 1;
-  for (const int64_t dim : dims) {
-    tensor->add_dims(dim);
-    count *= dim;
-  }
+  onnx::TensorProto* tensor = AddInitializer(graph, name, dims);
   std::mt19937_64 engine(seed);
   std::uniform_real_distribution<float> value(-1.0F, 1.0F);
+  const int64_t count = ElementCount(dims);
   for (int64_t i = 0; i < count; ++i) tensor->add_float_data(value(engine));
-}
-
-onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& op, const std::string& name,
-                         const std::vector<std::string>& inputs,
-                         const std::vector<std::string>& outputs) {
-  onnx::NodeProto* node = graph->add_node();
-  node->set_op_type(op);
-  node->set_name(name);
-  for (const std::string& input : inputs) node->add_input(input);
-  for (const std::string& output : outputs) node->add_output(output);
-  return node;
 }
 
 // loss = ReduceMean(`input`) over every axis, a scalar graph output, by the node "mean".
 void AddMeanLoss(onnx::GraphProto* graph, const std::string& input) {
-  onnx::NodeProto* mean = AddNode(graph, "ReduceMean", "mean", {input}, {"loss"});
-  onnx::AttributeProto* keepdims = mean->add_attribute();
-  keepdims->set_name("keepdims");
-  keepdims->set_type(onnx::AttributeProto::INT);
-  keepdims->set_i(0);
-  SetTensorType(graph->add_output(), "loss", {});
-}
-
-void SetTransB(onnx::NodeProto* node) {
-  onnx::AttributeProto* attribute = node->add_attribute();
-  attribute->set_name("transB");
-  attribute->set_type(onnx::AttributeProto::INT);
-  attribute->set_i(1);
+  SetIntAttribute(AddNode(graph, "ReduceMean", {input}, {"loss"}, "mean"), "keepdims", 0);
+  AddOutput(graph, "loss", {});
 }
 
 // x [4, 6] -> Gemm fc1 (w1 [5, 6], b1 [5]) -> h -> Relu act1 -> a -> Gemm fc2 (w2 [3, 5], b2)
 // -> logits -> ReduceMean -> loss (a scalar output).
 onnx::ModelProto TwoLayers() {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(14);
+  onnx::ModelProto model = NewModel("two_layers");
   onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("two_layers");
-  SetTensorType(graph->add_input(), "x", {4, 6});
+  AddInput(graph, "x", {4, 6});
   AddWeight(graph, "w1", {5, 6}, 1);
   AddWeight(graph, "b1", {5}, 2);
   AddWeight(graph, "w2", {3, 5}, 3);
   AddWeight(graph, "b2", {3}, 4);
-  SetTransB(AddNode(graph, "Gemm", "fc1", {"x", "w1", "b1"}, {"h"}));
-  AddNode(graph, "Relu", "act1", {"h"}, {"a"});
-  SetTransB(AddNode(graph, "Gemm", "fc2", {"a", "w2", "b2"}, {"logits"}));
+  SetIntAttribute(AddNode(graph, "Gemm", {"x", "w1", "b1"}, {"h"}, "fc1"), "transB", 1);
+  AddNode(graph, "Relu", {"h"}, {"a"}, "act1");
+  SetIntAttribute(AddNode(graph, "Gemm", {"a", "w2", "b2"}, {"logits"}, "fc2"), "transB", 1);
   AddMeanLoss(graph, "logits");
   return model;
 }
@@ -107,18 +69,13 @@ onnx::ModelProto TwoLayers() {
 // x [2, 3, 4] -> MatMul proj (w [4, 5]) -> p -> Add bias (p, b [5]) -> y -> ReduceMean -> loss:
 // a Linear layer on a sequence, as PyTorch exports it.
 onnx::ModelProto SequenceLinear() {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(14);
+  onnx::ModelProto model = NewModel("sequence_linear");
   onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("sequence_linear");
-  SetTensorType(graph->add_input(), "x", {2, 3, 4});
+  AddInput(graph, "x", {2, 3, 4});
   AddWeight(graph, "w", {4, 5}, 5);
   AddWeight(graph, "b", {5}, 6);
-  AddNode(graph, "MatMul", "proj", {"x", "w"}, {"p"});
-  AddNode(graph, "Add", "bias", {"p", "b"}, {"y"});
+  AddNode(graph, "MatMul", {"x", "w"}, {"p"}, "proj");
+  AddNode(graph, "Add", {"p", "b"}, {"y"}, "bias");
   AddMeanLoss(graph, "y");
   return model;
 }
@@ -168,7 +125,7 @@ TEST(ActivationFusionTest, OffPlansEveryNodeAsAStep) {
 
 TEST(ActivationFusionTest, AGemmOutputThatIsAGraphOutputIsNotFused) {
   onnx::ModelProto model = TwoLayers();
-  SetTensorType(model.mutable_graph()->add_output(), "h", {4, 5});
+  AddOutput(model.mutable_graph(), "h", {4, 5});
   EXPECT_TRUE(Fused(Plan(model)).empty());
 }
 
@@ -176,7 +133,7 @@ TEST(ActivationFusionTest, AGemmOutputAnotherNodeReadsIsNotFused) {
   onnx::ModelProto model = TwoLayers();
   onnx::GraphProto* graph = model.mutable_graph();
   // fc2 reads a + h: the product is needed beside its Relu. The Add goes before fc2.
-  AddNode(graph, "Add", "skip", {"a", "h"}, {"sum"});
+  AddNode(graph, "Add", {"a", "h"}, {"sum"}, "skip");
   graph->mutable_node()->SwapElements(4, 2);  // fc1 act1 skip mean fc2
   graph->mutable_node()->SwapElements(3, 4);  // fc1 act1 skip fc2 mean
   graph->mutable_node(3)->set_input(0, "sum");
@@ -206,7 +163,7 @@ TEST(ActivationFusionTest, AReluOfAnotherDomainKeepsItsError) {
 
 TEST(ActivationFusionTest, ARelusOutputThatIsAGraphOutputIsFusedAndReturned) {
   onnx::ModelProto model = TwoLayers();
-  SetTensorType(model.mutable_graph()->add_output(), "a", {4, 5});
+  AddOutput(model.mutable_graph(), "a", {4, 5});
   EXPECT_EQ(Fused(Plan(model)), std::vector<std::string>{"act1"});
   Session fused(model, "two_layers.onnx", {});
   SessionOptions options;
@@ -333,7 +290,7 @@ TEST(BiasFusionTest, BMayBeTheTransposeOfAWeight) {
   onnx::TensorProto* weight = graph->mutable_initializer(0);
   weight->set_dims(0, 5);
   weight->set_dims(1, 4);
-  AddNode(graph, "Transpose", "wt", {"w"}, {"w_t"});
+  AddNode(graph, "Transpose", {"w"}, {"w_t"}, "wt");
   // proj bias mean wt -> wt proj bias mean: shape inference wants the graph sorted.
   graph->mutable_node()->SwapElements(3, 2);
   graph->mutable_node()->SwapElements(2, 1);
@@ -363,11 +320,11 @@ TEST(BiasFusionTest, TheBiasMayBeEitherOperandOfTheAdd) {
 TEST(BiasFusionTest, OnlyARowBiasOnAWeightMatrixIsFused) {
   // The bias fed as a graph input: a feed could give it any shape.
   onnx::ModelProto fed_bias = SequenceLinear();
-  SetTensorType(fed_bias.mutable_graph()->add_input(), "b", {5});
+  AddInput(fed_bias.mutable_graph(), "b", {5});
   EXPECT_TRUE(Fused(Plan(fed_bias)).empty());
   // B not an initializer: the product's last axis is unknown when planning.
   onnx::ModelProto fed_weight = SequenceLinear();
-  SetTensorType(fed_weight.mutable_graph()->add_input(), "w", {4, 5});
+  AddInput(fed_weight.mutable_graph(), "w", {4, 5});
   EXPECT_TRUE(Fused(Plan(fed_weight)).empty());
   // A bias of rank 2 broadcasts the same, but is not a row bias of the kernel's.
   onnx::ModelProto matrix_bias = SequenceLinear();

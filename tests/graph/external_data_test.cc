@@ -15,11 +15,17 @@
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
 #include "tests/error_of.h"
+#include "tests/onnx_graph_builder.h"
 
 namespace autodist::graph {
 namespace {
 
+using autodist::testing::AddInitializer;
+using autodist::testing::AddInput;
+using autodist::testing::AddNode;
+using autodist::testing::AddOutput;
 using autodist::testing::ErrorOf;
+using autodist::testing::NewModel;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -50,38 +56,19 @@ class ExternalDataTest : public ::testing::Test {
     WriteFileBytes(Path("model.onnx.data"),
                    std::string(reinterpret_cast<const char*>(data.data()), data.size() * 4));
 
-    model_.set_ir_version(8);
-    model_.add_opset_import()->set_version(14);
-    auto* graph = model_.mutable_graph();
-    graph->set_name("g");
-    auto* node = graph->add_node();
-    node->set_op_type("Gemm");
-    node->set_name("gemm");
-    node->add_input("x");
-    node->add_input("w");
-    node->add_input("b");
-    node->add_output("y");
-    AddValue(graph->add_input(), "x", {2, 3});
-    AddValue(graph->add_output(), "y", {2, 4});
+    model_ = NewModel("g");
+    onnx::GraphProto* graph = model_.mutable_graph();
+    AddNode(graph, "Gemm", {"x", "w", "b"}, {"y"}, "gemm");
+    AddInput(graph, "x", {2, 3});
+    AddOutput(graph, "y", {2, 4});
     AddExternal("w", {3, 4}, 0, 48);
     AddExternal("b", {4}, 48, 16);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static void AddValue(onnx::ValueInfoProto* value, const std::string& name,
-                       const std::vector<int64_t>& dims) {
-    value->set_name(name);
-    auto* type = value->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const int64_t dim : dims) type->mutable_shape()->add_dim()->set_dim_value(dim);
-  }
-
   void AddExternal(const std::string& name, const std::vector<int64_t>& dims, int64_t offset,
                    int64_t length) {
-    onnx::TensorProto* tensor = model_.mutable_graph()->add_initializer();
-    tensor->set_name(name);
-    tensor->set_data_type(onnx::TensorProto::FLOAT);
-    for (const int64_t dim : dims) tensor->add_dims(dim);
+    onnx::TensorProto* tensor = AddInitializer(model_.mutable_graph(), name, dims);
     tensor->set_data_location(onnx::TensorProto::EXTERNAL);
     SetEntry(*tensor, "location", "model.onnx.data");
     SetEntry(*tensor, "offset", std::to_string(offset));

@@ -12,11 +12,17 @@
 #include "runtime/common/file_io.h"
 #include "runtime/graph/graph_item.h"
 #include "tests/error_of.h"
+#include "tests/onnx_graph_builder.h"
 
 namespace autodist::graph {
 namespace {
 
+using autodist::testing::AddInitializer;
+using autodist::testing::AddInput;
+using autodist::testing::AddNode;
+using autodist::testing::AddOutput;
 using autodist::testing::ErrorOf;
+using autodist::testing::NewModel;
 
 using ::testing::HasSubstr;
 
@@ -82,38 +88,13 @@ TEST(GraphItemErrorsTest, StrippedInitializersWithoutTheMarkerFailTheChecker) {
 // A weight whose shape cannot meet its input passes the checker (which looks at nodes, names and
 // types) but not shape inference, which names the op and node at load time.
 TEST(GraphItemErrorsTest, ShapesThatDoNotFitFailShapeInferenceNamingTheNode) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
+  onnx::ModelProto model = NewModel("narrow", 17);
   onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("narrow");
-  const auto declare = [](onnx::ValueInfoProto* value, const std::string& name,
-                          std::vector<int64_t> dims) {
-    value->set_name(name);
-    onnx::TypeProto_Tensor* type = value->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const int64_t dim : dims) {
-      if (dim < 0) {
-        type->mutable_shape()->add_dim()->set_dim_param("batch");
-      } else {
-        type->mutable_shape()->add_dim()->set_dim_value(dim);
-      }
-    }
-  };
-  declare(graph->add_input(), "x", {-1, 4});
-  declare(graph->add_output(), "y", {-1, 3});
-  onnx::TensorProto* weight = graph->add_initializer();
-  weight->set_name("proj.weight");
-  weight->set_data_type(onnx::TensorProto::FLOAT);
-  weight->add_dims(5);  // x has 4 features, not 5
-  weight->add_dims(3);
-  weight->set_raw_data(std::string(5 * 3 * sizeof(float), '\0'));
-  onnx::NodeProto* node = graph->add_node();
-  node->set_op_type("MatMul");
-  node->set_name("proj");
-  node->add_input("x");
-  node->add_input("proj.weight");
-  node->add_output("y");
+  AddInput(graph, "x", {-1, 4});
+  AddOutput(graph, "y", {-1, 3});
+  AddInitializer(graph, "proj.weight", {5, 3})  // x has 4 features, not 5
+      ->set_raw_data(std::string(sizeof(float) * 5 * 3, '\0'));
+  AddNode(graph, "MatMul", {"x", "proj.weight"}, {"y"}, "proj");
   const Error error = ErrorOf([&] { GraphItem::FromOnnx(model, "narrow.onnx"); });
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(error.what(), HasSubstr("model 'narrow.onnx' fails ONNX shape inference"));

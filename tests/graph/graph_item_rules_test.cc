@@ -9,71 +9,27 @@
 
 #include "runtime/common/error.h"
 #include "runtime/graph/graph_item.h"
+#include "tests/onnx_graph_builder.h"
 
 namespace autodist::graph {
 namespace {
 
+using autodist::testing::AddInitializer;
+using autodist::testing::AddInput;
+using autodist::testing::AddNode;
+using autodist::testing::AddOutput;
+using autodist::testing::ElementCount;
+using autodist::testing::NewModel;
+using autodist::testing::SetIntAttribute;
+using autodist::testing::SetTensorType;
+
 using ::testing::HasSubstr;
-
-onnx::ModelProto NewModel() {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  onnx::OperatorSetIdProto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(14);
-  model.mutable_graph()->set_name("test");
-  return model;
-}
-
-void SetTensorType(onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type,
-                   const std::vector<int64_t>& dims) {
-  info->set_name(name);
-  onnx::TypeProto_Tensor* type = info->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(elem_type);
-  onnx::TensorShapeProto* shape = type->mutable_shape();
-  for (const int64_t dim : dims) shape->add_dim()->set_dim_value(dim);
-}
-
-void AddInput(onnx::GraphProto* graph, const std::string& name, int32_t elem_type,
-              const std::vector<int64_t>& dims) {
-  SetTensorType(graph->add_input(), name, elem_type, dims);
-}
-
-void AddOutput(onnx::GraphProto* graph, const std::string& name, int32_t elem_type,
-               const std::vector<int64_t>& dims) {
-  SetTensorType(graph->add_output(), name, elem_type, dims);
-}
 
 // A FLOAT initializer filled with zeros.
 onnx::TensorProto* AddWeight(onnx::GraphProto* graph, const std::string& name,
                              const std::vector<int64_t>& dims) {
-  onnx::TensorProto* tensor = graph->add_initializer();
-  tensor->set_name(name);
-  tensor->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t count = 1;
-  for (const int64_t dim : dims) {
-    tensor->add_dims(dim);
-    count *= dim;
-  }
-  for (int64_t i = 0; i < count; ++i) tensor->add_float_data(0.0f);
-  return tensor;
-}
-
-onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& op_type,
-                         const std::vector<std::string>& inputs,
-                         const std::vector<std::string>& outputs) {
-  onnx::NodeProto* node = graph->add_node();
-  node->set_op_type(op_type);
-  for (const std::string& input : inputs) node->add_input(input);
-  for (const std::string& output : outputs) node->add_output(output);
-  return node;
-}
-
-void SetIntAttribute(onnx::NodeProto* node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* attribute = node->add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::INT);
-  attribute->set_i(value);
+  return AddInitializer(graph, name, dims,
+                        std::vector<float>(static_cast<size_t>(ElementCount(dims)), 0.0F));
 }
 
 const Variable& Find(const GraphItem& item, const std::string& name) {
@@ -94,18 +50,18 @@ onnx::GraphProto* AddGraphAttribute(onnx::NodeProto* node, const char* name) {
 }
 
 TEST(GradientNamesTest, TakesTheFirstFreeSuffixWhenTheNameExists) {
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "x", onnx::TensorProto::FLOAT, {2, 2});
+  AddInput(graph, "x", {2, 2});
   AddWeight(graph, "w", {2, 2});
   AddWeight(graph, "b", {2});
   AddWeight(graph, "c", {2});
   AddNode(graph, "MatMul", {"x", "w"}, {"w_grad"});  // a node output takes w_grad
   AddNode(graph, "Add", {"w_grad", "b"}, {"b_grad_1"});
   AddNode(graph, "Add", {"b_grad_1", "c"}, {"y"});
-  SetTensorType(graph->add_value_info(), "b_grad", onnx::TensorProto::FLOAT, {2, 2});
-  AddOutput(graph, "y", onnx::TensorProto::FLOAT, {2, 2});
-  AddOutput(graph, "c_grad", onnx::TensorProto::FLOAT, {2, 2});  // a graph output takes c_grad
+  SetTensorType(graph->add_value_info(), "b_grad", {2, 2});
+  AddOutput(graph, "y", {2, 2});
+  AddOutput(graph, "c_grad", {2, 2});  // a graph output takes c_grad
   AddNode(graph, "Identity", {"y"}, {"c_grad"});
 
   const GraphItem item = GraphItem::FromOnnx(model, "in-test");
@@ -120,10 +76,10 @@ TEST(GradientNamesTest, TakesTheFirstFreeSuffixWhenTheNameExists) {
 }
 
 TEST(GradientNamesTest, InitializerAndSubgraphNamesAreTaken) {
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "x", onnx::TensorProto::FLOAT, {2});
-  AddInput(graph, "flag", onnx::TensorProto::BOOL, {});
+  AddInput(graph, "x", {2});
+  AddInput(graph, "flag", {}, onnx::TensorProto::BOOL);
   AddWeight(graph, "v", {2});
   AddWeight(graph, "v_grad", {2});  // another variable is called v_grad
   AddWeight(graph, "u", {2});
@@ -135,9 +91,9 @@ TEST(GradientNamesTest, InitializerAndSubgraphNamesAreTaken) {
     const std::string out = std::string(name) + "_out";
     AddNode(body, "Add", {"t", "u"}, {"u_grad"});  // the body takes u_grad
     AddNode(body, "Identity", {"u_grad"}, {out});
-    AddOutput(body, out, onnx::TensorProto::FLOAT, {2});
+    AddOutput(body, out, {2});
   }
-  AddOutput(graph, "y", onnx::TensorProto::FLOAT, {2});
+  AddOutput(graph, "y", {2});
 
   const GraphItem item = GraphItem::FromOnnx(model, "in-test");
   EXPECT_EQ(Find(item, "v").gradient_name, "v_grad_1");
@@ -148,9 +104,9 @@ TEST(GradientNamesTest, InitializerAndSubgraphNamesAreTaken) {
 }
 
 TEST(VariableTableTest, FloatTypesGiveBytesAndOtherTypesAreConstants) {
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "x", onnx::TensorProto::FLOAT, {3});
+  AddInput(graph, "x", {3});
   onnx::TensorProto* half = graph->add_initializer();
   half->set_name("half");
   half->set_data_type(onnx::TensorProto::FLOAT16);
@@ -172,7 +128,7 @@ TEST(VariableTableTest, FloatTypesGiveBytesAndOtherTypesAreConstants) {
   ints->add_int64_data(3);
   SetIntAttribute(AddNode(graph, "Cast", {"half"}, {"half_f"}), "to", onnx::TensorProto::FLOAT);
   AddNode(graph, "Mul", {"x", "half_f"}, {"y"});
-  AddOutput(graph, "y", onnx::TensorProto::FLOAT, {3});
+  AddOutput(graph, "y", {3});
 
   const GraphItem item = GraphItem::FromOnnx(model, "in-test");
   ASSERT_EQ(item.variables().size(), 3u);  // ints is not a variable
@@ -185,14 +141,14 @@ TEST(VariableTableTest, FloatTypesGiveBytesAndOtherTypesAreConstants) {
 
 TEST(VariableTableTest, InitializerListedAsGraphInputIsStillTheVariable) {
   // Models of IR version 3 (keep_initializers_as_inputs=True) also list weights as inputs.
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   model.set_ir_version(3);
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "ids", onnx::TensorProto::INT64, {4});
-  AddInput(graph, "table", onnx::TensorProto::FLOAT, {10, 2});
+  AddInput(graph, "ids", {4}, onnx::TensorProto::INT64);
+  AddInput(graph, "table", {10, 2});
   AddWeight(graph, "table", {10, 2});
   AddNode(graph, "Gather", {"table", "ids"}, {"rows"});
-  AddOutput(graph, "rows", onnx::TensorProto::FLOAT, {4, 2});
+  AddOutput(graph, "rows", {4, 2});
 
   const GraphItem item = GraphItem::FromOnnx(model, "in-test");
   ASSERT_EQ(item.variables().size(), 1u);
@@ -200,10 +156,10 @@ TEST(VariableTableTest, InitializerListedAsGraphInputIsStillTheVariable) {
 }
 
 TEST(VariableTableTest, SubgraphNameShadowingAnOuterVariableIsNotAUse) {
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "ids", onnx::TensorProto::INT64, {4});
-  AddInput(graph, "flag", onnx::TensorProto::BOOL, {});
+  AddInput(graph, "ids", {4}, onnx::TensorProto::INT64);
+  AddInput(graph, "flag", {}, onnx::TensorProto::BOOL);
   AddWeight(graph, "table", {10, 2});
   AddNode(graph, "Gather", {"table", "ids"}, {"rows"});
   onnx::NodeProto* branch = AddNode(graph, "If", {"flag"}, {"y"});
@@ -212,9 +168,9 @@ TEST(VariableTableTest, SubgraphNameShadowingAnOuterVariableIsNotAUse) {
     AddWeight(body, "table", {4, 2});  // the body's own constant named like the outer variable
     const std::string out = std::string(name) + "_out";
     AddNode(body, "Add", {"rows", "table"}, {out});
-    AddOutput(body, out, onnx::TensorProto::FLOAT, {4, 2});
+    AddOutput(body, out, {4, 2});
   }
-  AddOutput(graph, "y", onnx::TensorProto::FLOAT, {4, 2});
+  AddOutput(graph, "y", {4, 2});
 
   const GraphItem item = GraphItem::FromOnnx(model, "in-test");
   ASSERT_EQ(item.variables().size(), 1u);  // only main-graph initializers are variables
@@ -223,12 +179,12 @@ TEST(VariableTableTest, SubgraphNameShadowingAnOuterVariableIsNotAUse) {
 }
 
 TEST(VariableTableTest, DataThatDoesNotMatchDimsIsRejected) {
-  onnx::ModelProto model = NewModel();
+  onnx::ModelProto model = NewModel("test");
   onnx::GraphProto* graph = model.mutable_graph();
-  AddInput(graph, "x", onnx::TensorProto::FLOAT, {4});
+  AddInput(graph, "x", {4});
   AddWeight(graph, "w", {4})->add_float_data(1.0f);  // 5 values for 4 elements
   AddNode(graph, "Add", {"x", "w"}, {"y"});
-  AddOutput(graph, "y", onnx::TensorProto::FLOAT, {4});
+  AddOutput(graph, "y", {4});
   try {
     GraphItem::FromOnnx(model, "short.onnx");
     FAIL() << "expected an error";

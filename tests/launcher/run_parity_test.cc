@@ -12,9 +12,17 @@
 #include "runtime/exec/trainer.h"
 #include "runtime/job/job_parser.h"
 #include "tests/launcher/run_job_test_util.h"
+#include "tests/onnx_graph_builder.h"
 
 namespace autodist::launcher {
 namespace {
+
+using autodist::testing::AddInitializer;
+using autodist::testing::AddInput;
+using autodist::testing::AddNode;
+using autodist::testing::AddOutput;
+using autodist::testing::NewModel;
+using autodist::testing::SetIntAttribute;
 
 // The single-process reference: the same manifest with one worker and the global batch.
 std::map<std::string, std::vector<float>> OneProcessReference(JobParams params,
@@ -261,51 +269,18 @@ void WriteNpy(const std::string& path, const std::vector<int64_t>& shape,
 
 // y = x·W + b with loss mean((y - target)^2): AutoDist's linear-regression integration case.
 void WriteLinearModel(const std::string& path, const std::vector<float>& w, float b) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(13);
-  onnx::GraphProto& graph = *model.mutable_graph();
-  graph.set_name("linear");
-  const auto input = [&](const char* name, int64_t width) {
-    onnx::ValueInfoProto& info = *graph.add_input();
-    info.set_name(name);
-    auto& tensor = *info.mutable_type()->mutable_tensor_type();
-    tensor.set_elem_type(onnx::TensorProto::FLOAT);
-    tensor.mutable_shape()->add_dim()->set_dim_param("N");
-    tensor.mutable_shape()->add_dim()->set_dim_value(width);
-  };
-  input("x", 2);
-  input("y", 1);
-  const auto initializer = [&](const char* name, std::vector<int64_t> dims,
-                               const std::vector<float>& values) {
-    onnx::TensorProto& tensor = *graph.add_initializer();
-    tensor.set_name(name);
-    tensor.set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t dim : dims) tensor.add_dims(dim);
-    for (float value : values) tensor.add_float_data(value);
-  };
-  initializer("W", {2, 1}, w);
-  initializer("b", {1}, {b});
-  const auto node = [&](const char* op, std::vector<const char*> inputs, const char* output) {
-    onnx::NodeProto& n = *graph.add_node();
-    n.set_op_type(op);
-    n.set_name(output);
-    for (const char* name : inputs) n.add_input(name);
-    n.add_output(output);
-    return &n;
-  };
-  node("MatMul", {"x", "W"}, "xw");
-  node("Add", {"xw", "b"}, "prediction");
-  node("Sub", {"prediction", "y"}, "error");
-  node("Mul", {"error", "error"}, "squared");
-  onnx::AttributeProto& keepdims = *node("ReduceMean", {"squared"}, "loss")->add_attribute();
-  keepdims.set_name("keepdims");
-  keepdims.set_type(onnx::AttributeProto::INT);
-  keepdims.set_i(0);
-  onnx::ValueInfoProto& loss = *graph.add_output();
-  loss.set_name("loss");
-  loss.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  loss.mutable_type()->mutable_tensor_type()->mutable_shape();
+  onnx::ModelProto model = NewModel("linear", 13);
+  onnx::GraphProto* graph = model.mutable_graph();
+  AddInput(graph, "x", {-1, 2});
+  AddInput(graph, "y", {-1, 1});
+  AddInitializer(graph, "W", {2, 1}, w);
+  AddInitializer(graph, "b", {1}, {b});
+  AddNode(graph, "MatMul", {"x", "W"}, {"xw"}, "xw");
+  AddNode(graph, "Add", {"xw", "b"}, {"prediction"}, "prediction");
+  AddNode(graph, "Sub", {"prediction", "y"}, {"error"}, "error");
+  AddNode(graph, "Mul", {"error", "error"}, {"squared"}, "squared");
+  SetIntAttribute(AddNode(graph, "ReduceMean", {"squared"}, {"loss"}, "loss"), "keepdims", 0);
+  AddOutput(graph, "loss", {});
   std::ofstream(path, std::ios::binary) << model.SerializeAsString();
 }
 
