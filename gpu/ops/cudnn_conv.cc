@@ -24,73 +24,51 @@ using conv::CudnnAlgorithm;
 // The descriptors of one convolution, freed with the object.
 class Descriptors {
  public:
-  explicit Descriptors(const CudnnConvCall& call) : call_(call) {
-    // A constructor that throws runs no destructor: free what was made, then let the error go on.
-    try {
-      Describe();
-    } catch (...) {
-      Destroy();
-      throw;
-    }
-  }
-  ~Descriptors() { Destroy(); }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
-
-  void SetMath(cudnnMathType_t math) {
-    Check(cudnnSetConvolutionMathType(conv_, math), "setting the math type");
-  }
-
-  cudnnTensorDescriptor_t x() const { return x_; }
-  cudnnTensorDescriptor_t y() const { return y_; }
-  cudnnFilterDescriptor_t w() const { return w_; }
-  cudnnConvolutionDescriptor_t conv() const { return conv_; }
-
- private:
-  void Describe() {
+  explicit Descriptors(const CudnnConvCall& call)
+      : call_(call),
+        x_(*call.node, "creating X's descriptor"),
+        y_(*call.node, "creating Y's descriptor"),
+        w_(*call.node, "creating W's descriptor"),
+        conv_(*call.node, "creating the convolution's descriptor") {
     const ops::nn::ConvGeometry& s = *call_.shape;
     const ops::nn::WindowGeometry& g = s.window;
     const auto i = [](int64_t v) { return static_cast<int>(v); };
-    Check(cudnnCreateTensorDescriptor(&x_), "creating X's descriptor");
-    Check(cudnnCreateTensorDescriptor(&y_), "creating Y's descriptor");
-    Check(cudnnCreateFilterDescriptor(&w_), "creating W's descriptor");
-    Check(cudnnCreateConvolutionDescriptor(&conv_), "creating the convolution's descriptor");
-    Check(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
+    Check(cudnnSetTensor4dDescriptor(x(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
                                      i(s.in_channels), i(g.in_h), i(g.in_w)),
           "describing X");
-    Check(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
+    Check(cudnnSetTensor4dDescriptor(y(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
                                      i(s.out_channels), i(g.out_h), i(g.out_w)),
           "describing Y");
-    Check(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.out_channels),
+    Check(cudnnSetFilter4dDescriptor(w(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.out_channels),
                                      i(s.group_in), i(g.kernel_h), i(g.kernel_w)),
           "describing W");
-    Check(cudnnSetConvolution2dDescriptor(conv_, i(g.pad_top), i(g.pad_left), i(g.stride_h),
+    Check(cudnnSetConvolution2dDescriptor(conv(), i(g.pad_top), i(g.pad_left), i(g.stride_h),
                                           i(g.stride_w), i(g.dilation_h), i(g.dilation_w),
                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           "describing the convolution");
-    Check(cudnnSetConvolutionGroupCount(conv_, i(s.group)), "setting the group count");
+    Check(cudnnSetConvolutionGroupCount(conv(), i(s.group)), "setting the group count");
   }
 
-  void Destroy() noexcept {
-    if (conv_ != nullptr) cudnnDestroyConvolutionDescriptor(conv_);
-    if (w_ != nullptr) cudnnDestroyFilterDescriptor(w_);
-    if (y_ != nullptr) cudnnDestroyTensorDescriptor(y_);
-    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
-    conv_ = nullptr;
-    w_ = nullptr;
-    y_ = nullptr;
-    x_ = nullptr;
+  void SetMath(cudnnMathType_t math) {
+    Check(cudnnSetConvolutionMathType(conv(), math), "setting the math type");
   }
 
+  cudnnTensorDescriptor_t x() const { return x_.get(); }
+  cudnnTensorDescriptor_t y() const { return y_.get(); }
+  cudnnFilterDescriptor_t w() const { return w_.get(); }
+  cudnnConvolutionDescriptor_t conv() const { return conv_.get(); }
+
+ private:
   void Check(cudnnStatus_t status, const char* what) const {
     CheckCudnn(status, *call_.node, what);
   }
 
   const CudnnConvCall& call_;
-  cudnnTensorDescriptor_t x_ = nullptr;
-  cudnnTensorDescriptor_t y_ = nullptr;
-  cudnnFilterDescriptor_t w_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  // Made in this order, destroyed in the reverse.
+  CudnnTensorDescriptor x_;
+  CudnnTensorDescriptor y_;
+  CudnnFilterDescriptor w_;
+  CudnnConvolutionDescriptor conv_;
 };
 
 // The math type the search runs with: FMA kernels only for fp32 (the CPU's arithmetic: cuDNN's
@@ -246,17 +224,12 @@ void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
                                   space, algorithm.workspace_bytes, &zero, d.y(), call.y),
           *call.node, "running the convolution");
       if (call.bias != nullptr) {
-        cudnnTensorDescriptor_t bias = nullptr;
-        CheckCudnn(cudnnCreateTensorDescriptor(&bias), *call.node, "creating B's descriptor");
-        const cudnnStatus_t described =
-            cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                       static_cast<int>(call.shape->out_channels), 1, 1);
-        const cudnnStatus_t added =
-            described == CUDNN_STATUS_SUCCESS
-                ? cudnnAddTensor(handle.handle, &one, bias, call.bias, &one, d.y(), call.y)
-                : described;
-        cudnnDestroyTensorDescriptor(bias);
-        CheckCudnn(added, *call.node, "adding the bias");
+        const CudnnTensorDescriptor bias(*call.node, "creating B's descriptor");
+        CheckCudnn(cudnnSetTensor4dDescriptor(bias.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                              static_cast<int>(call.shape->out_channels), 1, 1),
+                   *call.node, "adding the bias");
+        CheckCudnn(cudnnAddTensor(handle.handle, &one, bias.get(), call.bias, &one, d.y(), call.y),
+                   *call.node, "adding the bias");
       }
       break;
     }

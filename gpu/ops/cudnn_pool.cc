@@ -32,18 +32,25 @@ cudnnPoolingMode_t ModeOf(PoolKind kind) {
 // The descriptors of one pooling run, freed with the object.
 class Descriptors {
  public:
-  explicit Descriptors(const CudnnPoolCall& call) : call_(call) {
-    // A constructor that throws runs no destructor: free what was made, then let the error go on.
-    try {
-      Describe();
-    } catch (...) {
-      Destroy();
-      throw;
-    }
+  explicit Descriptors(const CudnnPoolCall& call)
+      : call_(call),
+        x_(*call.node, "creating X's descriptor"),
+        y_(*call.node, "creating Y's descriptor"),
+        pool_(*call.node, "creating the pooling's descriptor") {
+    const ops::nn::WindowGeometry& g = *call_.window;
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
+    Check(cudnnSetTensor4dDescriptor(x(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
+                                     i(call_.channels), i(g.in_h), i(g.in_w)),
+          "describing X");
+    Check(cudnnSetTensor4dDescriptor(y(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
+                                     i(call_.channels), i(g.out_h), i(g.out_w)),
+          "describing Y");
+    // NaN propagates: the CPU's maximum is NaN wherever a window holds one.
+    Check(cudnnSetPooling2dDescriptor(pool(), ModeOf(call_.kind), CUDNN_PROPAGATE_NAN,
+                                      i(g.kernel_h), i(g.kernel_w), i(g.pad_top), i(g.pad_left),
+                                      i(g.stride_h), i(g.stride_w)),
+          "describing the window");
   }
-  ~Descriptors() { Destroy(); }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
 
   // Whether cuDNN's output size for the window is ours (CudnnDescribesPool's rule says it is;
   // this is cuDNN's own word on it).
@@ -52,52 +59,25 @@ class Descriptors {
     int c = 0;
     int h = 0;
     int w = 0;
-    Check(cudnnGetPooling2dForwardOutputDim(pool_, x_, &n, &c, &h, &w), "sizing the output");
+    Check(cudnnGetPooling2dForwardOutputDim(pool(), x(), &n, &c, &h, &w), "sizing the output");
     const ops::nn::WindowGeometry& g = *call_.window;
     return n == call_.batch && c == call_.channels && h == g.out_h && w == g.out_w;
   }
 
-  cudnnTensorDescriptor_t x() const { return x_; }
-  cudnnTensorDescriptor_t y() const { return y_; }
-  cudnnPoolingDescriptor_t pool() const { return pool_; }
+  cudnnTensorDescriptor_t x() const { return x_.get(); }
+  cudnnTensorDescriptor_t y() const { return y_.get(); }
+  cudnnPoolingDescriptor_t pool() const { return pool_.get(); }
 
  private:
-  void Describe() {
-    const ops::nn::WindowGeometry& g = *call_.window;
-    const auto i = [](int64_t v) { return static_cast<int>(v); };
-    Check(cudnnCreateTensorDescriptor(&x_), "creating X's descriptor");
-    Check(cudnnCreateTensorDescriptor(&y_), "creating Y's descriptor");
-    Check(cudnnCreatePoolingDescriptor(&pool_), "creating the pooling's descriptor");
-    Check(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
-                                     i(call_.channels), i(g.in_h), i(g.in_w)),
-          "describing X");
-    Check(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
-                                     i(call_.channels), i(g.out_h), i(g.out_w)),
-          "describing Y");
-    // NaN propagates: the CPU's maximum is NaN wherever a window holds one.
-    Check(cudnnSetPooling2dDescriptor(pool_, ModeOf(call_.kind), CUDNN_PROPAGATE_NAN, i(g.kernel_h),
-                                      i(g.kernel_w), i(g.pad_top), i(g.pad_left), i(g.stride_h),
-                                      i(g.stride_w)),
-          "describing the window");
-  }
-
-  void Destroy() noexcept {
-    if (pool_ != nullptr) cudnnDestroyPoolingDescriptor(pool_);
-    if (y_ != nullptr) cudnnDestroyTensorDescriptor(y_);
-    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
-    pool_ = nullptr;
-    y_ = nullptr;
-    x_ = nullptr;
-  }
-
   void Check(cudnnStatus_t status, const char* what) const {
     CheckCudnn(status, *call_.node, what);
   }
 
   const CudnnPoolCall& call_;
-  cudnnTensorDescriptor_t x_ = nullptr;
-  cudnnTensorDescriptor_t y_ = nullptr;
-  cudnnPoolingDescriptor_t pool_ = nullptr;
+  // Made in this order, destroyed in the reverse.
+  CudnnTensorDescriptor x_;
+  CudnnTensorDescriptor y_;
+  CudnnPoolingDescriptor pool_;
 };
 
 }  // namespace
