@@ -14,8 +14,8 @@
 #include "launcher/runtime_executable.h"
 #include "runtime/common/error.h"
 #include "runtime/common/file_io.h"
-#include "runtime/common/posix_process.h"
 #include "runtime/common/median.h"
+#include "runtime/common/posix_process.h"
 #include "runtime/graph/graph_item.h"
 #include "runtime/job/job_parser.h"
 #include "runtime/job/job_views.h"
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 // Steps of a calibration run: enough for about kCalibrationSeconds as predicted, within these
 // bounds; the chief's second progress window (the second half) is measured. Each run is repeated
-// kCalibrationRepeats times, the three builders in turn, and the median step kept: a single
+// kCalibrationRepeats times, the builders in turn, and the median step kept: a single
 // short run is too noisy to tell a collective's cost from its efficiency. The most steps allow
 // the full seconds down to steps of under a millisecond: at 400 steps, the embedding's 0.3 ms
 // steps (with changed-row pulls and all-gathers on our links) were measured over 60 ms windows,
@@ -98,9 +98,10 @@ double MeasuredStepSeconds(const job::JobSpec& pair, const ProfileCommandOptions
 
 // The fixed costs of a collective, of a parameter-server round and of a job's step as a job on
 // this machine meets them (calibration.h). What a job adds to a collective alone (its other
-// threads, the other worker's, the hand-offs) shows only in a job: three runs of it, AllReduce
-// fused as by default, AllReduce with one collective per variable, and PS, are each compared with
-// the model's prediction of that same run on the calibration network's links.
+// threads, the other worker's, the hand-offs) shows only in a job: four or five runs of it,
+// AllReduce fused as by default, with about three groups and with one collective per variable,
+// PS and PartitionedPS, are each compared with the model's prediction of that same run on the
+// calibration network's links.
 void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
                strategy::StepProfile& profile, std::ostream& out) {
   const std::vector<graph::Variable> variables =
@@ -116,7 +117,7 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
   links.latency_seconds = 0;
   // The parameter-server run pulls what the job's optimizer makes it pull: rows or tables.
   const strategy::OptimizerTraits optimizer = job::OptimizerTraitsOf(job);
-  // The three runs, compiled once; their steps from the prediction with the costs alone.
+  // The runs, compiled once; their steps from the prediction with the costs alone.
   struct Run {
     std::string label;
     job::JobSpec pair;
@@ -154,7 +155,8 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
        std::vector<Plan>{{"AllReduce", "AllReduce", {}},
                          {middle_label.c_str(), "AllReduce", {{"chunk_size", middle_chunk}}},
                          {"AllReduce chunk_size=1", "AllReduce", {{"chunk_size", "1"}}},
-                         {"PS", "PS", {}}}) {
+                         {"PS", "PS", {}},
+                         {"PartitionedPS", "PartitionedPS", {}}}) {
     Run run;
     run.label = label;
     run.pair = CalibrationJob(job, builder, builder_options);
@@ -192,8 +194,9 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
         << std::endl;
   };
   const Run& fused_run = runs.front();
-  const Run& apart_run = runs[runs.size() - 2];
-  const Run& ps_run = runs.back();
+  const Run& apart_run = runs[runs.size() - 3];
+  const Run& ps_run = runs[runs.size() - 2];
+  const Run& partitioned_run = runs.back();
   report(fused_run, predict(fused_run));
   if (overlap_run) {
     report(runs[1], predict(runs[1]));
@@ -208,10 +211,12 @@ void Calibrate(const job::JobSpec& job, const ProfileCommandOptions& options,
   const strategy::CalibrationRun apart = predict(apart_run);
   report(apart_run, apart);
   strategy::CalibrateCollectives(fused, apart, profile);
-  // The PS run pays none of all-reduce's overhead: its residual is its round's cost.
+  // The PS runs pay none of all-reduce's overhead: their residuals are their serving's.
   const strategy::CalibrationRun ps = predict(ps_run);
+  const strategy::CalibrationRun partitioned = predict(partitioned_run);
   report(ps_run, ps);
-  strategy::CalibrateRound(ps, profile);
+  report(partitioned_run, partitioned);
+  strategy::CalibrateParameterServers(ps, partitioned, profile);
 }
 
 }  // namespace
@@ -247,13 +252,13 @@ int RunProfile(const ProfileCommandOptions& options) {
   WriteFileBytes(output, strategy::StepProfileToJson(profile));
   std::cout << fmt::format(
                    "profile: in a job, a collective costs {:.3f} ms, a parameter-server round "
-                   "{:.3f} ms beyond their bytes, an all-reduce step {:.3f} ms beyond those, a "
-                   "link carrying "
-                   "data both ways reaches {:.0f}% of its payload rate, and a collective beside "
-                   "backward {:.0f}% of its speed; wrote {}",
+                   "{:.3f} ms beyond their bytes (waiting for {:.0f}% of its wire), an all-reduce "
+                   "step {:.3f} ms beyond those, a link carrying data both ways reaches {:.0f}% "
+                   "of its payload rate, and a collective beside backward {:.0f}% of its speed; "
+                   "wrote {}",
                    profile.collective_seconds * 1e3, profile.ps_round_seconds * 1e3,
-                   profile.all_reduce_overhead_seconds * 1e3, profile.duplex_efficiency * 100,
-                   profile.overlap_efficiency * 100, output)
+                   profile.ps_wire_share * 100, profile.all_reduce_overhead_seconds * 1e3,
+                   profile.duplex_efficiency * 100, profile.overlap_efficiency * 100, output)
             << std::endl;
   return 0;
 }

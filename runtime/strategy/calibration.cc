@@ -62,9 +62,20 @@ void CalibrateOverlap(const std::function<OverlapRuns(const StepProfile&)>& pred
   }
 }
 
-void CalibrateRound(const CalibrationRun& ps, StepProfile& profile) {
-  if (ps.predicted.ps_rounds == 0) return;
-  profile.ps_round_seconds += std::max(0.0, ps.Residual());
+void CalibrateParameterServers(const CalibrationRun& whole, const CalibrationRun& partitioned,
+                               StepProfile& profile) {
+  if (whole.predicted.ps_rounds == 0) return;
+  double share = 1;  // of the wire as predicted so far
+  const double wire_saved = whole.wire_seconds - partitioned.wire_seconds;
+  if (partitioned.predicted.ps_rounds > 0 && wire_saved > 0 &&
+      wire_saved >= kPsWireSensitivity * whole.measured_seconds) {
+    const double not_saved = (partitioned.Residual() - whole.Residual()) / wire_saved;
+    share =
+        std::clamp(1 - not_saved, std::min(1.0, kMinimumPsWireShare / profile.ps_wire_share), 1.0);
+  }
+  profile.ps_wire_share *= share;
+  // The whole run as predicted with the new share waits (1 - share) of its wire less.
+  profile.ps_round_seconds += std::max(0.0, whole.Residual() + (1 - share) * whole.wire_seconds);
 }
 
 }  // namespace autodist::strategy

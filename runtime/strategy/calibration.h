@@ -66,8 +66,22 @@ struct OverlapRuns {
 void CalibrateOverlap(const std::function<OverlapRuns(const StepProfile&)>& predict,
                       StepProfile& profile);
 
-// From a parameter-server run predicted with `profile` after CalibrateCollectives: its residual
-// is what a job adds to a round (never below 0).
-void CalibrateRound(const CalibrationRun& ps, StepProfile& profile);
+// The lowest parameter-server wire share (step_profile.h) calibration infers.
+inline constexpr double kMinimumPsWireShare = 0.25;
+// The least share of the whole run's measured step by which the partitioned run's predicted wire
+// must be shorter for CalibrateParameterServers to infer a wire share from the two.
+inline constexpr double kPsWireSensitivity = 0.1;
+
+// From two parameter-server runs of the same bytes predicted with `profile` after
+// CalibrateCollectives: `whole` with every variable on one server, `partitioned` with every
+// variable cut across the workers' servers, so that its busiest links carry about half.
+//   * Where the partitioned run's residual exceeds the whole run's, the wire it saved was not
+//     saved in full: the difference over the wire saved is the share of the wire that serving
+//     work hid (ps_wire_share falls by it, down to kMinimumPsWireShare). Only where the wire
+//     saved is at least kPsWireSensitivity of the whole run's step; else it stays as it is.
+//   * The whole run's residual, with that share, is what a job adds to a round: its serving
+//     (ps_round_seconds, never below what it was).
+void CalibrateParameterServers(const CalibrationRun& whole, const CalibrationRun& partitioned,
+                               StepProfile& profile);
 
 }  // namespace autodist::strategy

@@ -341,8 +341,10 @@ class Predictor {
       server_update_seconds_ = std::max(server_update_seconds_, update);
     }
     for (const PsUnit& entry : ps_units_) ChargePushCompression(entry);
-    return PhaseSeconds(push) + server_update_seconds_ + PhaseSeconds(pull) +
-           profile_.ps_round_seconds + 2 * network_.latency_seconds;
+    // The round's serving work hides part of the wire (step_profile.h).
+    const double wire = PhaseSeconds(push) + PhaseSeconds(pull);
+    return profile_.ps_wire_share * wire + server_update_seconds_ + profile_.ps_round_seconds +
+           2 * network_.latency_seconds;
   }
 
   struct Traffic {

@@ -128,7 +128,8 @@ std::string StepProfileToJson(const StepProfile& profile) {
               {"loopbackGbps", profile.loopback_gbps},
               {"allReduceOverheadSeconds", profile.all_reduce_overhead_seconds},
               {"duplexEfficiency", profile.duplex_efficiency},
-              {"overlapEfficiency", profile.overlap_efficiency}};
+              {"overlapEfficiency", profile.overlap_efficiency},
+              {"parameterServerWireShare", profile.ps_wire_share}};
   return out.dump(2) + "\n";
 }
 
@@ -177,6 +178,9 @@ StepProfile StepProfileFromJson(const std::string& text, const std::string& sour
   }
   if (in.contains("overlapEfficiency")) {
     profile.overlap_efficiency = RequireShare(in, "overlapEfficiency", source);
+  }
+  if (in.contains("parameterServerWireShare")) {
+    profile.ps_wire_share = RequireShare(in, "parameterServerWireShare", source);
   }
   return profile;
 }

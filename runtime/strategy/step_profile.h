@@ -57,6 +57,13 @@ struct StepProfile {
   // collective overlapping it is scheduled late and its pipeline stalls. Calibration measures
   // it from runs that overlap more or less; 1 without.
   double overlap_efficiency = 1;
+  // The share of a parameter-server step's wire (its push and pull phases, each as long as its
+  // busiest link needs) that the step waits for beyond ps_round_seconds, in (0, 1]: a server
+  // deserializes, sums, updates and serializes what has arrived while the rest is still on the
+  // wire, so that serving work (in ps_round_seconds) hides part of the wire. Calibration
+  // measures it from a PS run and a PartitionedPS run, which serve the same bytes over busiest
+  // links half as loaded; 1 without.
+  double ps_wire_share = 1;
 
   bool operator==(const StepProfile&) const = default;
 };

@@ -1,6 +1,6 @@
 // Calibration's arithmetic on hand-made runs (calibration.h): a collective's cost from two runs
 // of the same bytes in different numbers of collectives, the step's overhead from what remains,
-// a round's cost from the PS run, and the floors.
+// a round's cost and the share of its wire a PS step waits for from two PS runs, and the floors.
 #include "runtime/strategy/calibration.h"
 
 #include <gtest/gtest.h>
@@ -53,7 +53,7 @@ TEST(CalibrationTest, NoCostFallsBelowWhatWasMeasuredAlone) {
   CalibrateCollectives(Measured(2.0, 2.5, 1), Measured(1.9, 2.6, 6), profile);
   EXPECT_NEAR(profile.collective_seconds, 0.1e-3, kTolerance);
   EXPECT_EQ(profile.all_reduce_overhead_seconds, 0);
-  CalibrateRound(Measured(4.0, 5.0, 0, 1), profile);
+  CalibrateParameterServers(Measured(4.0, 5.0, 0, 1), Measured(4.0, 5.0, 0, 1), profile);
   EXPECT_NEAR(profile.ps_round_seconds, 0.2e-3, kTolerance);
 }
 
@@ -97,11 +97,47 @@ TEST(CalibrationTest, TheOverlapEfficiencyStaysWhereTheRunsCannotTellIt) {
 
 TEST(CalibrationTest, TheRoundTakesThePsRunsResidual) {
   StepProfile profile = Isolated();
-  CalibrateRound(Measured(6.0, 5.25, 0, 1), profile);
+  // No wire to tell the runs apart: the whole run's residual is the round's.
+  CalibrateParameterServers(Measured(6.0, 5.25, 0, 1), Measured(6.5, 5.25, 0, 1), profile);
   EXPECT_NEAR(profile.ps_round_seconds, 0.95e-3, kTolerance);
+  EXPECT_EQ(profile.ps_wire_share, 1);
   // A run without a round says nothing of one.
-  CalibrateRound(Measured(9.0, 5.0, 3, 0), profile);
+  CalibrateParameterServers(Measured(9.0, 5.0, 3, 0), Measured(9.0, 5.0, 3, 0), profile);
   EXPECT_NEAR(profile.ps_round_seconds, 0.95e-3, kTolerance);
+}
+
+TEST(CalibrationTest, WireThatPartitioningDidNotSaveWasHiddenUnderServing) {
+  StepProfile profile = Isolated();
+  // The whole run: 10 ms of wire, 2 ms beyond its prediction. The partitioned run: 5 ms of wire
+  // (predicted 5 ms less), 5 ms beyond. Only 2 ms of the 5 ms predicted saved were: the step
+  // waits for 40% of its wire, and the 6 ms of wire it does not wait for are serving, with 2 ms
+  // more: the round costs 8 ms more.
+  CalibrateParameterServers(Measured(32.0, 30.0, 0, 1, 10.0), Measured(30.0, 25.0, 0, 1, 5.0),
+                            profile);
+  EXPECT_NEAR(profile.ps_wire_share, 0.4, kTolerance);
+  EXPECT_NEAR(profile.ps_round_seconds, 0.2e-3 + 8e-3, kTolerance);
+}
+
+TEST(CalibrationTest, TheWireShareHasAFloorAndNoRiseAndNeedsEnoughWireSaved) {
+  // Partitioning saved nothing of 5 ms: the share stops at its floor, the rest is the round's.
+  StepProfile floor = Isolated();
+  CalibrateParameterServers(Measured(32.0, 30.0, 0, 1, 10.0), Measured(32.0, 25.0, 0, 1, 5.0),
+                            floor);
+  EXPECT_NEAR(floor.ps_wire_share, kMinimumPsWireShare, kTolerance);
+  EXPECT_NEAR(floor.ps_round_seconds, 0.2e-3 + 2e-3 + 7.5e-3, kTolerance);
+  // Partitioning saved more than predicted: the wire is not made slower here (duplex efficiency
+  // is the all-reduce runs'), and the whole run's residual is the round's.
+  StepProfile faster = Isolated();
+  CalibrateParameterServers(Measured(32.0, 30.0, 0, 1, 10.0), Measured(25.0, 25.0, 0, 1, 5.0),
+                            faster);
+  EXPECT_EQ(faster.ps_wire_share, 1);
+  EXPECT_NEAR(faster.ps_round_seconds, 0.2e-3 + 2e-3, kTolerance);
+  // 2 ms of wire saved in a 32 ms step is under kPsWireSensitivity: noise, not a share.
+  StepProfile little = Isolated();
+  CalibrateParameterServers(Measured(32.0, 30.0, 0, 1, 4.0), Measured(32.0, 28.0, 0, 1, 2.0),
+                            little);
+  EXPECT_EQ(little.ps_wire_share, 1);
+  EXPECT_NEAR(little.ps_round_seconds, 0.2e-3 + 2e-3, kTolerance);
 }
 
 TEST(CalibrationTest, WhatRemainsSlowsTheWireThenBecomesTheStepsOverhead) {

@@ -82,6 +82,20 @@ TEST(CostModelTest, AServerOnAWorkersNodeCostsThatWorkerNoLink) {
   EXPECT_EQ(p.link_bytes.at("worker-0"), 2'000'000);
 }
 
+TEST(CostModelTest, APsStepWaitsForItsWireShareOfTheWireOnly) {
+  // The step of AServerOnAWorkersNodeCostsThatWorkerNoLink waits for a quarter of its 16 ms of
+  // wire; the update, the round and the round trip stay whole.
+  StepProfile profile = Profile({{"w", 0.0}});
+  profile.ps_wire_share = 0.25;
+  const StepPrediction p = Predict(kOneMegabyte, Nodes(0), "PS", {}, profile);
+  EXPECT_NEAR(p.total_seconds, 3e-3 + 4e-3 + 0.5e-3 + 0.35e-3, kTolerance);
+  EXPECT_EQ(p.link_bytes.at("worker-1"), 2'000'000);  // the bytes are all still sent
+  // An all-reduce's wire is not a parameter server's.
+  EXPECT_NEAR(Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, profile).total_seconds,
+              Predict(kOneMegabyte, Nodes(0), "AllReduce", {}, Profile({{"w", 0.0}})).total_seconds,
+              kTolerance);
+}
+
 TEST(CostModelTest, CompressorsChangeWireBytesAndAddTheirCompute) {
   const StepProfile profile = Profile({{"m", 0.0}});
   const std::vector<graph::Variable> matrix = {FloatVariable("m", {500, 500})};  // 1e6 B

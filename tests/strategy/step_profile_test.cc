@@ -33,6 +33,7 @@ StepProfile Measured() {
   profile.loopback_gbps = 25.5;
   profile.duplex_efficiency = 0.75;
   profile.overlap_efficiency = 0.5;
+  profile.ps_wire_share = 0.625;
   profile.all_reduce_overhead_seconds = 0.004;
   return profile;
 }
@@ -51,6 +52,14 @@ TEST(StepProfileTest, AnEarlierProfilesStepOverheadIsAllReducesOverhead) {
   EXPECT_EQ(read.all_reduce_overhead_seconds, 0.004);
   // Its round was calibrated while the step paid the overhead: it keeps paying it.
   EXPECT_DOUBLE_EQ(read.ps_round_seconds, Measured().ps_round_seconds + 0.004);
+}
+
+TEST(StepProfileTest, AProfileWrittenBeforeTheWireShareWaitsForAllTheWire) {
+  std::string text = StepProfileToJson(Measured());
+  const std::string field = ",\n  \"parameterServerWireShare\": 0.625";
+  ASSERT_NE(text.find(field), std::string::npos) << text;
+  text.erase(text.find(field), field.size());
+  EXPECT_EQ(StepProfileFromJson(text, "p.json").ps_wire_share, 1);
 }
 
 TEST(StepProfileTest, EveryBadFieldIsNamed) {
@@ -77,6 +86,8 @@ TEST(StepProfileTest, EveryBadFieldIsNamed) {
        "field 'duplexEfficiency' must be a number in (0, 1], got 0"},
       {with("\"overlapEfficiency\": 0.5", "\"overlapEfficiency\": 1.5"),
        "field 'overlapEfficiency' must be a number in (0, 1], got 1.5"},
+      {with("\"parameterServerWireShare\": 0.625", "\"parameterServerWireShare\": -0.5"),
+       "field 'parameterServerWireShare' must be a number in (0, 1], got -0.5"},
   };
   for (const auto& [text, message] : cases) {
     const Error error = ErrorOf([&] { StepProfileFromJson(text, "p.json"); });
