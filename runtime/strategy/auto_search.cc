@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "runtime/common/error.h"
@@ -20,6 +21,14 @@ const std::vector<std::string>& PsFamily() {
   static const auto* names =
       new std::vector<std::string>{"PSLoadBalancing", "PS", "PartitionedPS", "UnevenPartitionedPS"};
   return *names;
+}
+
+// What a candidate ranks by: its step, lossy ones kLossyCompressionMargin longer, in whole
+// nanoseconds, then the candidates' order: a last-bit difference between two machines' floating
+// point cannot reorder two candidates.
+int64_t RankNanoseconds(const RankedCandidate& entry) {
+  const double margin = IsLossy(entry.candidate) ? 1 + kLossyCompressionMargin : 1;
+  return std::llround(entry.prediction.total_seconds * margin * 1e9);
 }
 
 bool SeveralReplicasPerWorker(const ResourceSpec& resources) {
@@ -50,6 +59,12 @@ AutoOptions ReadAutoOptions(const BuilderOptions& options) {
 bool IsLossy(const Candidate& candidate) {
   // Every compressor Auto tries is lossy (AutoCandidates).
   return candidate.options.contains("compressor");
+}
+
+bool IsPlainAllReduce(const Candidate& candidate) {
+  const auto chunk = candidate.options.find("chunk_size");
+  return candidate.builder == "AllReduce" && candidate.options.size() == 1 &&
+         chunk != candidate.options.end() && chunk->second == std::to_string(kChunkSizes.back());
 }
 
 std::string Candidate::Label() const {
@@ -121,25 +136,32 @@ std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& 
                                             const ResourceSpec& resources, const AutoInputs& inputs,
                                             const CandidateBuild& build) {
   std::vector<RankedCandidate> ranked;
-  std::set<std::string> seen;
+  std::map<std::string, std::string> label_of;  // strategy content -> the label it is ranked by
+  std::string plain_label;                      // plain AllReduce's strategy under its ranked label
   for (const Candidate& candidate : AutoCandidates(resources, inputs)) {
     autodist::proto::Strategy strategy = build(candidate);
     std::string content;
     strategy.SerializeToString(&content);
-    if (!seen.insert(content).second) continue;  // the same strategy as an earlier candidate
+    const auto [known, added] = label_of.emplace(content, candidate.Label());
+    if (IsPlainAllReduce(candidate)) plain_label = known->second;
+    if (!added) continue;  // the same strategy as an earlier candidate
     StepPrediction prediction = PredictStep(strategy, variables, resources, inputs.profile,
                                             inputs.network, inputs.optimizer);
     ranked.push_back({candidate, std::move(prediction), std::move(strategy)});
   }
-  // Whole nanoseconds, then the candidates' order: a last-bit difference between two
-  // machines' floating point cannot reorder two candidates.
-  const auto rank_nanoseconds = [](const RankedCandidate& entry) {
-    const double margin = IsLossy(entry.candidate) ? 1 + kLossyCompressionMargin : 1;
-    return std::llround(entry.prediction.total_seconds * margin * 1e9);
-  };
   std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
-    return rank_nanoseconds(a) < rank_nanoseconds(b);
+    return RankNanoseconds(a) < RankNanoseconds(b);
   });
+  // Plain AllReduce in a near tie with the fastest is taken instead: it moves to the front.
+  if (ranked.empty()) return ranked;
+  const double tie = static_cast<double>(RankNanoseconds(ranked.front())) * (1 + kNearTieMargin);
+  for (auto it = ranked.begin(); it != ranked.end(); ++it) {
+    if (static_cast<double>(RankNanoseconds(*it)) > tie) break;
+    if (it->candidate.Label() == plain_label) {
+      std::rotate(ranked.begin(), it, it + 1);
+      break;
+    }
+  }
   return ranked;
 }
 
@@ -152,9 +174,12 @@ std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const Aut
   std::string links;
   for (const double rate : rates) links += fmt::format("{}{:g}", links.empty() ? "" : "/", rate);
   const StepProfile& profile = inputs.profile;
-  std::string out =
-      by_auto ? fmt::format("Auto: {} candidates ranked by predicted step time\n", ranking.size())
-              : std::string("Predicted step time (the cost model Auto uses)\n");
+  std::string out = by_auto
+                        ? fmt::format(
+                              "Auto: {} candidates ranked by predicted step time (within {:g}% of "
+                              "the fastest, plain AllReduce first)\n",
+                              ranking.size(), kNearTieMargin * 100)
+                        : std::string("Predicted step time (the cost model Auto uses)\n");
   out += fmt::format(
       "  step profile: {} (batch {} per replica, {} replica(s) per worker); links {} Gbit/s, "
       "{:g} us per message; lossy compression {}\n",
@@ -191,9 +216,16 @@ std::string FormatRanking(const std::vector<RankedCandidate>& ranking, const Aut
 std::string AutoReason(const std::vector<RankedCandidate>& ranking) {
   AD_CHECK(!ranking.empty(), kInternal, "Auto ranked no candidate");
   const RankedCandidate& best = ranking.front();
-  std::string reason = fmt::format(
-      "Auto chose {}: predicted {} per step, the lowest of {} candidates", best.candidate.Label(),
-      Milliseconds(best.prediction.total_seconds), ranking.size());
+  std::string reason = fmt::format("Auto chose {}: predicted {} per step, ", best.candidate.Label(),
+                                   Milliseconds(best.prediction.total_seconds));
+  // A near tie taken over the fastest (RankCandidates) says which it was.
+  if (ranking.size() > 1 && RankNanoseconds(ranking[1]) < RankNanoseconds(best)) {
+    reason += fmt::format("within {:g}% of the lowest ({}, {}) and plain, of {} candidates",
+                          kNearTieMargin * 100, ranking[1].candidate.Label(),
+                          Milliseconds(ranking[1].prediction.total_seconds), ranking.size());
+  } else {
+    reason += fmt::format("the lowest of {} candidates", ranking.size());
+  }
   for (const char* peer : {kDefaultBuilder, "AllReduce"}) {
     // The peer without compression or proxy (the fastest of its fusion chunk sizes).
     const auto it = std::find_if(ranking.begin(), ranking.end(), [&](const RankedCandidate& c) {

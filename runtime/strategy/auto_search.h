@@ -55,6 +55,18 @@ struct Candidate {
 // measured either way, performance.md, "Auto: predicted against measured".)
 inline constexpr double kLossyCompressionMargin = 0.05;
 
+// Predictions closer than this share are a tie. Auto departs from plain AllReduce (fused, exact,
+// no proxy: what DDP and Horovod users run) only for a predicted gain beyond it: where plain
+// AllReduce is predicted within it of the fastest candidate (lossy ones with
+// kLossyCompressionMargin), Auto takes plain AllReduce. Variants of all-reduce that differ only
+// in grouping or partitioning were predicted within 1% of it and measured up to 17% apart
+// either way in one grid row (performance.md, "Ninth full grid").
+inline constexpr double kNearTieMargin = 0.01;
+
+// Whether the candidate is plain AllReduce: fused by AutoDist's default chunk size (128), no
+// compressor, no proxy.
+bool IsPlainAllReduce(const Candidate& candidate);
+
 // Whether the candidate compresses lossily (any compressor option).
 bool IsLossy(const Candidate& candidate);
 
@@ -68,7 +80,8 @@ struct RankedCandidate {
 std::vector<Candidate> AutoCandidates(const ResourceSpec& resources, const AutoInputs& inputs);
 
 // Compiles and predicts every candidate; returns them fastest first (lossy ones by their step
-// and kLossyCompressionMargin), each distinct strategy once. `build` compiles one candidate
+// and kLossyCompressionMargin), each distinct strategy once, except that plain AllReduce in a
+// near tie with the fastest (kNearTieMargin) comes first. `build` compiles one candidate
 // (Compile's builder table).
 using CandidateBuild = std::function<autodist::proto::Strategy(const Candidate&)>;
 std::vector<RankedCandidate> RankCandidates(const std::vector<graph::Variable>& variables,
