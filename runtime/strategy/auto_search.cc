@@ -31,6 +31,14 @@ int64_t RankNanoseconds(const RankedCandidate& entry) {
   return std::llround(entry.prediction.total_seconds * margin * 1e9);
 }
 
+// Whether the candidate is plain AllReduce: fused by AutoDist's default chunk size (128), no
+// compressor, no proxy.
+bool IsPlainAllReduce(const Candidate& candidate) {
+  const auto chunk = candidate.options.find("chunk_size");
+  return candidate.builder == "AllReduce" && candidate.options.size() == 1 &&
+         chunk != candidate.options.end() && chunk->second == std::to_string(kChunkSizes.back());
+}
+
 bool SeveralReplicasPerWorker(const ResourceSpec& resources) {
   const std::vector<std::string> replicas = resources.Replicas();
   std::set<std::string> nodes;
@@ -59,12 +67,6 @@ AutoOptions ReadAutoOptions(const BuilderOptions& options) {
 bool IsLossy(const Candidate& candidate) {
   // Every compressor Auto tries is lossy (AutoCandidates).
   return candidate.options.contains("compressor");
-}
-
-bool IsPlainAllReduce(const Candidate& candidate) {
-  const auto chunk = candidate.options.find("chunk_size");
-  return candidate.builder == "AllReduce" && candidate.options.size() == 1 &&
-         chunk != candidate.options.end() && chunk->second == std::to_string(kChunkSizes.back());
 }
 
 std::string Candidate::Label() const {

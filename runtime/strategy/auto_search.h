@@ -63,10 +63,6 @@ inline constexpr double kLossyCompressionMargin = 0.05;
 // either way in one grid row (performance.md, "Ninth full grid").
 inline constexpr double kNearTieMargin = 0.01;
 
-// Whether the candidate is plain AllReduce: fused by AutoDist's default chunk size (128), no
-// compressor, no proxy.
-bool IsPlainAllReduce(const Candidate& candidate);
-
 // Whether the candidate compresses lossily (any compressor option).
 bool IsLossy(const Candidate& candidate);
 

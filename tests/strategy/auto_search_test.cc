@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 
 #include "runtime/common/error.h"
 #include "runtime/strategy/compiler.h"
