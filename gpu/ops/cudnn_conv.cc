@@ -33,12 +33,8 @@ class Descriptors {
     const ops::nn::ConvGeometry& s = *call_.shape;
     const ops::nn::WindowGeometry& g = s.window;
     const auto i = [](int64_t v) { return static_cast<int>(v); };
-    Check(cudnnSetTensor4dDescriptor(x(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
-                                     i(s.in_channels), i(g.in_h), i(g.in_w)),
-          "describing X");
-    Check(cudnnSetTensor4dDescriptor(y(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(s.batch),
-                                     i(s.out_channels), i(g.out_h), i(g.out_w)),
-          "describing Y");
+    DescribeNchwFloat(x(), s.batch, s.in_channels, g.in_h, g.in_w, *call_.node, "describing X");
+    DescribeNchwFloat(y(), s.batch, s.out_channels, g.out_h, g.out_w, *call_.node, "describing Y");
     Check(cudnnSetFilter4dDescriptor(w(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, i(s.out_channels),
                                      i(s.group_in), i(g.kernel_h), i(g.kernel_w)),
           "describing W");
@@ -225,9 +221,8 @@ void RunCudnnConv(ConvDirection direction, const CudnnAlgorithm& algorithm,
           *call.node, "running the convolution");
       if (call.bias != nullptr) {
         const CudnnTensorDescriptor bias(*call.node, "creating B's descriptor");
-        CheckCudnn(cudnnSetTensor4dDescriptor(bias.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                              static_cast<int>(call.shape->out_channels), 1, 1),
-                   *call.node, "adding the bias");
+        DescribeNchwFloat(bias.get(), 1, call.shape->out_channels, 1, 1, *call.node,
+                          "adding the bias");
         CheckCudnn(cudnnAddTensor(handle.handle, &one, bias.get(), call.bias, &one, d.y(), call.y),
                    *call.node, "adding the bias");
       }

@@ -45,4 +45,12 @@ void CheckCudnn(cudnnStatus_t status, const std::string& node, const char* what)
        static_cast<int>(status));
 }
 
+void DescribeNchwFloat(cudnnTensorDescriptor_t tensor, int64_t n, int64_t c, int64_t h, int64_t w,
+                       const std::string& node, const char* what) {
+  CheckCudnn(
+      cudnnSetTensor4dDescriptor(tensor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n),
+                                 static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)),
+      node, what);
+}
+
 }  // namespace autodist::gpu::detail

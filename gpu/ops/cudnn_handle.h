@@ -5,6 +5,7 @@
 
 #include <cudnn.h>
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -29,6 +30,11 @@ bool CudnnRefused(cudnnStatus_t status);
 // Throws for any status but success, naming `node` and `what` was being done: kUnavailable out of
 // device memory (as CheckCuda makes it), kInternal otherwise.
 void CheckCudnn(cudnnStatus_t status, const std::string& node, const char* what);
+
+// Describes `tensor` as dense float32 of n x c x h x w in NCHW order (the layout every cuDNN
+// call of ours takes); throws as CheckCudnn, naming `node` and `what`.
+void DescribeNchwFloat(cudnnTensorDescriptor_t tensor, int64_t n, int64_t c, int64_t h, int64_t w,
+                       const std::string& node, const char* what);
 
 // A cuDNN descriptor, made with the object and destroyed with it. An object holding several as
 // members frees those already made when a later one, or a constructor's describing, throws: C++

@@ -39,12 +39,10 @@ class Descriptors {
         pool_(*call.node, "creating the pooling's descriptor") {
     const ops::nn::WindowGeometry& g = *call_.window;
     const auto i = [](int64_t v) { return static_cast<int>(v); };
-    Check(cudnnSetTensor4dDescriptor(x(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
-                                     i(call_.channels), i(g.in_h), i(g.in_w)),
-          "describing X");
-    Check(cudnnSetTensor4dDescriptor(y(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i(call_.batch),
-                                     i(call_.channels), i(g.out_h), i(g.out_w)),
-          "describing Y");
+    DescribeNchwFloat(x(), call_.batch, call_.channels, g.in_h, g.in_w, *call_.node,
+                      "describing X");
+    DescribeNchwFloat(y(), call_.batch, call_.channels, g.out_h, g.out_w, *call_.node,
+                      "describing Y");
     // NaN propagates: the CPU's maximum is NaN wherever a window holds one.
     Check(cudnnSetPooling2dDescriptor(pool(), ModeOf(call_.kind), CUDNN_PROPAGATE_NAN,
                                       i(g.kernel_h), i(g.kernel_w), i(g.pad_top), i(g.pad_left),
